@@ -1,0 +1,125 @@
+// Typed option registry and the values loaded into it.
+//
+// Every tunable in Bypass is one entry in a single registry (config/option_table.cc): name
+// ("ms.type", "dpdk.host_ip"), type, default, range and help. A Config holds one value per option,
+// filled in order of increasing priority: defaults < YAML file < environment BYPASS_<KEY> <
+// command line --set key=value. Every error names where the bad value came from (file:line:col,
+// "--set", or the environment variable) and what is allowed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bypass::config {
+
+enum class OptionType { Bool, Int, Size, Duration, String, Enum, IPv4, CpuList, StringList };
+
+const char* option_type_name(OptionType type);
+
+struct OptionSpec {
+  std::string name;           // dotted path, e.g. "dpdk.host_ip"
+  OptionType type;
+  std::string default_value;  // textual, parsed like any other source
+  std::string help;
+  int64_t min = INT64_MIN;    // Int, Size and Duration (nanoseconds) ranges, inclusive
+  int64_t max = INT64_MAX;
+  std::vector<std::string> enum_values = {};  // Enum only
+};
+
+// Raised for every bad input: malformed YAML, unknown key, wrong type, value out of range.
+// what() is the complete one-line message, e.g.
+//   "job.yaml:3:9: ms.type: 'dpkd' is not one of posix, dpdk, rdma"
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Registry {
+ public:
+  static const Registry& global();  // every option Bypass knows
+
+  const OptionSpec* find(std::string_view name) const;
+  // The known option nearest to `name` by edit distance, if reasonably close ("ms.tpye" -> "ms.type").
+  std::optional<std::string> suggest(std::string_view name) const;
+  // True when `prefix` names a section ("dpdk") that holds at least one option.
+  bool is_section(std::string_view prefix) const;
+  const std::vector<OptionSpec>& options() const { return options_; }
+  // Human-readable listing for --help-options.
+  std::string describe() const;
+
+  void add(OptionSpec spec);  // throws ConfigError on a duplicate or an invalid default
+
+ private:
+  std::vector<OptionSpec> options_;
+  std::map<std::string, size_t, std::less<>> index_;
+};
+
+// A parsed value of one option (the variant alternative follows the option type).
+struct Ipv4 {
+  uint32_t host_order = 0;
+  std::string to_string() const;
+  bool operator==(const Ipv4&) const = default;
+};
+
+class Config {
+ public:
+  // All options at their defaults.
+  explicit Config(const Registry& registry = Registry::global());
+
+  // Sources, in the order tools apply them.
+  void load_yaml_file(const std::string& path);
+  void load_yaml_text(std::string_view text, const std::string& origin = "<string>");
+  void apply_environment();                        // BYPASS_MS_TYPE=dpdk -> ms.type
+  void set(std::string_view key, std::string_view value, const std::string& origin = "--set");
+  void set_assignment(std::string_view assignment, const std::string& origin = "--set");  // "k=v"
+  // Text values (--set, environment) of a StringList are comma-separated ("a,b"); an item that
+  // contains a comma needs YAML flow syntax: ["net_tap0,iface=bp0", net_ring0].
+  // A YAML file is applied all or nothing: on error the Config keeps its previous values.
+
+  bool get_bool(std::string_view name) const;
+  int64_t get_int(std::string_view name) const;
+  uint64_t get_size(std::string_view name) const;                 // bytes
+  std::chrono::nanoseconds get_duration(std::string_view name) const;
+  const std::string& get_string(std::string_view name) const;     // String and Enum
+  Ipv4 get_ipv4(std::string_view name) const;
+  std::vector<int> get_cpus(std::string_view name) const;         // "0-3,6" -> {0,1,2,3,6}
+  const std::vector<std::string>& get_list(std::string_view name) const;
+
+  // Where the current value came from ("default", "job.yaml:3:9", "--set", "BYPASS_MS_TYPE").
+  const std::string& origin(std::string_view name) const;
+  // Canonical text of the current value (for config echo in results).
+  std::string to_string(std::string_view name) const;
+  // Every option with its value, as a flat JSON object in registration order: bools and ints as
+  // JSON literals, sizes as a number of bytes, string lists as arrays of strings, everything
+  // else (durations, enums, addresses, CPU lists) as the canonical text of to_string().
+  std::string to_json() const;
+  const Registry& registry() const { return *registry_; }
+
+ private:
+  struct Value;
+  const Value& value(std::string_view name, OptionType expected) const;
+  void assign(const OptionSpec& spec, std::string_view text, const std::string& origin,
+              const std::vector<std::string>* list);
+
+  const Registry* registry_;
+  std::map<std::string, std::shared_ptr<Value>, std::less<>> values_;
+};
+
+// Text parsers shared by the loader and tools (throw ConfigError with `what` describing the input).
+bool parse_bool(std::string_view text);
+int64_t parse_int(std::string_view text);
+uint64_t parse_size(std::string_view text);                 // "4K", "1M", "2GiB", "512"
+std::chrono::nanoseconds parse_duration(std::string_view text);  // "200ms", "2s", "1m", "500us"
+Ipv4 parse_ipv4(std::string_view text);
+std::vector<int> parse_cpu_list(std::string_view text);
+std::string format_size(uint64_t bytes);
+std::string format_duration(std::chrono::nanoseconds d);
+
+}  // namespace bypass::config

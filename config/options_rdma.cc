@@ -1,0 +1,40 @@
+// Section "rdma": the verbs transport.
+#include "config/option_sections.h"
+
+namespace bypass::config {
+
+void register_rdma_options(Registry& r) {
+  r.add({.name = "rdma.device", .type = OptionType::String, .default_value = "",
+         .help = "Verbs device (e.g. mlx5_0, rxe0); empty uses the first device with an active port."});
+  r.add({.name = "rdma.port", .type = OptionType::Int, .default_value = "1",
+         .help = "Port number on the device (verbs ports start at 1).", .min = 1, .max = 255});
+  r.add({.name = "rdma.gid_index", .type = OptionType::Int, .default_value = "0",
+         .help = "GID table index for RoCE addressing.", .min = 0, .max = 255});
+  r.add({.name = "rdma.roce_version", .type = OptionType::Enum, .default_value = "v2",
+         .help = "RoCE version the GID must match: v1 (Ethernet) or v2 (UDP/IP).",
+         .enum_values = {"v1", "v2"}});
+  r.add({.name = "rdma.chunk_size", .type = OptionType::Size, .default_value = "32K",
+         .help = "Size of each registered send/receive buffer chunk.",
+         .min = 4096, .max = int64_t{1} << 30});
+  r.add({.name = "rdma.chunk_count", .type = OptionType::Int, .default_value = "1024",
+         .help = "Chunks in each registered buffer pool.", .min = 16, .max = 1 << 20});
+  r.add({.name = "rdma.srq", .type = OptionType::Bool, .default_value = "true",
+         .help = "Share one receive queue among a worker's connections."});
+  r.add({.name = "rdma.busy_poll", .type = OptionType::Duration, .default_value = "20us",
+         .help = "Poll the completion queue this long before sleeping on its event channel."});
+  r.add({.name = "rdma.connect_mode", .type = OptionType::Enum, .default_value = "tcp",
+         .help = "How queue pairs are connected: tcp (exchange QP info over a TCP socket) or "
+                 "rdma_cm (librdmacm).",
+         .enum_values = {"tcp", "rdma_cm"}});
+  r.add({.name = "rdma.hugepages", .type = OptionType::Bool, .default_value = "false",
+         .help = "Back the registered chunk pools with 2 MiB hugepages (normal pages when none are "
+                 "reserved)."});
+  r.add({.name = "rdma.qp_depth", .type = OptionType::Int, .default_value = "64",
+         .help = "Send work requests per queue pair (and posted receives per QP when rdma.srq is "
+                 "false).", .min = 4, .max = 16384});
+  r.add({.name = "rdma.drain_timeout", .type = OptionType::Duration, .default_value = "5s",
+         .help = "On close, wait this long for posted sends to complete before forcing the QP to "
+                 "the error state.", .min = 1'000'000});
+}
+
+}  // namespace bypass::config

@@ -1,0 +1,107 @@
+// AsyncConnection (internal): one session plus the link (socket + msgr2 framing) it currently
+// runs over. All session state is touched only on the thread of the worker the session belongs
+// to; other threads reach it through the worker's external queue. Only the outgoing queue is
+// shared, under a short lock, so send_message() keeps its order even while a server-side
+// session moves to the worker that accepted its client's reconnection.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "msgr/async_messenger.h"
+#include "msgr/connection.h"
+#include "msgr/handshake.h"
+#include "msgr/wire/frame.h"
+#include "msgr/wire/message_header.h"
+
+namespace bypass::msgr {
+
+class AsyncConnection final : public Connection, public std::enable_shared_from_this<AsyncConnection> {
+ public:
+  AsyncConnection(AsyncMessenger& msgr, Worker* worker, Policy policy, EntityType peer_type, bool client_side);
+  ~AsyncConnection() override;
+
+  // Connection API (any thread).
+  bool send_message(MessageRef m) override;
+  void send_keepalive() override;
+  bool is_connected() const override { return connected_.load(std::memory_order_acquire); }
+  EntityName peer_name() const override;
+  EntityAddrVec peer_addrs() const override;
+  bool is_lossy() const override { return policy_.lossy; }
+  void mark_down() override;
+
+  // Worker thread.
+  void start_connect(const EntityAddrVec& addrs);
+  void start_accept(ConnectedSocket socket, const SocketAddress& peer);
+  Worker* worker() const { return worker_.load(std::memory_order_acquire); }
+  uint64_t client_cookie() const { return client_cookie_; }
+  uint64_t server_cookie() const { return server_cookie_; }
+  uint64_t in_seq_snapshot() const { return in_seq_atomic_.load(std::memory_order_acquire); }
+  void close(const std::string& why, bool notify_reset);  // worker thread
+
+ private:
+  struct Link;
+  using LinkRef = std::shared_ptr<Link>;
+
+  void run_on_worker(std::function<void()> fn);
+  void open_link(LinkRef link);
+  void on_readable(const LinkRef& link);
+  void on_writable(const LinkRef& link);
+  void on_connected(const LinkRef& link);
+  void process_input(const LinkRef& link);
+  void handshake_done(const LinkRef& link);
+  void session_ready(const LinkRef& link, const HandshakeResult& result);
+  void adopt_reconnected_link(LinkRef link, HandshakeResult result);
+  bool handle_frame(const LinkRef& link, wire::Frame& frame);
+  bool handle_message(const LinkRef& link, wire::Frame& frame);
+  void handle_ack(uint64_t seq);
+  void write_message(const LinkRef& link, const MessageRef& m, bool replay);
+  static void complete(const MessageRef& m, bool delivered);
+  void send_control(const LinkRef& link, wire::Tag tag, const BufferList& payload);
+  void flush_queue();
+  void flush_output(const LinkRef& link);
+  void maybe_send_ack(const LinkRef& link);
+  void keepalive_tick(const LinkRef& link);
+  void fault(const LinkRef& link, const std::string& why);
+  void drop_link(const LinkRef& link);
+  void schedule_reconnect();
+  void reconnect();
+  void resume_reading(const LinkRef& link);
+  std::string describe() const;
+
+  AsyncMessenger& msgr_;
+  std::atomic<Worker*> worker_;
+  Policy policy_;
+  EntityType peer_type_;
+  const bool client_side_;
+
+  // Shared with senders.
+  mutable std::mutex out_lock_;
+  std::deque<MessageRef> out_queue_;
+  bool flush_scheduled_ = false;
+  bool closed_ = false;
+  std::atomic<bool> connected_{false};
+  EntityName peer_name_;         // under out_lock_
+  EntityAddrVec peer_addrs_;     // under out_lock_
+
+  // Worker-thread state.
+  LinkRef link_;
+  uint64_t link_serial_ = 0;
+  std::deque<MessageRef> sent_;  // written, not yet acknowledged
+  uint64_t out_seq_ = 0;
+  uint64_t in_seq_ = 0;
+  std::atomic<uint64_t> in_seq_atomic_{0};
+  uint64_t acked_in_seq_ = 0;    // highest in_seq we told the peer about
+  uint64_t client_cookie_ = 0;
+  uint64_t server_cookie_ = 0;
+  uint64_t connect_seq_ = 0;
+  uint64_t peer_features_ = 0;
+  bool session_established_ = false;
+  std::chrono::nanoseconds backoff_{0};
+  std::optional<EventCenter::TimerId> reconnect_timer_;
+  EntityAddr target_;
+};
+
+}  // namespace bypass::msgr

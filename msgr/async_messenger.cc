@@ -1,0 +1,422 @@
+#include "msgr/async_messenger.h"
+
+#include <openssl/rand.h>
+
+#include <stdexcept>
+
+#include "config/log.h"
+#include "msgr/async_connection.h"
+
+namespace bypass::msgr {
+
+namespace {
+uint64_t random_u64() {
+  uint64_t v = 0;
+  while (v == 0) {
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&v), sizeof(v)) != 1) throw std::runtime_error("RAND_bytes failed");
+  }
+  return v;
+}
+}  // namespace
+
+std::unique_ptr<Messenger> Messenger::create(const config::Config& conf, const EntityName& name) {
+  return std::make_unique<AsyncMessenger>(conf, name);
+}
+
+AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& name)
+    : conf_(conf),
+      name_(name),
+      // Monitors use nonce 0 (clients address them as v2:IP:PORT/0), everyone else a random one.
+      nonce_(name.type == EntityType::Mon ? 0 : static_cast<uint32_t>(random_u64())),
+      dispatch_throttle_("dispatch_throttle_bytes", conf.get_size("ms.dispatch_throttle_bytes")) {
+  timings_.keepalive_interval = conf.get_duration("ms.keepalive_interval");
+  timings_.keepalive_timeout = conf.get_duration("ms.keepalive_timeout");
+  timings_.backoff_min = conf.get_duration("ms.reconnect_backoff_min");
+  timings_.backoff_max = conf.get_duration("ms.reconnect_backoff_max");
+  const std::string& auth = conf.get_string("ms.auth");
+  auth_.method = auth == "shared_secret" ? wire::kAuthSharedSecret : wire::kAuthNone;
+  auth_.secret = conf.get_string("ms.secret");
+  auth_.mode = conf.get_string("ms.mode") == "secure" ? wire::kConModeSecure : wire::kConModeCrc;
+  auth_.rekey_after_frames = static_cast<uint64_t>(conf.get_int("ms.rekey_after_frames"));
+  if (auth_.method == wire::kAuthSharedSecret && auth_.secret.empty())
+    throw config::ConfigError("ms.auth=shared_secret needs ms.secret");
+  if (auth_.mode == wire::kConModeSecure && auth_.method != wire::kAuthSharedSecret)
+    throw config::ConfigError("ms.mode=secure needs ms.auth=shared_secret (auth none yields no key)");
+  uint64_t segment = conf.get_size("ms.max_frame_segment");
+  uint64_t message = conf.get_size("ms.max_message_size");
+  limits_.max_segment = static_cast<uint32_t>(std::min<uint64_t>(segment, message));
+  limits_.max_data_segment = static_cast<uint32_t>(std::min<uint64_t>(message, 0xffffffffu));
+  limits_.max_frame = message + 4096;  // the header segment on top of the message
+  policy_throttle_bytes_ = conf.get_size("ms.throttle_bytes");
+  int64_t throttle_messages = conf.get_int("ms.throttle_messages");
+  if (policy_throttle_bytes_) default_policy_.throttle_bytes = std::make_shared<Throttle>("throttle_bytes", policy_throttle_bytes_);
+  if (throttle_messages)
+    default_policy_.throttle_messages = std::make_shared<Throttle>("throttle_messages", static_cast<uint64_t>(throttle_messages));
+  stack_ = NetworkStack::create(conf);
+  socket_options_.nodelay = conf.get_bool("ms.tcp_nodelay");
+  socket_options_.rcvbuf_bytes = static_cast<int>(conf.get_size("ms.tcp_rcvbuf"));
+  socket_options_.sndbuf_bytes = static_cast<int>(conf.get_size("ms.tcp_sndbuf"));
+  socket_options_.connect_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(conf.get_duration("ms.connect_timeout"));
+}
+
+AsyncMessenger::~AsyncMessenger() {
+  shutdown();
+  wait();
+}
+
+void AsyncMessenger::set_default_policy(const Policy& policy) {
+  std::lock_guard<std::mutex> guard(lock_);
+  default_policy_ = policy;
+}
+
+void AsyncMessenger::set_policy(EntityType peer_type, const Policy& policy) {
+  std::lock_guard<std::mutex> guard(lock_);
+  policies_[peer_type] = policy;
+}
+
+Policy AsyncMessenger::policy_for(EntityType peer_type) const {
+  std::lock_guard<std::mutex> guard(lock_);
+  auto it = policies_.find(peer_type);
+  return it != policies_.end() ? it->second : default_policy_;
+}
+
+void AsyncMessenger::add_dispatcher(Dispatcher* dispatcher) {
+  std::lock_guard<std::mutex> guard(lock_);
+  dispatchers_.push_back(dispatcher);
+}
+
+HandshakeSettings AsyncMessenger::handshake_settings(bool lossy) const {
+  HandshakeSettings s;
+  s.my_name = name_;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    s.my_addrs = my_addrs_;
+  }
+  s.lossy = lossy;
+  s.auth = auth_;
+  s.limits = limits_;
+  return s;
+}
+
+uint64_t AsyncMessenger::next_global_seq(uint64_t at_least) {
+  uint64_t cur = global_seq_.load();
+  uint64_t next;
+  do {
+    next = std::max(cur, at_least) + 1;
+  } while (!global_seq_.compare_exchange_weak(cur, next));
+  return next;
+}
+
+uint64_t AsyncMessenger::new_cookie() { return random_u64(); }
+
+int AsyncMessenger::bind(const EntityAddr& addr) {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (started_) return -EINVAL;
+  if (addr.family() != AF_INET && addr.family() != AF_INET6) return -EAFNOSUPPORT;
+  bind_requests_.push_back(addr);
+  return 0;
+}
+
+EntityAddrVec AsyncMessenger::my_addrs() const {
+  std::lock_guard<std::mutex> guard(lock_);
+  return my_addrs_;
+}
+
+int AsyncMessenger::start() {
+  std::vector<EntityAddr> requests;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (started_) return -EINVAL;
+    started_ = true;
+    requests = bind_requests_;
+  }
+  stack_->start();
+  dispatch_thread_ = std::thread([this] { dispatch_loop(); });
+  ListenOptions lopts;
+  lopts.backlog = static_cast<int>(conf_.get_int("ms.listen_backlog"));
+  for (EntityAddr addr : requests) {
+    unsigned n = stack_->listen_per_worker() ? stack_->num_workers() : 1;
+    for (unsigned i = 0; i < n; ++i) {
+      Worker* w = stack_->worker(i);
+      int r = 0;
+      w->center().submit_and_wait([&] {
+        auto listener = std::make_unique<ServerSocket>();
+        SocketAddress sa = SocketAddress::from_sockaddr(addr.sockaddr_ptr(), addr.sockaddr_len());
+        r = w->listen(sa, lopts, socket_options_, listener.get());
+        if (r < 0) return;
+        if (addr.port() == 0) addr.set_port(listener->local_address().port());
+        ServerSocket* raw = listener.get();
+        w->center().create_file_event(raw->fd(), kEventReadable, [this, w, raw](int, int) { on_accept(w, raw); });
+        std::lock_guard<std::mutex> guard(lock_);
+        listeners_.emplace_back(w, std::move(listener));
+      });
+      if (r < 0) {
+        BYPASS_LOG(Error, "msgr", "%s: cannot listen on %s: %s", name_.to_string().c_str(), addr.to_string().c_str(),
+                   socket_error_name(r));
+        return r;
+      }
+    }
+    addr.type = EntityAddr::kMsgr2;
+    addr.nonce = nonce_;
+    std::lock_guard<std::mutex> guard(lock_);
+    my_addrs_.addrs.push_back(addr);
+    BYPASS_LOG(Info, "msgr", "%s listening on %s", name_.to_string().c_str(), addr.to_string().c_str());
+  }
+  return 0;
+}
+
+void AsyncMessenger::on_accept(Worker* worker, ServerSocket* listener) {
+  for (int i = 0; i < 64 && !stopping(); ++i) {
+    ConnectedSocket sock;
+    SocketAddress peer;
+    int r = listener->accept(&sock, socket_options_, &peer, worker);
+    if (r == -EAGAIN) return;
+    if (r < 0) {
+      BYPASS_LOG(Warn, "msgr", "accept failed: %s", socket_error_name(r));
+      return;
+    }
+    auto con = std::make_shared<AsyncConnection>(*this, worker, policy_for(EntityType::Client), EntityType::Client, false);
+    track(con);
+    con->start_accept(std::move(sock), peer);
+  }
+}
+
+void AsyncMessenger::track(const AsyncConnectionRef& con) {
+  std::lock_guard<std::mutex> guard(lock_);
+  connections_.insert(con);
+}
+
+void AsyncMessenger::forget(AsyncConnection* con) {
+  AsyncConnectionRef keep;  // destroy outside the lock
+  std::lock_guard<std::mutex> guard(lock_);
+  for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+    if (it->get() == con) {
+      keep = *it;
+      connections_.erase(it);
+      break;
+    }
+  }
+  for (auto it = outgoing_.begin(); it != outgoing_.end();) {
+    it = it->second.get() == con ? outgoing_.erase(it) : std::next(it);
+  }
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    it = it->second.get() == con ? sessions_.erase(it) : std::next(it);
+  }
+  // Hand the last reference to the dispatch thread so the object is not destroyed inside one of
+  // its own member functions.
+  if (keep) {
+    std::lock_guard<std::mutex> dguard(dispatch_lock_);
+    if (!dispatch_stop_) {
+      dispatch_queue_.push_back([keep] {});
+      dispatch_cv_.notify_one();
+    }
+  }
+}
+
+std::optional<uint64_t> AsyncMessenger::accept_session(const AsyncConnectionRef& con,
+                                                       const wire::ClientIdentFrame& ident, std::string* why) {
+  if (stopping()) {
+    *why = "messenger is shutting down";
+    return std::nullopt;
+  }
+  uint64_t cookie = new_cookie();
+  std::vector<AsyncConnectionRef> replaced, stale;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    // The same client incarnation identifying again (its earlier attempt failed before it saw our
+    // SERVER_IDENT): the earlier session never carried a message; retire it quietly.
+    for (auto& [c, s] : sessions_)
+      if (s.get() != con.get() && s->client_cookie() == ident.cookie) stale.push_back(s);
+    // The same client entity (addresses + cookie changed) came back with a new session: it
+    // restarted, so any session we kept for its old incarnation is dead.
+    for (auto& [c, s] : sessions_) {
+      if (s.get() != con.get() && s->client_cookie() != ident.cookie && s->peer_addrs() == ident.addrs &&
+          !ident.addrs.empty() && ident.addrs.addrs[0].port() != 0)
+        replaced.push_back(s);
+    }
+    sessions_[cookie] = con;
+  }
+  for (auto& old : replaced) {
+    notify(Event::RemoteReset, old);
+    old->mark_down();
+  }
+  for (auto& old : stale) old->mark_down();
+  return cookie;
+}
+
+AsyncConnectionRef AsyncMessenger::find_session(uint64_t server_cookie) {
+  std::lock_guard<std::mutex> guard(lock_);
+  auto it = sessions_.find(server_cookie);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+ConnectionRef AsyncMessenger::connect_to(EntityType peer_type, const EntityAddrVec& addrs) {
+  const EntityAddr* addr = addrs.msgr2_addr();
+  std::string key = addr ? addr->to_string() : "";
+  AsyncConnectionRef con;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    auto it = outgoing_.find(key);
+    if (it != outgoing_.end()) return it->second;
+    auto policy_it = policies_.find(peer_type);
+    Policy policy = policy_it != policies_.end() ? policy_it->second : default_policy_;
+    con = std::make_shared<AsyncConnection>(*this, stack_->least_loaded_worker(), policy, peer_type, true);
+    connections_.insert(con);
+    outgoing_[key] = con;
+  }
+  con->worker()->center().dispatch_external([con, addrs] { con->start_connect(addrs); });
+  return con;
+}
+
+void AsyncMessenger::mark_down(const EntityAddrVec& addrs) {
+  std::vector<AsyncConnectionRef> victims;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    for (auto& con : connections_)
+      if (con->peer_addrs() == addrs) victims.push_back(con);
+  }
+  for (auto& con : victims) con->mark_down();
+}
+
+void AsyncMessenger::mark_down_all() {
+  std::vector<AsyncConnectionRef> victims;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    victims.assign(connections_.begin(), connections_.end());
+  }
+  for (auto& con : victims) con->mark_down();
+}
+
+void AsyncMessenger::deliver(const MessageRef& m, std::function<void()> done) {
+  std::vector<Dispatcher*> dispatchers;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    dispatchers = dispatchers_;
+  }
+  for (Dispatcher* d : dispatchers) {
+    if (d->ms_can_fast_dispatch(*m)) {
+      d->ms_fast_dispatch(m);
+      done();
+      return;
+    }
+  }
+  std::lock_guard<std::mutex> guard(dispatch_lock_);
+  if (dispatch_stop_) {
+    done();
+    return;
+  }
+  dispatch_queue_.push_back([dispatchers, m, done = std::move(done)] {
+    for (Dispatcher* d : dispatchers)
+      if (d->ms_dispatch(m)) break;
+    done();
+  });
+  dispatch_cv_.notify_one();
+}
+
+void AsyncMessenger::notify(Event event, const ConnectionRef& con) {
+  std::vector<Dispatcher*> dispatchers;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    dispatchers = dispatchers_;
+  }
+  std::lock_guard<std::mutex> guard(dispatch_lock_);
+  if (dispatch_stop_) return;
+  dispatch_queue_.push_back([dispatchers, event, con] {
+    for (Dispatcher* d : dispatchers) {
+      switch (event) {
+        case Event::Connect: d->ms_handle_connect(con); break;
+        case Event::Accept: d->ms_handle_accept(con); break;
+        case Event::Reset: if (d->ms_handle_reset(con)) return; break;
+        case Event::RemoteReset: d->ms_handle_remote_reset(con); break;
+        case Event::Refused: if (d->ms_handle_refused(con)) return; break;
+      }
+    }
+  });
+  dispatch_cv_.notify_one();
+}
+
+void AsyncMessenger::dispatch_loop() {
+  for (;;) {
+    std::function<void()> item;
+    {
+      std::unique_lock<std::mutex> guard(dispatch_lock_);
+      dispatch_cv_.wait(guard, [this] { return dispatch_stop_ || !dispatch_queue_.empty(); });
+      if (dispatch_queue_.empty()) return;  // stopping and drained
+      item = std::move(dispatch_queue_.front());
+      dispatch_queue_.pop_front();
+    }
+    item();
+  }
+}
+
+void AsyncMessenger::shutdown() {
+  bool was_started;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (stopping_.exchange(true)) return;
+    was_started = started_;
+  }
+  if (was_started) {
+    std::vector<AsyncConnectionRef> all;
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      all.assign(connections_.begin(), connections_.end());
+    }
+    for (auto& con : all) {
+      Worker* w = con->worker();
+      w->center().submit_and_wait([&] {
+        // The session may have moved workers; close() only where it lives now.
+        if (con->worker() == w) con->close("messenger shutdown", false);
+      });
+    }
+    for (unsigned i = 0; i < stack_->num_workers(); ++i) {
+      Worker* w = stack_->worker(i);
+      w->center().submit_and_wait([&] {
+        std::lock_guard<std::mutex> guard(lock_);
+        for (auto& [owner, listener] : listeners_) {
+          if (owner != w || !*listener) continue;  // only the owning worker touches its listener
+          w->center().delete_file_event(listener->fd(), kEventReadable);
+          listener->abort_accept();
+        }
+      });
+    }
+    stack_->stop();
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      listeners_.clear();
+    }
+    {
+      std::lock_guard<std::mutex> guard(dispatch_lock_);
+      dispatch_stop_ = true;
+      dispatch_cv_.notify_all();
+    }
+    if (dispatch_thread_.joinable()) dispatch_thread_.join();
+  }
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    connections_.clear();
+    outgoing_.clear();
+    sessions_.clear();
+    stopped_ = true;
+  }
+  stopped_cv_.notify_all();
+}
+
+void AsyncMessenger::wait() {
+  std::unique_lock<std::mutex> guard(lock_);
+  stopped_cv_.wait(guard, [this] { return stopped_; });
+}
+
+std::string AsyncMessenger::perf_dump_json() const {
+  size_t connections;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    connections = connections_.size();
+  }
+  std::string counters = perf_.to_json();
+  return "{\"name\":\"" + name_.to_string() + "\",\"connections\":" + std::to_string(connections) +
+         ",\"dispatch_throttle_bytes\":" + std::to_string(dispatch_throttle_.current()) + ",\"counters\":" + counters + "}";
+}
+
+}  // namespace bypass::msgr

@@ -1,0 +1,114 @@
+// The Messenger implementation (internal): stack, listeners, session table, dispatch thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "msgr/handshake.h"
+#include "msgr/messenger.h"
+#include "msgr/perf_counters.h"
+#include "stack/network_stack.h"
+
+namespace bypass::msgr {
+
+class AsyncConnection;
+using AsyncConnectionRef = std::shared_ptr<AsyncConnection>;
+
+struct MessengerTimings {
+  std::chrono::nanoseconds keepalive_interval;
+  std::chrono::nanoseconds keepalive_timeout;
+  std::chrono::nanoseconds backoff_min;
+  std::chrono::nanoseconds backoff_max;
+};
+
+class AsyncMessenger final : public Messenger {
+ public:
+  AsyncMessenger(const config::Config& conf, const EntityName& name);
+  ~AsyncMessenger() override;
+
+  const EntityName& name() const override { return name_; }
+  void set_default_policy(const Policy& policy) override;
+  void set_policy(EntityType peer_type, const Policy& policy) override;
+  void add_dispatcher(Dispatcher* dispatcher) override;
+  MessageRegistry& registry() override { return registry_; }
+  int bind(const EntityAddr& addr) override;
+  EntityAddrVec my_addrs() const override;
+  int start() override;
+  ConnectionRef connect_to(EntityType peer_type, const EntityAddrVec& addrs) override;
+  void mark_down(const EntityAddrVec& addrs) override;
+  void mark_down_all() override;
+  void shutdown() override;
+  void wait() override;
+  std::string perf_dump_json() const override;
+
+  // --- used by connections (any worker thread) ---
+  Policy policy_for(EntityType peer_type) const;
+  HandshakeSettings handshake_settings(bool lossy) const;
+  const MessengerTimings& timings() const { return timings_; }
+  uint64_t next_global_seq(uint64_t at_least = 0);
+  uint64_t new_cookie();
+  PerfCounters& perf() { return perf_; }
+  Throttle& dispatch_throttle() { return dispatch_throttle_; }
+  NetworkStack& stack() { return *stack_; }
+  SocketOptions socket_options() const { return socket_options_; }
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+
+  // Delivers `m`; `done` runs once the dispatcher returned (releases throttles).
+  void deliver(const MessageRef& m, std::function<void()> done);
+  enum class Event { Connect, Accept, Reset, RemoteReset, Refused };
+  void notify(Event event, const ConnectionRef& con);
+
+  // Server side session table (keyed by our server cookie).
+  std::optional<uint64_t> accept_session(const AsyncConnectionRef& con, const wire::ClientIdentFrame& ident,
+                                         std::string* why);
+  AsyncConnectionRef find_session(uint64_t server_cookie);
+  void forget(AsyncConnection* con);  // closed for good
+  void track(const AsyncConnectionRef& con);
+
+ private:
+  void dispatch_loop();
+  void on_accept(Worker* worker, ServerSocket* listener);
+
+  config::Config conf_;
+  EntityName name_;
+  uint32_t nonce_;
+  std::shared_ptr<NetworkStack> stack_;
+  SocketOptions socket_options_;
+  MessengerTimings timings_;
+  AuthSettings auth_;
+  wire::FrameLimits limits_;
+  uint64_t policy_throttle_bytes_;
+  MessageRegistry registry_;
+  PerfCounters perf_;
+  Throttle dispatch_throttle_;
+
+  mutable std::mutex lock_;
+  Policy default_policy_ = Policy::lossless_peer();
+  std::map<EntityType, Policy> policies_;
+  std::vector<Dispatcher*> dispatchers_;
+  EntityAddrVec my_addrs_;
+  std::vector<EntityAddr> bind_requests_;
+  std::vector<std::pair<Worker*, std::unique_ptr<ServerSocket>>> listeners_;
+  std::set<AsyncConnectionRef> connections_;
+  std::map<std::string, AsyncConnectionRef> outgoing_;  // by peer msgr2 addr string
+  std::map<uint64_t, AsyncConnectionRef> sessions_;     // server side, by server cookie
+  std::atomic<uint64_t> global_seq_{0};
+  bool started_ = false;
+  std::atomic<bool> stopping_{false};
+  bool stopped_ = false;
+  std::condition_variable stopped_cv_;
+
+  std::thread dispatch_thread_;
+  std::mutex dispatch_lock_;
+  std::condition_variable dispatch_cv_;
+  std::deque<std::function<void()>> dispatch_queue_;
+  bool dispatch_stop_ = false;
+};
+
+}  // namespace bypass::msgr

@@ -1,0 +1,29 @@
+// Connection: one session with one peer entity, as the application sees it.
+#pragma once
+
+#include <memory>
+
+#include "msgr/entity.h"
+#include "msgr/message.h"
+
+namespace bypass::msgr {
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Queue `m` for the peer; callable from any thread. Messages are delivered in the order they
+  // were queued. Returns false when the connection is already closed (the message is dropped and
+  // its completion fires with delivered=false).
+  virtual bool send_message(MessageRef m) = 0;
+  // Ask the peer for a KEEPALIVE2_ACK now (liveness probe).
+  virtual void send_keepalive() = 0;
+  // True while the session is established over a live link.
+  virtual bool is_connected() const = 0;
+  virtual EntityName peer_name() const = 0;
+  virtual EntityAddrVec peer_addrs() const = 0;
+  virtual bool is_lossy() const = 0;
+  // Close the session now: queued and unacknowledged messages are dropped, no reconnect.
+  virtual void mark_down() = 0;
+};
+
+}  // namespace bypass::msgr

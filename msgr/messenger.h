@@ -1,0 +1,59 @@
+// Messenger: the entry point of the messaging layer. It owns a network stack (posix, dpdk or
+// rdma, picked by ms.type), listens on its bound addresses, creates and tracks connections,
+// and hands received messages to the registered dispatchers.
+//
+//   auto msgr = Messenger::create(conf, EntityName{EntityType::Osd, 0});
+//   msgr->set_policy(EntityType::Client, Policy::stateless_server());
+//   msgr->add_dispatcher(&my_dispatcher);
+//   msgr->bind(addr);          // optional: a pure client need not bind
+//   msgr->start();
+//   ConnectionRef c = msgr->connect_to(EntityType::Osd, peer_addrs);
+//   c->send_message(m);
+//   ...
+//   msgr->shutdown(); msgr->wait();
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "config/config.h"
+#include "msgr/connection.h"
+#include "msgr/dispatcher.h"
+#include "msgr/entity.h"
+#include "msgr/message.h"
+#include "msgr/policy.h"
+
+namespace bypass::msgr {
+
+class Messenger {
+ public:
+  // Reads ms.* options from `conf`. Throws std::runtime_error (or config::ConfigError) when the
+  // transport cannot be created or an option is inconsistent (e.g. secure mode without a secret).
+  static std::unique_ptr<Messenger> create(const config::Config& conf, const EntityName& name);
+  virtual ~Messenger() = default;
+
+  virtual const EntityName& name() const = 0;
+  virtual void set_default_policy(const Policy& policy) = 0;
+  virtual void set_policy(EntityType peer_type, const Policy& policy) = 0;
+  virtual void add_dispatcher(Dispatcher* dispatcher) = 0;  // before start()
+  virtual MessageRegistry& registry() = 0;
+
+  // Listen on `addr` (port 0 picks a free port). May be called several times before start().
+  // Returns 0 or a negative errno.
+  virtual int bind(const EntityAddr& addr) = 0;
+  virtual EntityAddrVec my_addrs() const = 0;
+  virtual int start() = 0;
+
+  // The connection to the entity at `addrs` (its msgr2 address is used), created if needed.
+  virtual ConnectionRef connect_to(EntityType peer_type, const EntityAddrVec& addrs) = 0;
+  virtual void mark_down(const EntityAddrVec& addrs) = 0;
+  virtual void mark_down_all() = 0;
+
+  virtual void shutdown() = 0;  // close everything; wait() returns afterwards
+  virtual void wait() = 0;
+
+  // Perf counters as a JSON object.
+  virtual std::string perf_dump_json() const = 0;
+};
+
+}  // namespace bypass::msgr

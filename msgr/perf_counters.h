@@ -1,0 +1,50 @@
+// Messenger perf counters: relaxed atomics bumped on worker threads, dumped as JSON.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace bypass::msgr {
+
+struct PerfCounters {
+#define BYPASS_MSGR_COUNTERS(X) \
+  X(msgs_sent)                  \
+  X(msgs_received)              \
+  X(bytes_sent)                 \
+  X(bytes_received)             \
+  X(msgs_acked)                 \
+  X(msgs_dropped)               \
+  X(msgs_replayed)              \
+  X(duplicates_dropped)         \
+  X(connections_opened)         \
+  X(connections_accepted)       \
+  X(sessions_reconnected)       \
+  X(sessions_reset)             \
+  X(faults)                     \
+  X(keepalives_sent)            \
+  X(keepalive_acks_received)    \
+  X(keepalive_timeouts)         \
+  X(throttle_stalls)            \
+  X(handshake_failures)
+#define BYPASS_DECLARE(name) std::atomic<uint64_t> name{0};
+  BYPASS_MSGR_COUNTERS(BYPASS_DECLARE)
+#undef BYPASS_DECLARE
+
+  std::string to_json() const {
+    std::string out = "{";
+    bool first = true;
+#define BYPASS_DUMP(name)                                                             \
+  out += std::string(first ? "" : ",") + "\"" #name "\":" + std::to_string(name.load(std::memory_order_relaxed)); \
+  first = false;
+    BYPASS_MSGR_COUNTERS(BYPASS_DUMP)
+#undef BYPASS_DUMP
+    return out + "}";
+  }
+};
+
+inline void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+  counter.fetch_add(n, std::memory_order_relaxed);
+}
+
+}  // namespace bypass::msgr

@@ -1,0 +1,273 @@
+#include "pmd/eal.h"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include "config/log.h"
+#include "pmd/error.h"
+
+namespace bypass::pmd {
+
+namespace {
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::string cpu_list_text(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(cpus[i]);
+    if (j > i) out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out.empty() ? "none" : out;
+}
+
+uint64_t mebibytes_rounded_up(uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; }
+
+// Parses "key=value" pairs of a vdev string ("net_memif0,role=client,socket=/run/x.sock").
+std::optional<std::string> vdev_param(const std::string& vdev, const std::string& key) {
+  std::stringstream in(vdev);
+  std::string part;
+  std::getline(in, part, ',');  // device name
+  while (std::getline(in, part, ','))
+    if (part.compare(0, key.size() + 1, key + "=") == 0) return part.substr(key.size() + 1);
+  return std::nullopt;
+}
+
+// Drivers Debian's DPDK ships as virtual devices; anything else is a typo or a missing plugin,
+// which EAL itself would report only as "Bus (vdev) probe failed".
+const char* const kVirtualDrivers[] = {"net_tap", "net_memif", "net_af_packet", "net_af_xdp", "net_ring",
+                                       "net_null", "net_pcap", "net_vhost", "net_virtio_user", "net_bonding",
+                                       "net_failsafe", "net_kni", "crypto_", "event_", "baseband_", "dma_"};
+
+void check_vdev(const std::string& vdev) {
+  const std::string name = vdev.substr(0, vdev.find(','));
+  const bool known = std::any_of(std::begin(kVirtualDrivers), std::end(kVirtualDrivers), [&](const char* d) {
+    const std::string driver(d);
+    return name.compare(0, driver.size(), driver) == 0;
+  });
+  if (name.empty() || !known)
+    throw PmdError("dpdk.vdev: unknown virtual device '" + name +
+                   "' (expected a driver name plus index such as net_tap0, net_memif0, net_af_packet0, net_ring0)");
+  if (name.compare(0, 9, "net_memif") == 0) {
+    const auto role = vdev_param(vdev, "role");
+    const auto abstract = vdev_param(vdev, "socket-abstract");
+    const auto socket = vdev_param(vdev, "socket");
+    // A client on a filesystem socket needs the server's socket file now; say so before EAL waits.
+    if (role && *role == "client" && abstract && *abstract == "no" && socket && !std::filesystem::exists(*socket))
+      throw PmdError("dpdk.vdev: memif socket '" + *socket + "' of '" + name +
+                     "' does not exist (start the role=server process first)");
+  }
+}
+
+}  // namespace
+
+HostFacts HostFacts::probe() {
+  HostFacts facts;
+  try {
+    facts.online_cpus = config::parse_cpu_list(read_first_line("/sys/devices/system/cpu/online"));
+  } catch (const std::exception&) {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long i = 0; i < n; ++i) facts.online_cpus.push_back(static_cast<int>(i));
+  }
+  std::error_code ec;
+  for (const auto& dir : std::filesystem::directory_iterator("/sys/kernel/mm/hugepages", ec)) {
+    const std::string name = dir.path().filename().string();  // hugepages-2048kB
+    uint64_t kib = 0;
+    if (std::sscanf(name.c_str(), "hugepages-%lukB", &kib) != 1) continue;
+    const std::string free_text = read_first_line(dir.path().string() + "/free_hugepages");
+    if (free_text.empty()) continue;
+    facts.free_hugepage_bytes += std::stoull(free_text) * kib * 1024;
+  }
+  std::ifstream mounts("/proc/mounts");
+  std::string device, mount_point, fs_type, rest;
+  while (mounts >> device >> mount_point >> fs_type && std::getline(mounts, rest))
+    if (fs_type == "hugetlbfs") facts.hugetlbfs_mounts.push_back(mount_point);
+  return facts;
+}
+
+EalPlan plan_eal(const config::Config& config, const HostFacts& host, const std::string& program) {
+  EalPlan plan;
+  auto& args = plan.args;
+  args.push_back(program);
+
+  // Lcores: one per worker, on ms.cpus in order (round-robin when there are fewer CPUs).
+  const auto workers = static_cast<unsigned>(config.get_int("ms.workers"));
+  const std::string& lcore_map = config.get_string("dpdk.lcores");
+  const auto main_lcore = static_cast<unsigned>(config.get_int("dpdk.main_lcore"));
+  if (!lcore_map.empty()) {
+    args.push_back("--lcores=" + lcore_map);
+  } else {
+    std::vector<int> cpus = config.get_cpus("ms.cpus");
+    for (int cpu : cpus)
+      if (std::find(host.online_cpus.begin(), host.online_cpus.end(), cpu) == host.online_cpus.end())
+        throw PmdError("ms.cpus: CPU " + std::to_string(cpu) + " does not exist on this host (online CPUs: " +
+                       cpu_list_text(host.online_cpus) + ")");
+    if (cpus.empty()) cpus = host.online_cpus;
+    if (cpus.empty()) throw PmdError("ms.cpus: no online CPU found on this host");
+    if (main_lcore >= workers)
+      throw PmdError("dpdk.main_lcore: " + std::to_string(main_lcore) + " is not one of the " +
+                     std::to_string(workers) + " worker lcores (0.." + std::to_string(workers - 1) + "; see ms.workers)");
+    std::string map;
+    for (unsigned i = 0; i < workers; ++i) {
+      const int cpu = cpus[i % cpus.size()];
+      plan.lcore_cpus.push_back(cpu);
+      if (!map.empty()) map += ",";
+      map += std::to_string(i) + "@" + std::to_string(cpu);
+    }
+    args.push_back("--lcores=" + map);
+  }
+  plan.main_lcore = main_lcore;
+  args.push_back("--main-lcore=" + std::to_string(main_lcore));
+  if (const int64_t channels = config.get_int("dpdk.memory_channels"); channels > 0)
+    args.push_back("-n" + std::to_string(channels));
+
+  // Memory: hugepages when the host has enough free, else --no-huge under dpdk.no_huge=auto.
+  const uint64_t memory = config.get_size("dpdk.memory");
+  const std::string& no_huge = config.get_string("dpdk.no_huge");
+  const std::string& huge_dir = config.get_string("dpdk.huge_dir");
+  std::string unavailable;
+  if (no_huge != "yes") {
+    if (!huge_dir.empty()) {
+      const std::string dir = std::filesystem::path(huge_dir).lexically_normal().string();
+      const bool mounted = std::any_of(host.hugetlbfs_mounts.begin(), host.hugetlbfs_mounts.end(),
+                                       [&](const std::string& m) { return m == dir || m + "/" == dir; });
+      if (!mounted)
+        throw PmdError("dpdk.huge_dir: '" + huge_dir + "' is not a hugetlbfs mount (mounts: " +
+                       (host.hugetlbfs_mounts.empty() ? std::string("none") : host.hugetlbfs_mounts.front()) +
+                       "); fix the path or set dpdk.no_huge=yes");
+    }
+    if (host.hugetlbfs_mounts.empty())
+      unavailable = "no hugetlbfs is mounted";
+    else if (host.free_hugepage_bytes < memory)
+      unavailable = std::to_string(host.free_hugepage_bytes >> 20) + " MiB of hugepages free, dpdk.memory needs " +
+                    std::to_string(mebibytes_rounded_up(memory)) + " MiB";
+  }
+  if (no_huge == "yes") {
+    plan.no_huge = true;
+  } else if (!unavailable.empty()) {
+    if (no_huge == "no")
+      throw PmdError("dpdk.no_huge: hugepages required but " + unavailable +
+                     " (reserve pages with tools/setup.sh, lower dpdk.memory, or set dpdk.no_huge=auto)");
+    plan.no_huge = true;
+    plan.no_huge_reason = unavailable;
+  }
+  if (plan.no_huge) {
+    args.push_back("--no-huge");
+  } else if (!huge_dir.empty()) {
+    args.push_back("--huge-dir=" + huge_dir);
+  }
+  args.push_back("-m" + std::to_string(mebibytes_rounded_up(memory)));
+
+  if (config.get_bool("dpdk.in_memory")) {
+    // --in-memory implies hugepage-backed memory; without hugepages --no-shconf keeps the
+    // process equally free of shared runtime files.
+    args.push_back(plan.no_huge ? "--no-shconf" : "--in-memory");
+  } else {
+    std::string prefix = config.get_string("dpdk.file_prefix");
+    if (prefix.empty()) prefix = "bypass" + std::to_string(getpid());
+    args.push_back("--file-prefix=" + prefix);
+  }
+
+  // Devices: with only virtual devices asked for, PCI is not scanned (a VM's own NIC is never
+  // probed by accident); with neither, EAL probes every PCI device bound to a DPDK driver.
+  const auto& allow = config.get_list("dpdk.allow");
+  const auto& vdevs = config.get_list("dpdk.vdev");
+  if (allow.empty() && !vdevs.empty()) args.push_back("--no-pci");
+  for (const std::string& pci : allow) {
+    unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+    char tail = 0;
+    const bool full = std::sscanf(pci.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &dev, &fn, &tail) == 4;
+    const bool short_form = std::sscanf(pci.c_str(), "%x:%x.%x%c", &bus, &dev, &fn, &tail) == 3;
+    if (!full && !short_form)
+      throw PmdError("dpdk.allow: '" + pci + "' is not a PCI address (expected 0000:03:00.0)");
+    args.push_back("-a" + pci);
+  }
+  for (const std::string& vdev : vdevs) {
+    check_vdev(vdev);
+    args.push_back("--vdev=" + vdev);
+  }
+  args.push_back("--log-level=" + std::to_string(config.get_int("dpdk.log_level")));
+  for (const std::string& extra : config.get_list("dpdk.eal_args")) args.push_back(extra);
+  return plan;
+}
+
+std::string join_args(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+namespace {
+std::mutex eal_mutex;
+std::optional<EalPlan> started_plan;
+bool eal_stopped = false;
+}  // namespace
+
+const EalPlan& start_eal(const config::Config& config, const std::string& program) {
+  std::lock_guard lock(eal_mutex);
+  if (started_plan) return *started_plan;
+  if (eal_stopped) throw PmdError("dpdk: the EAL was stopped and cannot start again in this process");
+  EalPlan plan = plan_eal(config, HostFacts::probe(), program);
+  if (plan.no_huge && !plan.no_huge_reason.empty())
+    BYPASS_LOG(Warn, "pmd", "hugepages unavailable (%s): running with --no-huge (dpdk.no_huge=auto)",
+               plan.no_huge_reason.c_str());
+  else if (plan.no_huge)
+    BYPASS_LOG(Info, "pmd", "running with --no-huge (dpdk.no_huge=yes)");
+  BYPASS_LOG(Info, "pmd", "EAL arguments: %s", join_args(plan.args).c_str());
+  std::vector<char*> argv;
+  std::vector<std::string> storage = plan.args;  // rte_eal_init may permute argv
+  for (auto& a : storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  optind = 1;  // EAL parses with getopt; a tool may have used it already
+  const int rc = rte_eal_init(static_cast<int>(storage.size()), argv.data());
+  optind = 1;
+  if (rc < 0) {
+    const int err = rte_errno;
+    std::string hint;
+    switch (err) {
+      case EINVAL: hint = "bad EAL argument (check dpdk.lcores, ms.cpus, dpdk.eal_args)"; break;
+      case ENOMEM: hint = "not enough memory (lower dpdk.memory or set dpdk.no_huge=yes)"; break;
+      case ENOTSUP: hint = "a device could not be probed (check dpdk.vdev and dpdk.allow)"; break;
+      case EACCES: hint = "permission denied (run as root or with hugepage access)"; break;
+      case EALREADY: hint = "the EAL was already initialised in this process"; break;
+      case ENODEV: hint = "no device found (check dpdk.vdev and dpdk.allow)"; break;
+      default: hint = "see the EAL messages above; arguments were: " + join_args(plan.args); break;
+    }
+    throw PmdError("dpdk: EAL start-up failed: " + std::string(rte_strerror(err)) + ": " + hint);
+  }
+  started_plan = std::move(plan);
+  return *started_plan;
+}
+
+bool eal_started() {
+  std::lock_guard lock(eal_mutex);
+  return started_plan.has_value();
+}
+
+void stop_eal() {
+  std::lock_guard lock(eal_mutex);
+  if (!started_plan) return;
+  rte_eal_cleanup();
+  started_plan.reset();
+  eal_stopped = true;
+}
+
+}  // namespace bypass::pmd

@@ -1,0 +1,42 @@
+// EAL start-up from the dpdk: section of the configuration.
+//
+// The arguments are planned first (plan_eal, pure and unit-tested) from the configuration and what
+// the host offers (HostFacts: online CPUs, free hugepages, hugetlbfs mounts); only then is
+// rte_eal_init called, once per process. Every refusal is a PmdError naming the option to change.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace bypass::pmd {
+
+struct HostFacts {
+  std::vector<int> online_cpus;        // from /sys/devices/system/cpu/online
+  uint64_t free_hugepage_bytes = 0;    // all page sizes, free pages only
+  std::vector<std::string> hugetlbfs_mounts;
+  static HostFacts probe();
+};
+
+struct EalPlan {
+  std::vector<std::string> args;  // argv for rte_eal_init, args[0] is the program name
+  bool no_huge = false;
+  std::string no_huge_reason;     // why --no-huge was chosen (empty when requested explicitly)
+  std::vector<int> lcore_cpus;    // lcore i runs on CPU lcore_cpus[i]
+  unsigned main_lcore = 0;
+};
+
+// Throws PmdError naming the option when the configuration cannot work on this host.
+EalPlan plan_eal(const config::Config& config, const HostFacts& host, const std::string& program = "bypass");
+
+// Starts the EAL once per process (later calls return the first plan). Throws PmdError.
+const EalPlan& start_eal(const config::Config& config, const std::string& program = "bypass");
+bool eal_started();
+// Releases EAL resources at exit (ports must be closed first).
+void stop_eal();
+
+std::string join_args(const std::vector<std::string>& args);
+
+}  // namespace bypass::pmd

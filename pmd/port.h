@@ -1,0 +1,178 @@
+// A DPDK port as the rest of Bypass sees it: configured from the dpdk: section, one RX/TX queue
+// pair per worker where the device allows, offloads negotiated, and per-worker burst I/O that
+// works whatever the queue count: when a port has fewer queues than workers (or no RSS), packets
+// reach their owning worker through a per-worker software ring, and workers without a TX queue
+// of their own share one under a lock. A seeded fault shim wraps the bursts when dpdk.fault_* asks.
+#pragma once
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_spinlock.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "pmd/fault_shim.h"
+#include "pmd/offloads.h"
+#include "pmd/toeplitz.h"
+
+namespace bypass::pmd {
+
+class MempoolSet;
+
+struct PortOptions {
+  unsigned workers = 1;
+  unsigned queues = 0;  // 0: one per worker
+  uint16_t rx_desc = 1024;
+  uint16_t tx_desc = 1024;
+  uint16_t mtu = 1500;
+  bool promiscuous = false;
+  std::chrono::nanoseconds link_wait{std::chrono::seconds(5)};
+  OffloadRequest offloads;
+  unsigned redirect_ring = 4096;
+  FaultRates faults;
+  bool faults_on_rx = true;
+  bool faults_on_tx = false;
+  uint64_t fault_seed = 1;
+  static PortOptions from_config(const config::Config& config);
+};
+
+struct LinkState {
+  bool up = false;
+  uint32_t speed_mbps = 0;
+  bool full_duplex = false;
+  bool autoneg = false;
+};
+
+struct PortInfo {
+  uint16_t port_id = 0;
+  std::string name;     // "net_memif0"
+  std::string driver;   // "net_memif"
+  std::array<uint8_t, 6> mac{};
+  uint16_t mtu = 0;
+  int numa_socket = 0;
+  uint16_t rx_queues = 0;
+  uint16_t tx_queues = 0;
+  uint16_t max_rx_queues = 0;
+  uint16_t max_tx_queues = 0;
+  DeviceCapabilities capabilities;
+  OffloadPlan offloads;        // supported vs enabled, with the fallbacks taken
+  bool software_redirect = false;  // packets may cross workers through the redirect rings
+  std::string mac_text() const;
+};
+
+// Per-worker software counters (written only by the worker; read relaxed by anyone).
+struct alignas(64) WorkerCounters {
+  std::atomic<uint64_t> rx_packets{0};
+  std::atomic<uint64_t> tx_packets{0};
+  std::atomic<uint64_t> redirected_out{0};   // handed to another worker's ring
+  std::atomic<uint64_t> redirected_in{0};    // taken from this worker's ring
+  std::atomic<uint64_t> redirect_drops{0};   // the owner's ring was full
+  void add(std::atomic<uint64_t>& c, uint64_t n) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+};
+
+struct QueueStats {
+  uint64_t packets = 0, bytes = 0, errors = 0;
+};
+
+struct PortStats {
+  uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
+  uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
+  std::vector<QueueStats> rx_queues, tx_queues;  // from the device (zero where the driver keeps none)
+  struct Worker {
+    uint64_t rx_packets, tx_packets, redirected_out, redirected_in, redirect_drops;
+  };
+  std::vector<Worker> workers;
+  FaultCounters rx_faults, tx_faults;  // summed over queues
+};
+
+struct Xstat {
+  std::string name;
+  uint64_t value;
+};
+
+// Decides which worker owns a received packet. Return a worker index, or kKeepOnReceiver to keep
+// the packet on the worker that polled it (ARP, non-IP). Called on the receiving worker's thread.
+using OwnerFunction = unsigned (*)(const rte_mbuf* pkt, void* context);
+inline constexpr unsigned kKeepOnReceiver = ~0u;
+
+class Port {
+ public:
+  // Configures and starts the port (does not wait for the link). Throws PmdError.
+  Port(uint16_t port_id, const PortOptions& options, MempoolSet& pools);
+  ~Port();  // stops and closes the device, frees packets held in rings and shims
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  const PortInfo& info() const { return info_; }
+  uint16_t id() const { return info_.port_id; }
+  unsigned workers() const { return options_.workers; }
+  const RssSteering& steering() const { return steering_; }
+  rte_mempool* mempool() const { return pool_; }
+
+  LinkState link() const;
+  // Polls the link until up or `timeout`; true when up.
+  bool wait_link(std::chrono::nanoseconds timeout) const;
+
+  // Replaces the default owner function (symmetric Toeplitz over the IPv4 TCP/UDP 4-tuple and the
+  // RETA). Call before traffic starts.
+  void set_owner_function(OwnerFunction function, void* context);
+  static unsigned default_owner(const rte_mbuf* pkt, void* port);  // context: the Port
+
+  // Per-worker bursts, each called only from that worker's thread. rx returns packets owned by
+  // `worker`; tx takes ownership of the packets it accepts (returns how many).
+  uint16_t rx_burst(unsigned worker, rte_mbuf** pkts, uint16_t count) {
+    if (direct_io_) {
+      const uint16_t n = rte_eth_rx_burst(info_.port_id, static_cast<uint16_t>(worker), pkts, count);
+      counters_[worker].add(counters_[worker].rx_packets, n);
+      return n;
+    }
+    return rx_burst_slow(worker, pkts, count);
+  }
+  uint16_t tx_burst(unsigned worker, rte_mbuf** pkts, uint16_t count) {
+    if (direct_io_) {
+      const uint16_t n = rte_eth_tx_burst(info_.port_id, static_cast<uint16_t>(worker), pkts, count);
+      counters_[worker].add(counters_[worker].tx_packets, n);
+      return n;
+    }
+    return tx_burst_slow(worker, pkts, count);
+  }
+
+  PortStats stats() const;
+  std::vector<Xstat> xstats() const;
+  // One extended statistic by its driver name ("rx_good_packets"); nullopt when the driver has none.
+  std::optional<uint64_t> xstat(const std::string& name) const;
+  void reset_stats();
+
+ private:
+  void configure(MempoolSet& pools);
+  void setup_rss();
+  uint16_t rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
+  uint16_t tx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
+  uint16_t rx_from_queue(uint16_t queue, rte_mbuf** pkts, uint16_t count);
+  void drain_tx_shim(uint16_t queue);
+
+  PortOptions options_;
+  PortInfo info_;
+  RssSteering steering_;
+  rte_mempool* pool_ = nullptr;
+  bool started_ = false;
+  bool direct_io_ = false;  // one queue pair per worker, hardware steering, no faults
+  OwnerFunction owner_ = &Port::default_owner;
+  void* owner_context_ = this;
+  std::vector<rte_ring*> redirect_rings_;               // one per worker (multi-producer, single consumer)
+  std::vector<std::vector<rte_mbuf*>> staging_;         // per worker: packets bound for other workers
+  std::unique_ptr<rte_spinlock_t[]> tx_locks_;          // per tx queue, taken only when shared
+  std::vector<bool> tx_shared_;
+  std::vector<std::unique_ptr<FaultShim>> rx_shims_, tx_shims_;  // per queue; null when off
+  std::unique_ptr<WorkerCounters[]> counters_;
+};
+
+}  // namespace bypass::pmd

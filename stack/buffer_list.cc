@@ -1,0 +1,311 @@
+#include "stack/buffer_list.h"
+
+#include <isa-l/crc.h>
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+
+namespace bypass {
+
+namespace {
+// Runs a foreign buffer's release callback when the last view on it is dropped.
+// Built in place and never copied: a copy would run `release` once per instance.
+struct ForeignOwner {
+  explicit ForeignOwner(std::function<void()> fn) : release(std::move(fn)) {}
+  ForeignOwner(const ForeignOwner&) = delete;
+  ForeignOwner& operator=(const ForeignOwner&) = delete;
+  ~ForeignOwner() {
+    if (release) release();
+  }
+  std::function<void()> release;
+};
+}  // namespace
+
+BufferSegment BufferSegment::allocate(size_t capacity) {
+  BufferSegment s;
+  std::shared_ptr<char[]> block(new char[capacity ? capacity : 1]);
+  s.data_ = block.get();
+  s.length_ = capacity;
+  s.owner_ = std::move(block);
+  return s;
+}
+
+BufferSegment BufferSegment::copy_of(const void* data, size_t len) {
+  BufferSegment s = allocate(len);
+  if (len) std::memcpy(s.data_, data, len);
+  return s;
+}
+
+BufferSegment BufferSegment::wrap(char* data, size_t len, std::function<void()> release) {
+  BufferSegment s;
+  s.owner_ = std::make_shared<ForeignOwner>(std::move(release));
+  s.data_ = data;
+  s.length_ = len;
+  return s;
+}
+
+BufferSegment BufferSegment::borrow(const char* data, size_t len) {
+  BufferSegment s;
+  s.data_ = const_cast<char*>(data);
+  s.length_ = len;
+  return s;
+}
+
+BufferList& BufferList::operator=(BufferList&& other) noexcept {
+  if (this != &other) {
+    segments_ = std::move(other.segments_);
+    length_ = other.length_;
+    tail_room_ = other.tail_room_;
+    other.segments_.clear();
+    other.length_ = 0;
+    other.tail_room_ = 0;
+  }
+  return *this;
+}
+
+// A copy shares the bytes but must never write into the original's spare tail room.
+BufferList::BufferList(const BufferList& other)
+    : segments_(other.segments_), length_(other.length_), tail_room_(0) {}
+
+BufferList& BufferList::operator=(const BufferList& other) {
+  if (this != &other) {
+    segments_ = other.segments_;
+    length_ = other.length_;
+    tail_room_ = 0;
+  }
+  return *this;
+}
+
+void BufferList::append(BufferSegment segment) {
+  if (segment.empty()) return;
+  length_ += segment.length();
+  segments_.push_back(std::move(segment));
+  tail_room_ = 0;
+}
+
+void BufferList::append(const BufferList& other) {
+  if (&other == this) {  // appending to the deque being iterated would invalidate the iteration
+    const BufferList copy(other);
+    append(copy);
+    return;
+  }
+  for (const auto& s : other.segments_) append(s);
+}
+
+void BufferList::append(BufferList&& other) {
+  if (segments_.empty()) {
+    *this = std::move(other);
+    tail_room_ = 0;  // other's tail room stays valid, but keep the rule simple: no sharing of room
+    return;
+  }
+  for (auto& s : other.segments_) {
+    length_ += s.length();
+    segments_.push_back(std::move(s));
+  }
+  tail_room_ = 0;
+  other.clear();
+}
+
+void BufferList::prepend(BufferSegment segment) {
+  if (segment.empty()) return;
+  length_ += segment.length();
+  segments_.push_front(std::move(segment));
+  if (segments_.size() == 1) tail_room_ = 0;
+}
+
+char* BufferList::append_hole(size_t len) {
+  if (len == 0) return nullptr;
+  if (tail_room_ >= len) {
+    BufferSegment& last = segments_.back();
+    char* at = last.data() + last.length();
+    last.extend(len);
+    tail_room_ -= len;
+    length_ += len;
+    return at;
+  }
+  const size_t capacity = std::max(len, append_block);
+  BufferSegment block = BufferSegment::allocate(capacity);
+  block.truncate(len);
+  char* at = block.data();
+  length_ += len;
+  segments_.push_back(std::move(block));
+  tail_room_ = capacity - len;
+  return at;
+}
+
+void BufferList::append_copy(const void* data, size_t len) {
+  const char* src = static_cast<const char*>(data);
+  // Fill the current tail block first so many small appends share blocks.
+  if (tail_room_ > 0 && len > 0) {
+    size_t n = std::min(len, tail_room_);
+    std::memcpy(append_hole(n), src, n);
+    src += n;
+    len -= n;
+  }
+  if (len > 0) std::memcpy(append_hole(len), src, len);
+}
+
+void BufferList::clear() {
+  segments_.clear();
+  length_ = 0;
+  tail_room_ = 0;
+}
+
+void BufferList::trim_front(size_t n) {
+  if (n > length_) throw std::out_of_range("BufferList::trim_front past end");
+  length_ -= n;
+  while (n > 0) {
+    BufferSegment& front = segments_.front();
+    if (front.length() <= n) {
+      n -= front.length();
+      segments_.pop_front();
+    } else {
+      front.trim_front(n);
+      n = 0;
+    }
+  }
+  if (segments_.empty()) tail_room_ = 0;
+}
+
+void BufferList::truncate(size_t n) {
+  if (n >= length_) return;
+  size_t keep = n;
+  size_t i = 0;
+  for (; i < segments_.size(); ++i) {
+    if (segments_[i].length() >= keep) break;
+    keep -= segments_[i].length();
+  }
+  if (keep == 0) {
+    segments_.erase(segments_.begin() + i, segments_.end());
+  } else {
+    segments_[i].truncate(keep);
+    segments_.erase(segments_.begin() + i + 1, segments_.end());
+  }
+  length_ = n;
+  tail_room_ = 0;
+}
+
+void BufferList::splice_front(size_t n, BufferList& out) {
+  if (n > length_) throw std::out_of_range("BufferList::splice_front past end");
+  length_ -= n;
+  while (n > 0) {
+    BufferSegment& front = segments_.front();
+    if (front.length() <= n) {
+      n -= front.length();
+      out.append(std::move(front));
+      segments_.pop_front();
+    } else {
+      out.append(front.sub(0, n));
+      front.trim_front(n);
+      n = 0;
+    }
+  }
+  if (segments_.empty()) tail_room_ = 0;
+}
+
+BufferList BufferList::sub(size_t offset, size_t len) const {
+  if (offset + len > length_) throw std::out_of_range("BufferList::sub past end");
+  BufferList out;
+  for (const auto& s : segments_) {
+    if (len == 0) break;
+    if (offset >= s.length()) {
+      offset -= s.length();
+      continue;
+    }
+    size_t n = std::min(len, s.length() - offset);
+    out.append(s.sub(offset, n));
+    offset = 0;
+    len -= n;
+  }
+  return out;
+}
+
+void BufferList::copy_out(size_t offset, size_t len, void* dst) const {
+  if (offset + len > length_) throw std::out_of_range("BufferList::copy_out past end");
+  char* to = static_cast<char*>(dst);
+  for (const auto& s : segments_) {
+    if (len == 0) break;
+    if (offset >= s.length()) {
+      offset -= s.length();
+      continue;
+    }
+    size_t n = std::min(len, s.length() - offset);
+    std::memcpy(to, s.data() + offset, n);
+    to += n;
+    offset = 0;
+    len -= n;
+  }
+}
+
+std::string BufferList::to_string() const {
+  std::string out(length_, '\0');
+  if (length_) copy_out(0, length_, out.data());
+  return out;
+}
+
+char* BufferList::c_str() {
+  if (segments_.empty()) return nullptr;
+  if (segments_.size() > 1) {
+    BufferSegment flat = BufferSegment::allocate(length_);
+    copy_out(0, length_, flat.data());
+    segments_.clear();
+    segments_.push_back(std::move(flat));
+    tail_room_ = 0;
+  }
+  return segments_.front().data();
+}
+
+bool BufferList::contents_equal(const BufferList& other) const {
+  if (other.length_ != length_) return false;
+  return contents_equal(std::string_view(other.to_string()));
+}
+
+bool BufferList::contents_equal(std::string_view bytes) const {
+  if (bytes.size() != length_) return false;
+  size_t at = 0;
+  for (const auto& s : segments_) {
+    if (std::memcmp(s.data(), bytes.data() + at, s.length()) != 0) return false;
+    at += s.length();
+  }
+  return true;
+}
+
+int BufferList::to_iovec(struct iovec* iov, int max_iov, size_t offset) const {
+  int used = 0;
+  for (const auto& s : segments_) {
+    if (used == max_iov) break;
+    if (offset >= s.length()) {
+      offset -= s.length();
+      continue;
+    }
+    iov[used].iov_base = s.data() + offset;
+    iov[used].iov_len = s.length() - offset;
+    offset = 0;
+    ++used;
+  }
+  return used;
+}
+
+uint32_t BufferList::crc32c(uint32_t seed) const {
+  uint32_t crc = seed;
+  for (const auto& s : segments_) crc = ::bypass::crc32c(crc, s.data(), s.length());
+  return crc;
+}
+
+uint32_t crc32c(uint32_t seed, const void* data, size_t len) {
+  // Same convention as Ceph's ceph_crc32c(): no pre/post inversion beyond the caller's seed.
+  // crc32_iscsi takes an int length: feed larger ranges in chunks (the CRC chains exactly).
+  constexpr size_t kMaxChunk = size_t{1} << 30;
+  auto* bytes = static_cast<unsigned char*>(const_cast<void*>(data));
+  uint32_t crc = seed;
+  while (len > 0) {
+    const size_t chunk = std::min(len, kMaxChunk);
+    crc = crc32_iscsi(bytes, static_cast<int>(chunk), crc);
+    bytes += chunk;
+    len -= chunk;
+  }
+  return crc;
+}
+
+}  // namespace bypass

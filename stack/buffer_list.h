@@ -1,0 +1,126 @@
+// BufferList: an ordered list of refcounted buffer segments.
+//
+// A segment is a view (pointer + length) into storage kept alive by a shared owner. The storage is
+// either our own heap block or foreign memory (an mbuf, a registered RDMA chunk) wrapped with a
+// release callback that runs when the last segment referring to it is dropped. This is what lets
+// transports hand data up and down without copying: splicing, trimming and sub-ranging only move
+// views, never bytes.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bypass {
+
+class BufferSegment {
+ public:
+  BufferSegment() = default;
+
+  // A fresh heap block of `capacity` bytes; length starts at `capacity` (caller fills it).
+  static BufferSegment allocate(size_t capacity);
+  // A heap copy of `data`.
+  static BufferSegment copy_of(const void* data, size_t len);
+  // Foreign memory; `release` runs once, when the last view on it is gone.
+  static BufferSegment wrap(char* data, size_t len, std::function<void()> release);
+  // Static or caller-owned memory that outlives every view (no release).
+  static BufferSegment borrow(const char* data, size_t len);
+
+  char* data() const { return data_; }
+  size_t length() const { return length_; }
+  bool empty() const { return length_ == 0; }
+  std::string_view view() const { return {data_, length_}; }
+
+  // Narrow the view: drop `n` bytes from the front or keep only the first `n`.
+  void trim_front(size_t n) { data_ += n; length_ -= n; }
+  void truncate(size_t n) { length_ = n; }
+  BufferSegment sub(size_t offset, size_t len) const {
+    BufferSegment s = *this;
+    s.data_ += offset;
+    s.length_ = len;
+    return s;
+  }
+  // True when this view and `other` share storage and are adjacent, so they can be merged.
+  bool continues(const BufferSegment& other) const {
+    return owner_ == other.owner_ && other.data_ + other.length_ == data_;
+  }
+  void extend(size_t n) { length_ += n; }
+  // Count of views on the storage (for tests and leak checks).
+  long use_count() const { return owner_.use_count(); }
+  const void* storage_id() const { return owner_.get(); }
+
+ private:
+  std::shared_ptr<void> owner_;
+  char* data_ = nullptr;
+  size_t length_ = 0;
+};
+
+class BufferList {
+ public:
+  BufferList() = default;
+  BufferList(const BufferList& other);             // shares segments, copies no bytes
+  BufferList& operator=(const BufferList& other);
+  BufferList(BufferList&& other) noexcept { *this = std::move(other); }
+  BufferList& operator=(BufferList&& other) noexcept;
+
+  size_t length() const { return length_; }
+  bool empty() const { return length_ == 0; }
+  size_t segment_count() const { return segments_.size(); }
+  const std::deque<BufferSegment>& segments() const { return segments_; }
+
+  // Appends share the segment (no copy).
+  void append(BufferSegment segment);
+  void append(const BufferList& other);
+  void append(BufferList&& other);    // moves other's segments; other becomes empty
+  void prepend(BufferSegment segment);
+  // Copies bytes into a tail block with spare room (allocated in blocks of `append_block`).
+  void append_copy(const void* data, size_t len);
+  void append_copy(std::string_view text) { append_copy(text.data(), text.size()); }
+  // Reserves `len` contiguous writable bytes at the tail; returns their address.
+  char* append_hole(size_t len);
+
+  void clear();
+  // Drop the first `n` bytes (n <= length()).
+  void trim_front(size_t n);
+  // Keep only the first `n` bytes.
+  void truncate(size_t n);
+  // Move the first `n` bytes into `out` (appended), sharing segments.
+  void splice_front(size_t n, BufferList& out);
+  // A new list viewing [offset, offset+len) of this one.
+  BufferList sub(size_t offset, size_t len) const;
+
+  // Copy [offset, offset+len) into dst.
+  void copy_out(size_t offset, size_t len, void* dst) const;
+  std::string to_string() const;
+  // Make the content a single segment (copies only when it is not already one); returns its start.
+  char* c_str();
+  bool contents_equal(const BufferList& other) const;
+  bool contents_equal(std::string_view bytes) const;
+
+  // Fill iov with up to max_iov segments starting at byte `offset`; returns the count used.
+  int to_iovec(struct iovec* iov, int max_iov, size_t offset = 0) const;
+
+  // CRC32C (Castagnoli) over the content, seeded like Ceph's bufferlist::crc32c(seed).
+  uint32_t crc32c(uint32_t seed) const;
+
+  static constexpr size_t append_block = 4096;
+
+ private:
+  std::deque<BufferSegment> segments_;
+  size_t length_ = 0;
+  size_t tail_room_ = 0;  // writable bytes after the last segment's end, inside its own block
+};
+
+// CRC32C of a flat range (ISA-L's crc32_iscsi underneath), chainable: crc32c(seed, a+b) ==
+// crc32c(crc32c(seed, a), b).
+uint32_t crc32c(uint32_t seed, const void* data, size_t len);
+
+}  // namespace bypass

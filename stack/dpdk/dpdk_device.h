@@ -1,0 +1,67 @@
+// The PacketDevice of one dpdk worker: received mbufs become zero-copy Packets for the inet stack,
+// transmitted Packets become mbufs on the worker's TX path of a pmd::Port.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+
+#include "pmd/port.h"
+#include "stack/inet/device.h"
+#include "stack/inet/packet.h"
+
+namespace bypass {
+
+class DpdkDevice final : public inet::PacketDevice {
+ public:
+  static constexpr uint16_t kBurst = 32;
+
+  DpdkDevice(pmd::Port& port, unsigned worker, inet::MacAddress mac);
+  ~DpdkDevice() override;
+  DpdkDevice(const DpdkDevice&) = delete;
+  DpdkDevice& operator=(const DpdkDevice&) = delete;
+
+  // Wraps every segment of `mbuf` (a chain) as BufferSegments without copying; the chain is freed
+  // when the last view on any of its segments is gone (possibly on another thread:
+  // rte_pktmbuf_free is safe there since the pools are multi-producer).
+  static inet::Packet packet_from_mbuf(rte_mbuf* mbuf);
+
+  // While batching (inside the poll hook) frames are queued and sent together by flush();
+  // otherwise each frame goes out at once, so nothing waits for the next loop iteration.
+  void transmit(inet::Packet&& frame) override;
+  uint16_t mtu() const override { return mtu_; }
+  inet::MacAddress mac() const override { return mac_; }
+
+  void begin_batch() { batching_ = true; }
+  // Sends what the batch queued; returns how many frames that was.
+  unsigned end_batch() {
+    batching_ = false;
+    return flush();
+  }
+
+  // Frames the TX queue refused so far, retried on the next flush (a looped net_ring drains only
+  // when this same worker polls its RX side, so retrying in place cannot help).
+  size_t backlog() const { return backlog_.size(); }
+  uint64_t tx_dropped() const { return tx_dropped_; }
+  uint64_t tx_alloc_failures() const { return tx_alloc_failures_; }
+
+ private:
+  // Copies the frame into one mbuf or a chain of them; nullptr when the pool is empty.
+  rte_mbuf* build_mbuf(const inet::Packet& frame);
+  unsigned flush();
+
+  pmd::Port& port_;
+  unsigned worker_;
+  uint16_t mtu_;
+  inet::MacAddress mac_;
+  bool batching_ = false;
+  std::array<rte_mbuf*, kBurst> pending_{};
+  uint16_t pending_count_ = 0;
+  std::deque<rte_mbuf*> backlog_;
+  uint64_t tx_dropped_ = 0;
+  uint64_t tx_alloc_failures_ = 0;
+};
+
+}  // namespace bypass

@@ -1,0 +1,314 @@
+#include "stack/dpdk/dpdk_stack.h"
+
+#include <rte_lcore.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+
+#include "config/log.h"
+#include "pmd/error.h"
+#include "stack/dpdk/dpdk_socket.h"
+#include "stack/inet/inet_config.h"
+
+namespace bypass {
+
+namespace {
+
+// After this long without packets the worker sleeps in the kernel instead of spinning (the
+// machine is shared); the tick timer bounds each sleep so received frames wait at most a tick.
+constexpr std::chrono::microseconds kIdleSleep{1000};
+constexpr std::chrono::microseconds kIdleTick{250};
+constexpr uint16_t kEtherTypeArp = 0x0806;
+constexpr uint64_t kTicksPerArpRefresh = 4000;  // one second of kIdleTick
+
+// dpdk.hw_addr when given, else the port's MAC; a port without one (net_ring) gets a locally
+// administered address derived from the host IP (IEEE 802: bit 1 of the first octet).
+inet::MacAddress choose_mac(const config::Config& conf, const pmd::Port& port, uint32_t host_ip) {
+  inet::MacAddress mac;
+  const std::string& text = conf.get_string("dpdk.hw_addr");
+  if (!text.empty()) {
+    unsigned b[6];
+    char extra;
+    if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &extra) != 6 ||
+        std::any_of(std::begin(b), std::end(b), [](unsigned v) { return v > 0xff; }) || (b[0] & 1)) {
+      throw std::runtime_error("dpdk.hw_addr: '" + text + "' is not a unicast MAC address aa:bb:cc:dd:ee:ff");
+    }
+    for (int i = 0; i < 6; ++i) mac.bytes[i] = static_cast<uint8_t>(b[i]);
+    return mac;
+  }
+  std::copy(port.info().mac.begin(), port.info().mac.end(), mac.bytes.begin());
+  if (mac.is_zero()) {
+    mac.bytes = {0x02, 0x00, static_cast<uint8_t>(host_ip >> 24), static_cast<uint8_t>(host_ip >> 16),
+                 static_cast<uint8_t>(host_ip >> 8), static_cast<uint8_t>(host_ip)};
+  }
+  return mac;
+}
+// Listen on port 0 picks from this range (the connect side uses tcp ephemeral ports).
+constexpr uint16_t kListenPortFirst = 20000;
+constexpr uint16_t kListenPortLast = 29999;
+
+inet::InetSettings settings_from_config(const config::Config& conf) {
+  inet::InetSettings settings;
+  settings.address.value = conf.get_ipv4("dpdk.host_ip").host_order;
+  if (settings.address.is_zero())
+    throw std::runtime_error("dpdk.host_ip: required for ms.type=dpdk (the stack's IPv4 address)");
+  settings.netmask.value = conf.get_ipv4("dpdk.netmask").host_order;
+  settings.gateway.value = conf.get_ipv4("dpdk.gateway").host_order;
+  inet::apply_tcp_config(conf, settings);
+  return settings;
+}
+
+// The EAL starts once per process and a closed virtual device (net_tap, net_ring) cannot be
+// probed again, so the port set outlives a stack: later stacks in the process (tests create one
+// per case) reuse it when they ask for the same port and worker count.
+struct SharedPorts {
+  std::mutex mutex;
+  std::shared_ptr<pmd::PortSet> ports;
+  uint16_t port_id = 0;
+  unsigned workers = 0;
+  std::vector<std::string> vdevs;
+};
+
+SharedPorts& shared_ports() {
+  static SharedPorts* instance = new SharedPorts;  // never destroyed: ports must outlive every stack
+  return *instance;
+}
+
+std::shared_ptr<pmd::PortSet> open_ports(const config::Config& conf) {
+  const auto port_id = static_cast<uint16_t>(conf.get_int("dpdk.port_id"));
+  const auto workers = static_cast<unsigned>(conf.get_int("ms.workers"));
+  const std::vector<std::string>& vdevs = conf.get_list("dpdk.vdev");
+  SharedPorts& shared = shared_ports();
+  std::lock_guard lock(shared.mutex);
+  if (shared.ports) {
+    if (shared.port_id != port_id || shared.workers != workers || shared.vdevs != vdevs) {
+      throw std::runtime_error(
+          "ms.type=dpdk: this process already runs DPDK port " + std::to_string(shared.port_id) +
+          " with " + std::to_string(shared.workers) +
+          " workers; dpdk.port_id, dpdk.vdev and ms.workers cannot change within one process");
+    }
+    return shared.ports;
+  }
+  try {
+    auto ports = std::make_shared<pmd::PortSet>(conf, port_id, "bypass");
+    ports->wait_links(conf.get_duration("dpdk.link_wait"));
+    shared.ports = ports;
+  } catch (const pmd::PmdError& e) {
+    throw std::runtime_error(std::string("ms.type=dpdk: ") + e.what());
+  }
+  shared.port_id = port_id;
+  shared.workers = workers;
+  shared.vdevs = vdevs;
+  return shared.ports;
+}
+
+// pmd owner function: packets to a single-worker listener's port go to that worker (SYNs and the
+// rest of its passive connections); everything else follows the 4-tuple hash.
+unsigned steer_with_single_listeners(const rte_mbuf* pkt, void* context) {
+  auto* self = static_cast<std::pair<pmd::Port*, SingleListenerTable*>*>(context);
+  uint8_t copy[4];
+  const auto* eth = rte_pktmbuf_mtod(pkt, const uint8_t*);
+  if (pkt->data_len >= 14 + 20 && eth[12] == 0x08 && eth[13] == 0x00 && eth[14 + 9] == IPPROTO_TCP) {
+    const unsigned ihl = (eth[14] & 0x0f) * 4u;
+    const auto* ports = static_cast<const uint8_t*>(rte_pktmbuf_read(pkt, 14 + ihl, 4, copy));
+    if (ports != nullptr) {
+      const uint16_t dst_port = static_cast<uint16_t>(ports[2] << 8 | ports[3]);
+      if (const uint8_t owner = self->second->owner_plus_one(dst_port); owner != SingleListenerTable::kNone)
+        return owner - 1u;
+    }
+  }
+  return pmd::Port::default_owner(pkt, self->first);
+}
+
+// Frames left in the queues by a previous stack on the same port belong to connections that no
+// longer exist.
+void drain_port(pmd::Port& port) {
+  rte_mbuf* mbufs[DpdkDevice::kBurst];
+  for (unsigned worker = 0; worker < port.workers(); ++worker) {
+    for (int round = 0; round < 1024; ++round) {
+      const uint16_t n = port.rx_burst(worker, mbufs, DpdkDevice::kBurst);
+      if (n == 0) break;
+      rte_pktmbuf_free_bulk(mbufs, n);
+    }
+  }
+}
+
+}  // namespace
+
+DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
+                       const inet::InetSettings& settings, uint64_t secret_seed)
+    : Worker(id, make_polling_driver(kIdleSleep)),
+      port_(port),
+      settings_(settings),
+      device_(port, id, mac),
+      timers_(center()),
+      inet_(std::make_unique<inet::InetStack>(settings_, device_, timers_, secret_seed)) {
+  driver().set_poll_hook([this] { return poll(); });
+  // Outgoing connections must use a tuple whose hash brings the replies back to this worker. A
+  // received segment has src = remote, dst = local (pmd::Port::default_owner).
+  const pmd::RssSteering& steering = port_.steering();
+  const unsigned self = id;
+  if (port_.workers() > 1) {
+    inet_->tcp().set_port_filter([&steering, self](const inet::FourTuple& t) {
+      return steering.worker_for_ipv4(t.remote_ip.value, t.local_ip.value, t.remote_port,
+                                      t.local_port) == self;
+    });
+  }
+}
+
+DpdkWorker::~DpdkWorker() {
+  // Connections may still send (RST) while they go; the loop has stopped, so flush inline.
+  inet_.reset();
+  device_.end_batch();
+  if (device_.tx_dropped() != 0 || device_.tx_alloc_failures() != 0) {
+    BYPASS_LOG(Info, "dpdk", "worker %u: %llu frames dropped on a full TX queue, %llu for want of mbufs",
+               id(), static_cast<unsigned long long>(device_.tx_dropped()),
+               static_cast<unsigned long long>(device_.tx_alloc_failures()));
+  }
+}
+
+void DpdkWorker::on_thread_start() {
+  // A registered thread gets an lcore id, so mempool get/put use the per-lcore cache.
+  thread_registered_ = rte_thread_register() == 0;
+  if (!thread_registered_) {
+    BYPASS_LOG(Warn, "dpdk", "worker %u: rte_thread_register failed (%s); running without an lcore id",
+               id(), rte_strerror(rte_errno));
+  }
+  // Connections to our own address (the peer is this stack, e.g. over a looped net_ring) resolve
+  // to our own MAC; the tick refreshes the entry every second so it never ages out.
+  inet_->arp().learn(settings_.address, device_.mac());
+  struct Tick {
+    DpdkWorker* worker;
+    void operator()() const {
+      if (++worker->ticks_ % kTicksPerArpRefresh == 0)
+        worker->inet().arp().learn(worker->settings_.address, worker->device().mac());
+      worker->tick_ = worker->center().create_timer(kIdleTick, Tick{worker});
+    }
+  };
+  tick_ = center().create_timer(kIdleTick, Tick{this});
+  inet_->start();
+}
+
+void DpdkWorker::on_thread_stop() {
+  if (tick_ != 0) center().cancel_timer(tick_);
+  tick_ = 0;
+  device_.end_batch();
+  if (thread_registered_) rte_thread_unregister();
+  thread_registered_ = false;
+}
+
+int DpdkWorker::poll() {
+  rte_mbuf* mbufs[DpdkDevice::kBurst];
+  const uint16_t count = port_.rx_burst(id(), mbufs, DpdkDevice::kBurst);
+  device_.begin_batch();
+  for (uint16_t i = 0; i < count; ++i) {
+    inet::Packet frame = DpdkDevice::packet_from_mbuf(mbufs[i]);
+    if (!siblings_.empty()) share_arp(frame);
+    inet_->receive(std::move(frame));
+  }
+  return static_cast<int>(count + device_.end_batch());
+}
+
+void DpdkWorker::share_arp(const inet::Packet& frame) {
+  if (frame.data.length() < 14) return;
+  uint8_t type[2];
+  frame.data.copy_out(12, 2, type);
+  if ((type[0] << 8 | type[1]) != kEtherTypeArp) return;
+  const std::string bytes = frame.data.to_string();
+  for (DpdkWorker* sibling : siblings_) {
+    sibling->center().dispatch_external([sibling, bytes] {
+      BufferList copy;
+      copy.append_copy(bytes);
+      sibling->inet().receive(inet::Packet(std::move(copy)));
+    });
+  }
+}
+
+int DpdkWorker::listen(const SocketAddress& addr, const ListenOptions& lopts,
+                       const SocketOptions& /*sopts*/, ServerSocket* out) {
+  if (!addr.is_ipv4()) return -EAFNOSUPPORT;
+  if (addr.ipv4_host_order() != 0 && addr.ipv4_host_order() != settings_.address.value)
+    return -EADDRNOTAVAIL;
+  std::shared_ptr<inet::TcpListener> listener;
+  if (addr.port() != 0) {
+    listener = inet_->tcp().listen(addr.port());
+    if (!listener) return -EADDRINUSE;
+  } else {
+    // Start at a random point so consecutive stacks do not collide with the peer's TIME_WAITs.
+    std::random_device seed;
+    const unsigned span = kListenPortLast - kListenPortFirst + 1;
+    const unsigned start = seed() % span;
+    for (unsigned i = 0; i < span && !listener; ++i) {
+      listener = inet_->tcp().listen(static_cast<uint16_t>(kListenPortFirst + (start + i) % span));
+    }
+    if (!listener) return -EADDRINUSE;
+  }
+  SingleListenerTable* single = lopts.reuse_port ? nullptr : single_listeners_;
+  *out = ServerSocket(std::make_unique<DpdkServerSocket>(*this, std::move(listener), single));
+  return 0;
+}
+
+int DpdkWorker::connect(const SocketAddress& addr, const SocketOptions& opts, ConnectedSocket* out) {
+  if (!addr.is_ipv4()) return -EAFNOSUPPORT;
+  if (addr.port() == 0) return -EINVAL;
+  std::shared_ptr<inet::TcpConnection> connection =
+      inet_->tcp().connect(inet::Ipv4Address{addr.ipv4_host_order()}, addr.port());
+  if (!connection) return -EADDRNOTAVAIL;
+  *out = ConnectedSocket(std::make_unique<DpdkConnectedSocket>(*this, std::move(connection), opts, true));
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
+  const inet::InetSettings settings = settings_from_config(conf);
+  ports_ = open_ports(conf);
+  pmd::Port& port = ports_->port(0);
+  drain_port(port);
+  const inet::MacAddress mac = choose_mac(conf, port, settings.address.value);
+  BYPASS_LOG(Info, "dpdk", "port %u (%s) mac %s, %u workers, host %s%s", port.id(),
+             port.info().name.c_str(), mac.to_string().c_str(), port.workers(),
+             settings.address.to_string().c_str(),
+             port.info().software_redirect ? ", software redirect" : "");
+  single_listeners_ = std::make_unique<SingleListenerTable>();
+  if (port.info().software_redirect) {
+    steering_context_ = std::make_unique<std::pair<pmd::Port*, SingleListenerTable*>>(&port, single_listeners_.get());
+    port.set_owner_function(&steer_with_single_listeners, steering_context_.get());
+  }
+  const int inject = static_cast<int>(conf.get_int("ms.inject_socket_failures"));
+  std::random_device seed;
+  std::vector<DpdkWorker*> all;
+  for (unsigned i = 0; i < port.workers(); ++i) {
+    const uint64_t secret = uint64_t{seed()} << 32 | seed();
+    auto worker = std::make_unique<DpdkWorker>(i, port, mac, settings, secret);
+    worker->set_inject_socket_failures(inject);
+    if (port.info().software_redirect) worker->set_single_listeners(single_listeners_.get());
+    all.push_back(worker.get());
+    add_worker(std::move(worker));
+  }
+  for (DpdkWorker* worker : all) {
+    std::vector<DpdkWorker*> siblings;
+    for (DpdkWorker* other : all) {
+      if (other != worker) siblings.push_back(other);
+    }
+    worker->set_siblings(std::move(siblings));
+  }
+}
+
+DpdkStack::~DpdkStack() {
+  stop();
+  // Workers hold mbufs (received data, queued frames): they go before the port and its pool.
+  workers_.clear();
+  if (steering_context_) ports_->port(0).set_owner_function(nullptr, nullptr);
+  ports_.reset();
+}
+
+std::shared_ptr<NetworkStack> make_dpdk_stack(const config::Config& conf) {
+  return std::make_shared<DpdkStack>(conf);
+}
+
+}  // namespace bypass

@@ -1,0 +1,101 @@
+// The dpdk transport: the userspace TCP/IP stack (stack/inet) on DPDK ports (pmd/).
+//
+// One pmd::PortSet per stack; worker i polls RX queue i of the port (or its software redirect
+// ring) from its PollingDriver's poll hook and owns one InetStack (own connections, timers and
+// ARP table). Flows reach their worker through RSS or pmd's software redirect, both keyed by the
+// symmetric Toeplitz hash of the 4-tuple, so outgoing connections pick local ports whose hash maps
+// back to the connecting worker, and every worker listens (listen_per_worker()).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "config/config.h"
+#include "pmd/pmd.h"
+#include "stack/dpdk/dpdk_device.h"
+#include "stack/inet/inet_stack.h"
+#include "stack/inet/timer_service.h"
+#include "stack/network_stack.h"
+
+namespace bypass {
+
+// Ports listened on by one worker only. With software steering (pmd's redirect rings) every
+// packet to such a port goes to that worker, whatever its 4-tuple hash says.
+class SingleListenerTable {
+ public:
+  static constexpr uint8_t kNone = 0;
+  void set(uint16_t port, unsigned worker) { owner_[port].store(static_cast<uint8_t>(worker + 1), std::memory_order_release); }
+  void clear(uint16_t port) { owner_[port].store(kNone, std::memory_order_release); }
+  // Worker + 1, or kNone.
+  uint8_t owner_plus_one(uint16_t port) const { return owner_[port].load(std::memory_order_acquire); }
+
+ private:
+  std::array<std::atomic<uint8_t>, 65536> owner_{};
+};
+
+class DpdkWorker final : public Worker {
+ public:
+  DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac, const inet::InetSettings& settings,
+             uint64_t secret_seed);
+  ~DpdkWorker() override;
+
+  int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
+             ServerSocket* out) override;
+  int connect(const SocketAddress& addr, const SocketOptions& opts, ConnectedSocket* out) override;
+  void on_thread_start() override;
+  void on_thread_stop() override;
+
+  // Workers that receive a copy of every ARP frame this worker polls (each InetStack keeps its
+  // own ARP table, and a reply lands on whichever queue the peer picked).
+  void set_siblings(std::vector<DpdkWorker*> siblings) { siblings_ = std::move(siblings); }
+
+  PollingDriver& driver() { return static_cast<PollingDriver&>(center().driver()); }
+  inet::InetStack& inet() { return *inet_; }
+  DpdkDevice& device() { return device_; }
+  uint32_t host_ip() const { return settings_.address.value; }
+  int inject_socket_failures() const { return inject_socket_failures_; }
+  void set_inject_socket_failures(int every) { inject_socket_failures_ = every; }
+  // Distinct per worker and socket, the same from run to run (a failing sequence replays).
+  uint64_t next_socket_seed() { return (uint64_t{id()} << 32) + ++socket_serial_; }
+  // Steering of listeners that only one worker serves (ListenOptions::reuse_port false).
+  void set_single_listeners(SingleListenerTable* table) { single_listeners_ = table; }
+
+ private:
+  int poll();
+  void share_arp(const inet::Packet& frame);
+
+  pmd::Port& port_;
+  inet::InetSettings settings_;
+  DpdkDevice device_;
+  inet::EventCenterTimerService timers_;
+  std::unique_ptr<inet::InetStack> inet_;
+  std::vector<DpdkWorker*> siblings_;
+  EventCenter::TimerId tick_ = 0;
+  uint64_t ticks_ = 0;
+  int inject_socket_failures_ = 0;
+  uint64_t socket_serial_ = 0;
+  SingleListenerTable* single_listeners_ = nullptr;
+  bool thread_registered_ = false;
+};
+
+class DpdkStack final : public NetworkStack {
+ public:
+  explicit DpdkStack(const config::Config& conf);
+  ~DpdkStack() override;
+  bool listen_per_worker() const override { return true; }
+  pmd::PortSet& ports() { return *ports_; }
+
+ private:
+  std::shared_ptr<pmd::PortSet> ports_;
+  std::unique_ptr<SingleListenerTable> single_listeners_;
+  std::unique_ptr<std::pair<pmd::Port*, SingleListenerTable*>> steering_context_;
+};
+
+// Reads the dpdk.* options (dpdk.host_ip is required) and tcp.*; throws std::runtime_error with
+// the option name when the transport cannot run (no port, no memory, bad address).
+std::shared_ptr<NetworkStack> make_dpdk_stack(const config::Config& conf);
+
+}  // namespace bypass

@@ -1,0 +1,136 @@
+// EventCenter: one event loop per worker thread.
+//
+// It multiplexes three kinds of events, all run on the owning thread:
+//  - file events: a callback when an fd becomes readable/writable. For posix the fd is a kernel fd
+//    waited on with epoll; for dpdk/rdma it is a userspace event id that the transport marks ready
+//    from its poll hook (see PollingDriver);
+//  - timers: one-shot callbacks after a delay (a hierarchical timing wheel: add and cancel are O(1),
+//    so millions of timers stay cheap);
+//  - external events: closures handed over from other threads through a lock-free queue plus a
+//    wake-up (dispatch_external). This is the only way another thread touches a worker's state.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace bypass {
+
+enum EventMask : int { kEventNone = 0, kEventReadable = 1, kEventWritable = 2 };
+
+struct FiredEvent {
+  int fd;
+  int mask;
+};
+
+// How the loop waits. The EventCenter owns exactly one driver.
+class EventDriver {
+ public:
+  virtual ~EventDriver() = default;
+  // `mask` is the full interest mask for fd after the change (never 0 here).
+  virtual int add_interest(int fd, int old_mask, int new_mask) = 0;
+  // `remaining` is the interest left after removing some bits (0 = forget fd).
+  virtual int remove_interest(int fd, int old_mask, int remaining) = 0;
+  // Wait up to `timeout` (zero: do not block) and append ready fds to `fired`.
+  virtual int wait(std::vector<FiredEvent>& fired, std::chrono::nanoseconds timeout) = 0;
+  // Make a blocked wait() return soon; called from any thread.
+  virtual void wakeup() = 0;
+  // A polling driver never sleeps in the kernel; the loop spins.
+  virtual bool is_polling() const { return false; }
+};
+
+// Kernel fds through epoll, wake-up through an eventfd.
+std::unique_ptr<EventDriver> make_epoll_driver();
+
+// For transports that run their own packet/completion processing (dpdk, rdma). Event ids are
+// userspace numbers; the transport's poll hook runs every loop iteration and marks ids ready with
+// notify(). Kernel fds can still be mixed in (they are checked with a zero-timeout epoll every
+// `kernel_check_every` iterations) so a dpdk worker can also serve, say, a signalfd or TCP side channel.
+class PollingDriver : public EventDriver {
+ public:
+  using PollHook = std::function<int()>;  // returns how much work it did (0 = idle)
+  virtual void set_poll_hook(PollHook hook) = 0;
+  // Allocate/free a userspace event id (never collides with a kernel fd: ids start at 1 << 24).
+  virtual int create_user_event() = 0;
+  virtual void destroy_user_event(int id) = 0;
+  // Mark id ready with mask bits (from the owning thread, typically inside the poll hook). Ready
+  // bits stay set until clear() — level-triggered like epoll's default.
+  virtual void notify(int id, int mask) = 0;
+  virtual void clear(int id, int mask) = 0;
+  bool is_polling() const override { return true; }
+};
+
+// `idle_sleep`: after this long with no work the driver sleeps in epoll (on its wake-up fd and any
+// kernel fds) for at most the loop's timeout; zero means busy-poll forever.
+std::unique_ptr<PollingDriver> make_polling_driver(std::chrono::nanoseconds idle_sleep);
+
+class EventCenter {
+ public:
+  using FileCallback = std::function<void(int fd, int mask)>;
+  using TimerCallback = std::function<void()>;
+  using TimerId = uint64_t;
+  using Clock = std::chrono::steady_clock;
+
+  explicit EventCenter(std::unique_ptr<EventDriver> driver, std::string name = "worker");
+  ~EventCenter();
+  EventCenter(const EventCenter&) = delete;
+  EventCenter& operator=(const EventCenter&) = delete;
+
+  // Bind to the calling thread: afterwards in_thread() is true only there.
+  void set_owner();
+  bool in_thread() const;
+  const std::string& name() const { return name_; }
+  EventDriver& driver() { return *driver_; }
+
+  // File events (owner thread only). Adding a mask to an fd keeps its other callback.
+  int create_file_event(int fd, int mask, FileCallback callback);
+  void delete_file_event(int fd, int mask);
+
+  // Timers (owner thread only). Resolution is the wheel tick (100 us); callbacks never run early.
+  TimerId create_timer(std::chrono::nanoseconds delay, TimerCallback callback);
+  bool cancel_timer(TimerId id);  // false if already fired or unknown
+  size_t pending_timers() const;
+
+  // Any thread. The closure runs on the owner thread in FIFO order per producer.
+  void dispatch_external(std::function<void()> closure);
+  // Run `closure` on the owner thread and wait for it (runs inline when already on it).
+  void submit_and_wait(std::function<void()> closure);
+  void wakeup();
+
+  // One loop iteration: waits at most `max_wait` (less if a timer is due), then runs fired file
+  // events, due timers and external closures. Returns the number of callbacks run.
+  int process_events(std::chrono::nanoseconds max_wait);
+  // Loop until stop() (from any thread).
+  void run();
+  void stop();
+  bool stopping() const { return stop_.load(std::memory_order_acquire); }
+
+ private:
+  struct FileEvent {
+    int mask = 0;
+    FileCallback read_cb;
+    FileCallback write_cb;
+  };
+  class TimerWheel;
+  class ExternalQueue;
+
+  int run_external();
+
+  std::string name_;
+  std::unique_ptr<EventDriver> driver_;
+  std::vector<FileEvent> file_events_;      // indexed by fd (kernel fds)
+  std::vector<FileEvent> user_events_;      // indexed by id - (1 << 24) (userspace ids)
+  std::unique_ptr<TimerWheel> timers_;
+  std::unique_ptr<ExternalQueue> external_;
+  std::vector<FiredEvent> fired_;
+  std::atomic<std::thread::id> owner_{};
+  std::atomic<bool> stop_{false};
+};
+
+constexpr int kUserEventBase = 1 << 24;
+
+}  // namespace bypass

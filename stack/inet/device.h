@@ -1,0 +1,30 @@
+// The stack's view of a network port. pmd/ (through stack/dpdk) implements it on a DPDK queue
+// pair; tests implement it with an in-memory pipe. The stack never calls DPDK directly.
+#pragma once
+
+#include <cstdint>
+
+#include "stack/inet/packet.h"
+#include "stack/inet/wire/bytes.h"
+
+namespace bypass::inet {
+
+struct DeviceCapabilities {
+  bool tx_ipv4_checksum = false;
+  bool tx_tcp_checksum = false;
+  // The device validates checksums on receive and reports the result in Packet::rx_*.
+  bool rx_checksum = false;
+};
+
+class PacketDevice {
+ public:
+  virtual ~PacketDevice() = default;
+  // Takes ownership of a complete Ethernet frame. May drop (the stack's retransmission covers it).
+  virtual void transmit(Packet&& frame) = 0;
+  // IP MTU of the link (bytes after the Ethernet header), e.g. 1500.
+  virtual uint16_t mtu() const = 0;
+  virtual MacAddress mac() const = 0;
+  virtual DeviceCapabilities capabilities() const { return {}; }
+};
+
+}  // namespace bypass::inet

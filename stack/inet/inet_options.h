@@ -1,0 +1,62 @@
+// Plain settings for one stack instance. The protocol core never reads Config; an adapter in the
+// glue fills these from the tcp.* / inet options.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "stack/inet/wire/bytes.h"
+
+namespace bypass::inet {
+
+using namespace std::chrono_literals;
+
+enum class CongestionAlgorithm { NewReno, Cubic };
+
+struct TcpSettings {
+  std::chrono::nanoseconds rto_min = 200ms;      // RFC 6298 §2.4 allows a floor below 1 s
+  std::chrono::nanoseconds rto_initial = 1s;     // RFC 6298 §2.1
+  std::chrono::nanoseconds rto_max = 60s;        // RFC 6298 §2.5
+  std::chrono::nanoseconds msl = 30s;            // TIME_WAIT lasts 2*MSL (RFC 9293 §3.4.2)
+  CongestionAlgorithm congestion = CongestionAlgorithm::NewReno;
+  bool delayed_ack = true;
+  std::chrono::nanoseconds delayed_ack_timeout = 40ms;
+  bool nagle = false;
+  bool sack = true;
+  bool timestamps = true;
+  bool window_scale = true;
+  uint8_t max_window_shift = 14;     // largest shift we offer (RFC 7323 §2.3 caps it at 14)
+  size_t rcv_buffer = 1 << 20;
+  size_t snd_buffer = 1 << 20;
+  size_t syn_backlog = 256;          // half-open connections per listener
+  size_t accept_backlog = 1024;      // established, not yet accepted
+  bool syn_cookies = true;
+  bool keepalive = false;
+  std::chrono::nanoseconds keepalive_idle = 7200s;
+  std::chrono::nanoseconds keepalive_interval = 75s;
+  int keepalive_probes = 9;
+  int max_retransmissions = 15;      // give up (reset) after this many RTO expiries in a row
+  int max_syn_retransmissions = 6;
+  size_t max_challenge_acks_per_second = 1000;  // RFC 5961 §7
+  uint16_t ephemeral_port_first = 32768;
+  uint16_t ephemeral_port_last = 60999;
+};
+
+struct InetSettings {
+  Ipv4Address address;
+  Ipv4Address netmask = Ipv4Address::from_octets(255, 255, 255, 0);
+  Ipv4Address gateway;  // zero: no route outside the subnet
+  uint8_t ttl = 64;
+  std::chrono::nanoseconds arp_timeout = 60s;        // cache entry lifetime
+  std::chrono::nanoseconds arp_retry_interval = 1s;  // request retransmission while unresolved
+  int arp_max_retries = 3;
+  size_t arp_pending_per_address = 32;              // packets queued while resolving one address
+  size_t arp_pending_total = 1024;
+  std::chrono::nanoseconds ip_reassembly_timeout = 30s;  // RFC 791 suggests 15 s as a lower bound
+  size_t ip_reassembly_max_datagrams = 64;
+  size_t ip_reassembly_max_bytes = 4 << 20;
+  TcpSettings tcp;
+};
+
+}  // namespace bypass::inet

@@ -1,0 +1,56 @@
+#include "stack/inet/inet_stack.h"
+
+#include "config/log.h"
+#include "stack/inet/wire/ethernet.h"
+
+namespace bypass::inet {
+
+InetStack::InetStack(const InetSettings& settings, PacketDevice& device, TimerService& timers,
+                     uint64_t secret_seed)
+    : settings_(settings), device_(device), timers_(timers),
+      arp_(settings_, timers, device, stats_),
+      ipv4_(settings_, timers, device, arp_, stats_),
+      tcp_(settings_, timers, ipv4_, device, stats_, secret_seed) {
+  ipv4_.set_tcp_receiver([this](const Ipv4Header& ip, Packet&& packet) {
+    tcp_.receive(ip, std::move(packet));
+  });
+  ipv4_.set_unreachable_receiver([this](uint8_t code, uint16_t mtu, const Ipv4Header& quoted,
+                                        const uint8_t* l4, size_t l4_length) {
+    tcp_.on_unreachable(code, mtu, quoted, l4, l4_length);
+  });
+}
+
+InetStack::~InetStack() = default;
+
+void InetStack::start() { arp_.announce(); }
+
+void InetStack::receive(Packet&& frame) {
+  ++stats_.rx_frames;
+  uint8_t raw[EthernetHeader::kLength];
+  EthernetHeader eth;
+  const char* error = "ethernet: frame shorter than the 14-byte header";
+  if (frame.data.length() >= EthernetHeader::kLength) {
+    frame.data.copy_out(0, sizeof(raw), raw);
+    error = EthernetHeader::parse(raw, sizeof(raw), eth);
+  }
+  if (error) {
+    ++stats_.rx_malformed_ethernet;
+    BYPASS_LOG(Debug, "ethernet", "dropped: %s", error);
+    return;
+  }
+  if (eth.destination != device_.mac() && !eth.destination.is_broadcast()) {
+    ++stats_.rx_not_for_us;
+    return;
+  }
+  frame.data.trim_front(EthernetHeader::kLength);
+  switch (static_cast<EtherType>(eth.ethertype)) {
+    case EtherType::Ipv4:
+      return ipv4_.receive(std::move(frame));
+    case EtherType::Arp:
+      return arp_.receive(frame.data);
+    default:
+      ++stats_.rx_unsupported_ethertype;
+  }
+}
+
+}  // namespace bypass::inet

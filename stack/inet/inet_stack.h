@@ -1,0 +1,49 @@
+// One userspace TCP/IP stack instance: Ethernet demultiplexing on top of a PacketDevice, with
+// ARP, IPv4/ICMP and TCP. Share-nothing: each worker builds its own instance (own connection
+// table, timers, ARP replica) and feeds it the frames of its own queue.
+#pragma once
+
+#include <memory>
+
+#include "stack/inet/arp_resolver.h"
+#include "stack/inet/device.h"
+#include "stack/inet/inet_options.h"
+#include "stack/inet/inet_stats.h"
+#include "stack/inet/ipv4_layer.h"
+#include "stack/inet/tcp_layer.h"
+#include "stack/inet/timer_service.h"
+
+namespace bypass::inet {
+
+class InetStack {
+ public:
+  // `secret_seed` keys ISN and SYN-cookie generation; pass a random value in production.
+  InetStack(const InetSettings& settings, PacketDevice& device, TimerService& timers,
+            uint64_t secret_seed);
+  ~InetStack();
+  InetStack(const InetStack&) = delete;
+  InetStack& operator=(const InetStack&) = delete;
+
+  // Announce ourselves (gratuitous ARP).
+  void start();
+  // A received Ethernet frame.
+  void receive(Packet&& frame);
+
+  const InetSettings& settings() const { return settings_; }
+  InetStats& stats() { return stats_; }
+  ArpResolver& arp() { return arp_; }
+  Ipv4Layer& ipv4() { return ipv4_; }
+  TcpLayer& tcp() { return tcp_; }
+  TimerService& timers() { return timers_; }
+
+ private:
+  InetSettings settings_;
+  PacketDevice& device_;
+  TimerService& timers_;
+  InetStats stats_;
+  ArpResolver arp_;
+  Ipv4Layer ipv4_;
+  TcpLayer tcp_;
+};
+
+}  // namespace bypass::inet

@@ -1,0 +1,31 @@
+// A packet as the stack sees it: the bytes (a BufferList, so the data can live in foreign memory
+// such as an mbuf) plus offload metadata exchanged with the device.
+#pragma once
+
+#include <cstdint>
+
+#include "stack/buffer_list.h"
+
+namespace bypass::inet {
+
+enum class RxChecksum : uint8_t { Unknown, Good, Bad };
+
+struct TxOffload {
+  bool ipv4_checksum = false;  // NIC computes the IPv4 header checksum (field left 0)
+  bool tcp_checksum = false;   // NIC finishes the TCP checksum (field holds the pseudo-header sum)
+  uint8_t l2_length = 0;
+  uint8_t l3_length = 0;
+  uint8_t l4_length = 0;
+};
+
+struct Packet {
+  BufferList data;
+  TxOffload tx;                                 // set by the stack on transmit
+  RxChecksum rx_ip_checksum = RxChecksum::Unknown;  // set by the device on receive
+  RxChecksum rx_l4_checksum = RxChecksum::Unknown;
+
+  Packet() = default;
+  explicit Packet(BufferList bytes) : data(std::move(bytes)) {}
+};
+
+}  // namespace bypass::inet

@@ -1,0 +1,926 @@
+#include "stack/inet/tcp_connection.h"
+
+#include <algorithm>
+
+#include "config/log.h"
+#include "stack/inet/tcp_layer.h"
+
+namespace bypass::inet {
+
+const char* to_string(TcpState state) {
+  switch (state) {
+    case TcpState::Closed: return "CLOSED";
+    case TcpState::SynSent: return "SYN-SENT";
+    case TcpState::SynReceived: return "SYN-RECEIVED";
+    case TcpState::Established: return "ESTABLISHED";
+    case TcpState::FinWait1: return "FIN-WAIT-1";
+    case TcpState::FinWait2: return "FIN-WAIT-2";
+    case TcpState::CloseWait: return "CLOSE-WAIT";
+    case TcpState::Closing: return "CLOSING";
+    case TcpState::LastAck: return "LAST-ACK";
+    case TcpState::TimeWait: return "TIME-WAIT";
+  }
+  return "?";
+}
+
+namespace {
+constexpr size_t kMaxOutOfOrderSegments = 1024;  // bound on reassembly bookkeeping per connection
+constexpr uint32_t kDupThresh = 3;                // RFC 5681 §3.2, RFC 6675 §2
+
+}  // namespace
+
+TcpConnection::TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpSettings& settings)
+    : layer_(layer), tuple_(tuple), settings_(settings), rto_(settings.rto_initial),
+      cc_(make_congestion_control(settings.congestion, 536)),
+      rto_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
+      delack_timer_(layer.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
+      persist_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_persist_timeout(); }),
+      keepalive_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_keepalive_timeout(); }),
+      time_wait_timer_(layer.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }) {
+  path_mtu_ = layer.mtu();
+  uint8_t max_shift = std::min<uint8_t>(settings.max_window_shift, 14);
+  while (rcv_wscale_ < max_shift && (settings.rcv_buffer >> rcv_wscale_) > 65535) ++rcv_wscale_;
+}
+
+TcpConnection::~TcpConnection() = default;
+
+// ---------------------------------------------------------------- socket API
+
+size_t TcpConnection::send_space() const {
+  if (fin_queued_ || state_ == TcpState::Closed || state_ == TcpState::TimeWait) return 0;
+  return send_buffer_.length() >= settings_.snd_buffer ? 0 : settings_.snd_buffer - send_buffer_.length();
+}
+
+size_t TcpConnection::send(BufferList& data) {
+  if (state_ != TcpState::Established && state_ != TcpState::CloseWait &&
+      state_ != TcpState::SynSent && state_ != TcpState::SynReceived)
+    return 0;
+  size_t take = std::min(send_space(), data.length());
+  if (take == 0) return 0;
+  data.splice_front(take, send_buffer_);
+  output();
+  return take;
+}
+
+BufferList TcpConnection::read(size_t max) {
+  BufferList out;
+  size_t take = std::min(max, receive_queue_.length());
+  if (take == 0) return out;
+  size_t window_before = receive_window();
+  receive_queue_.splice_front(take, out);
+  update_advertised_window();
+  // Tell the peer when the window reopens noticeably (RFC 9293 §3.8.6.2.2): from below one MSS,
+  // or by at least half the buffer.
+  size_t window_after = receive_window();
+  if (state_ != TcpState::Closed && state_ != TcpState::SynSent &&
+      window_after > window_before &&
+      (window_before < mss_ || window_after - window_before >= settings_.rcv_buffer / 2))
+    send_ack();
+  return out;
+}
+
+void TcpConnection::shutdown_write() {
+  if (fin_queued_) return;
+  switch (state_) {
+    case TcpState::SynSent:
+      return terminate(TcpError::None);
+    case TcpState::SynReceived:
+      fin_queued_ = true;  // sent once established (RFC 9293 §3.10.4)
+      return;
+    case TcpState::Established:
+      fin_queued_ = true;
+      enter_state(TcpState::FinWait1);
+      break;
+    case TcpState::CloseWait:
+      fin_queued_ = true;
+      enter_state(TcpState::LastAck);
+      break;
+    default:
+      return;
+  }
+  output();
+}
+
+void TcpConnection::close() {
+  user_closed_ = true;
+  if (!receive_queue_.empty()) return abort();  // RFC 9293 §3.10.4, RFC 2525 §2.17
+  shutdown_write();
+}
+
+void TcpConnection::abort() {
+  if (state_ == TcpState::Closed) return;
+  if (state_ != TcpState::SynSent && state_ != TcpState::TimeWait) send_rst(snd_nxt_);
+  terminate(TcpError::None);
+}
+
+// ---------------------------------------------------------------- opening
+
+void TcpConnection::open_active() {
+  iss_ = layer_.generate_iss(tuple_);
+  ts_offset_ = iss_ * 2654435761u;
+  snd_una_ = snd_nxt_ = snd_max_ = iss_;
+  data_start_ = iss_ + 1;
+  recover_ = iss_;
+  enter_state(TcpState::SynSent);
+  transmit(iss_, kTcpSyn, {});
+  snd_nxt_ = snd_max_ = iss_ + 1;
+  rto_timer_.set_after(rto_);
+}
+
+void TcpConnection::open_passive(const TcpSegment& syn, uint32_t iss) {
+  passive_ = true;
+  iss_ = iss;
+  ts_offset_ = iss_ * 2654435761u;
+  snd_una_ = snd_nxt_ = snd_max_ = iss_;
+  data_start_ = iss_ + 1;
+  recover_ = iss_;
+  irs_ = syn.header.seq;
+  rcv_nxt_ = irs_ + 1;
+  negotiate_options(syn.header.options);
+  snd_wnd_ = max_snd_wnd_ = syn.header.window;  // never scaled in a SYN (RFC 7323 §2.2)
+  snd_wl1_ = syn.header.seq;
+  enter_state(TcpState::SynReceived);
+  transmit(iss_, kTcpSyn | kTcpAck, {});
+  snd_nxt_ = snd_max_ = iss_ + 1;
+  rto_timer_.set_after(rto_);
+}
+
+void TcpConnection::open_from_cookie(const TcpSegment& ack, uint32_t iss, uint16_t mss) {
+  // RFC 4987 §3.6: the cookie carried only the MSS, so no window scaling, SACK or timestamps.
+  passive_ = true;
+  iss_ = iss;
+  snd_una_ = snd_nxt_ = snd_max_ = iss_ + 1;
+  data_start_ = iss_ + 1;
+  recover_ = iss_;
+  irs_ = ack.header.seq - 1;
+  rcv_nxt_ = ack.header.seq;
+  TcpOptions peer;
+  peer.mss = mss;
+  negotiate_options(peer);
+  snd_wnd_ = max_snd_wnd_ = ack.header.window;
+  snd_wl1_ = ack.header.seq;
+  snd_wl2_ = ack.header.ack;
+  rcv_adv_ = rcv_nxt_ + std::min<size_t>(settings_.rcv_buffer, 65535);
+  cc_ = make_congestion_control(settings_.congestion, mss_);
+  enter_state(TcpState::Established);
+}
+
+void TcpConnection::negotiate_options(const TcpOptions& peer) {
+  peer_mss_ = peer.mss && *peer.mss >= 64 ? *peer.mss : 536;  // RFC 9293 §3.7.1 default
+  wscale_ok_ = settings_.window_scale && peer.window_scale.has_value();
+  if (wscale_ok_) {
+    snd_wscale_ = std::min<uint8_t>(*peer.window_scale, 14);  // RFC 7323 §2.3
+  } else {
+    snd_wscale_ = 0;
+    rcv_wscale_ = 0;
+  }
+  sack_enabled_ = settings_.sack && peer.sack_permitted;
+  ts_enabled_ = settings_.timestamps && peer.timestamp.has_value();
+  if (ts_enabled_) ts_recent_ = peer.timestamp->first;
+  on_path_mtu(path_mtu_);
+}
+
+void TcpConnection::on_path_mtu(uint16_t mtu) {
+  if (mtu < 68) return;
+  bool shrinking = mtu < path_mtu_;
+  path_mtu_ = std::min<uint16_t>(mtu, layer_.mtu());
+  // RFC 9293 §3.7.1: Eff.snd.MSS = min(SendMSS + 20, MMS_S) - TCP header - IP header options.
+  uint32_t effective = std::min<uint32_t>(peer_mss_ + 20u, path_mtu_ - 20u) - 20u;
+  if (ts_enabled_) effective -= 12;  // timestamps ride on every segment
+  mss_ = std::max<uint32_t>(effective, 48);
+  cc_->set_mss(mss_);
+  if (shrinking && seq_lt(snd_una_, snd_nxt_) && state_ != TcpState::SynSent) {
+    // RFC 1191 §6.5: resend what was too big, in smaller pieces.
+    snd_nxt_ = snd_una_;
+    output();
+  }
+}
+
+void TcpConnection::on_unreachable() {
+  // RFC 1122 §4.2.3.9: port/protocol unreachable is a hard error; abort a connection attempt.
+  if (state_ == TcpState::SynSent) terminate(TcpError::Unreachable);
+}
+
+// ---------------------------------------------------------------- input
+
+void TcpConnection::on_segment(TcpSegment&& seg) {
+  auto self = shared_from_this();
+  const TcpHeader& h = seg.header;
+  if (settings_.keepalive && state_ != TcpState::SynSent) {
+    keepalive_probes_sent_ = 0;
+    keepalive_timer_.set_after(settings_.keepalive_idle);
+  }
+  if (state_ == TcpState::Closed) return;
+  if (state_ == TcpState::SynSent) return on_segment_syn_sent(seg);
+
+  // Our SYN-ACK was lost and the peer repeats its SYN: answer with the SYN-ACK again.
+  if (state_ == TcpState::SynReceived && h.has(kTcpSyn) && !h.has(kTcpAck) && h.seq == irs_) {
+    transmit(iss_, kTcpSyn | kTcpAck, {});
+    return;
+  }
+  // A retransmitted FIN in TIME-WAIT: acknowledge and restart the 2 MSL wait (RFC 9293 §3.10.7.4).
+  if (state_ == TcpState::TimeWait && h.has(kTcpFin) && !h.has(kTcpRst) &&
+      h.seq + seg.length() == rcv_nxt_) {
+    send_ack();
+    time_wait_timer_.set_after(2 * settings_.msl);
+    return;
+  }
+  // PAWS, RFC 7323 §5.3 R1: a segment older than TS.Recent is a duplicate from a past wrap.
+  if (ts_enabled_ && h.options.timestamp && !h.has(kTcpRst) &&
+      seq_lt(h.options.timestamp->first, ts_recent_)) {
+    ++layer_.stats().tcp_dropped_paws;
+    send_ack();
+    return;
+  }
+  // RFC 9293 §3.10.7.4 first: sequence number acceptability.
+  if (!acceptable(seg)) {
+    ++layer_.stats().tcp_dropped_out_of_window;
+    if (!h.has(kTcpRst)) send_ack();
+    return;
+  }
+  // Second: RST, with RFC 5961 §3.2: exact match resets, anything else in window is challenged.
+  if (h.has(kTcpRst)) {
+    ++layer_.stats().tcp_rst_received;
+    if (h.seq != rcv_nxt_) return send_challenge_ack();
+    ++layer_.stats().tcp_connections_reset;
+    return terminate(state_ == TcpState::SynReceived && !passive_ ? TcpError::Refused
+                                                                 : TcpError::Reset);
+  }
+  // Fourth: SYN in a synchronized state, RFC 5961 §4.2: challenge ACK, never a reset.
+  if (h.has(kTcpSyn)) return send_challenge_ack();
+  if (!h.has(kTcpAck)) return;  // fifth: segments without ACK are dropped
+  update_ts_recent(seg);
+
+  if (state_ == TcpState::SynReceived) {
+    if (!(seq_lt(snd_una_, h.ack) && seq_leq(h.ack, snd_max_))) {
+      send_rst(h.ack);  // RFC 9293 §3.10.7.4: unacceptable ACK in SYN-RECEIVED
+      return;
+    }
+    snd_wnd_ = static_cast<uint32_t>(h.window) << snd_wscale_;
+    max_snd_wnd_ = std::max(max_snd_wnd_, snd_wnd_);
+    snd_wl1_ = h.seq;
+    snd_wl2_ = h.ack;
+    cc_ = make_congestion_control(settings_.congestion, mss_);
+    enter_state(TcpState::Established);
+    ++layer_.stats().tcp_connections_established;
+    layer_.on_established(*this);
+    notify(kTcpConnected | kTcpWritable);
+  }
+  if (!process_ack(seg)) return;
+  if (state_ == TcpState::Closed) return;
+
+  // Seventh and eighth: text and FIN, accepted only while the peer may still send.
+  if (state_ == TcpState::Established || state_ == TcpState::FinWait1 ||
+      state_ == TcpState::FinWait2) {
+    if (!seg.payload.empty() || h.has(kTcpFin)) process_text(seg);
+  }
+  if (state_ == TcpState::Established && fin_queued_) enter_state(TcpState::FinWait1);
+  output();
+}
+
+void TcpConnection::on_segment_syn_sent(TcpSegment& seg) {
+  // RFC 9293 §3.10.7.3.
+  const TcpHeader& h = seg.header;
+  if (h.has(kTcpAck) && (seq_leq(h.ack, iss_) || seq_gt(h.ack, snd_max_))) {
+    if (!h.has(kTcpRst)) send_rst(h.ack);
+    return;
+  }
+  if (h.has(kTcpRst)) {
+    if (h.has(kTcpAck)) {
+      ++layer_.stats().tcp_rst_received;
+      terminate(TcpError::Refused);
+    }
+    return;
+  }
+  if (!h.has(kTcpSyn)) return;
+  irs_ = h.seq;
+  rcv_nxt_ = irs_ + 1;
+  // Our SYN offered an unscaled window (RFC 7323 §2.2); its right edge starts here.
+  rcv_adv_ = rcv_nxt_ + static_cast<uint32_t>(std::min<size_t>(settings_.rcv_buffer, 65535));
+  negotiate_options(h.options);
+  snd_wnd_ = max_snd_wnd_ = h.window;  // unscaled in a SYN
+  snd_wl1_ = h.seq;
+  snd_wl2_ = h.ack;
+  if (h.has(kTcpAck)) {
+    if (ts_enabled_ && h.options.timestamp->second != 0)
+      sample_rtt(std::chrono::milliseconds(ts_now() - h.options.timestamp->second));
+    else if (backoff_ == 0 && timed_at_ >= TimePoint::zero())
+      sample_rtt(layer_.timers().now() - timed_at_);
+    snd_una_ = h.ack;
+    snd_nxt_ = seq_max(snd_nxt_, snd_una_);
+    rto_timer_.clear();
+    backoff_ = 0;
+    cc_ = make_congestion_control(settings_.congestion, mss_);
+    enter_state(TcpState::Established);
+    ++layer_.stats().tcp_connections_established;
+    update_advertised_window();
+    send_ack();
+    notify(kTcpConnected | kTcpWritable);
+    if (fin_queued_) enter_state(TcpState::FinWait1);
+    output();
+    return;
+  }
+  // Simultaneous open (RFC 9293 §3.5, figure 8): answer with SYN-ACK and wait for its ACK.
+  enter_state(TcpState::SynReceived);
+  transmit(iss_, kTcpSyn | kTcpAck, {});
+}
+
+bool TcpConnection::acceptable(const TcpSegment& seg) const {
+  // RFC 9293 §3.10.7.4, the four cases of the acceptability test.
+  uint32_t len = seg.length();
+  uint32_t wnd = receive_window();
+  uint32_t seq = seg.header.seq;
+  if (len == 0) return wnd == 0 ? seq == rcv_nxt_ : seq_in(seq, rcv_nxt_, rcv_nxt_ + wnd);
+  if (wnd == 0) return false;
+  return seq_in(seq, rcv_nxt_, rcv_nxt_ + wnd) || seq_in(seq + len - 1, rcv_nxt_, rcv_nxt_ + wnd);
+}
+
+void TcpConnection::update_ts_recent(const TcpSegment& seg) {
+  // RFC 7323 §4.3 (2): remember TSval of the segment that covers Last.ACK.sent.
+  if (!ts_enabled_ || !seg.header.options.timestamp) return;
+  uint32_t tsval = seg.header.options.timestamp->first;
+  if (seq_geq(tsval, ts_recent_) && seq_leq(seg.header.seq, last_ack_sent_)) ts_recent_ = tsval;
+}
+
+bool TcpConnection::process_ack(const TcpSegment& seg) {
+  const TcpHeader& h = seg.header;
+  uint32_t ack = h.ack;
+  // RFC 9293 §3.10.7.4 fifth / RFC 5961 §5.2: acceptable ACKs lie in
+  // [SND.UNA - MAX.SND.WND, SND.NXT]; outside it, answer with an ACK and drop.
+  if (seq_gt(ack, snd_max_)) {
+    send_ack();
+    return false;
+  }
+  if (seq_lt(ack, snd_una_ - max_snd_wnd_)) {
+    send_challenge_ack();
+    return false;
+  }
+  uint32_t old_window = snd_wnd_;
+  if (seq_lt(snd_wl1_, h.seq) || (snd_wl1_ == h.seq && seq_leq(snd_wl2_, ack))) {
+    snd_wnd_ = static_cast<uint32_t>(h.window) << snd_wscale_;
+    max_snd_wnd_ = std::max(max_snd_wnd_, snd_wnd_);
+    snd_wl1_ = h.seq;
+    snd_wl2_ = ack;
+  }
+  bool window_changed = snd_wnd_ != old_window;
+  if (snd_wnd_ != 0) {
+    persist_timer_.clear();
+    persist_backoff_ = 0;
+  }
+  if (sack_enabled_ && h.options.sack_count) update_sack_scoreboard(h.options);
+  TimePoint now = layer_.timers().now();
+
+  if (seq_gt(ack, snd_una_)) {
+    uint32_t acked = ack - snd_una_;
+    uint32_t flight_before_ack = snd_nxt_ - snd_una_;
+    // RTT (RFC 6298 §3 with Karn's rule; RFC 7323 §4 when timestamps are on).
+    if (ts_enabled_ && h.options.timestamp && h.options.timestamp->second != 0) {
+      sample_rtt(std::chrono::milliseconds(static_cast<int32_t>(ts_now() - h.options.timestamp->second)));
+    } else if (!ts_enabled_ && timed_at_ >= TimePoint::zero() && seq_gt(ack, timed_seq_)) {
+      sample_rtt(now - timed_at_);
+      timed_at_ = TimePoint{-1};
+    }
+    backoff_ = 0;
+    uint32_t data_end = send_end();
+    uint32_t data_acked_to = seq_min(ack, data_end);
+    if (seq_gt(data_acked_to, data_start_)) {
+      send_buffer_.trim_front(data_acked_to - data_start_);
+      data_start_ = data_acked_to;
+    }
+    bool fin_acked = fin_queued_ && ack == data_end + 1;
+    snd_una_ = ack;
+    if (seq_lt(snd_nxt_, snd_una_)) snd_nxt_ = snd_una_;
+    if (seq_lt(high_rxt_, snd_una_)) high_rxt_ = snd_una_;
+    while (!scoreboard_.empty() && seq_leq(scoreboard_.front().right, snd_una_))
+      scoreboard_.erase(scoreboard_.begin());
+    if (!scoreboard_.empty() && seq_lt(scoreboard_.front().left, snd_una_))
+      scoreboard_.front().left = snd_una_;
+    if (in_recovery_) {
+      if (seq_geq(ack, recover_)) {
+        in_recovery_ = false;  // full ACK: RFC 6582 §3.2 step 3, RFC 6675 §5 (end of recovery)
+        cc_->on_recovery_exit();
+        dupacks_ = 0;
+      } else if (!sack_enabled_) {
+        // Partial ACK, RFC 6582 §3.2 step 5: retransmit the next hole, deflate by the amount
+        // acknowledged, add back one SMSS.
+        uint32_t len = std::min<uint32_t>(mss_, data_end - snd_una_);
+        if (len) transmit(snd_una_, kTcpAck, send_buffer_.sub(0, len), true);
+        uint32_t cwnd = cc_->cwnd();
+        cc_->set_cwnd((cwnd > acked ? cwnd - acked : 0) + (acked >= mss_ ? mss_ : 0));
+        rto_timer_.set_after(rto_);
+      }
+    } else {
+      dupacks_ = 0;
+      // Grow only while the window is what limits sending (RFC 7661 §4.1 "validated" cwnd):
+      // an application-limited flow must not inflate cwnd without bound.
+      if (flight_before_ack * 2 >= cc_->cwnd()) cc_->on_ack(acked, now, srtt_);
+    }
+    // RFC 6298 §5.2/5.3: stop the timer when all is acknowledged, otherwise restart it.
+    if (snd_una_ == snd_max_) rto_timer_.clear();
+    else rto_timer_.set_after(rto_);
+    if (send_space() > 0) notify(kTcpWritable);
+    if (fin_acked) {
+      if (state_ == TcpState::FinWait1) enter_state(TcpState::FinWait2);
+      else if (state_ == TcpState::Closing) enter_time_wait();
+      else if (state_ == TcpState::LastAck) {
+        terminate(TcpError::None);
+        return false;
+      }
+    }
+  } else if (ack == snd_una_ && seq_gt(snd_max_, snd_una_) && seg.payload.empty() &&
+             !h.has(kTcpSyn) && !h.has(kTcpFin) && !window_changed && snd_wnd_ != 0) {
+    // Duplicate ACK as defined in RFC 5681 §2.
+    ++dupacks_;
+    if (in_recovery_ && !sack_enabled_) cc_->set_cwnd(cc_->cwnd() + mss_);  // RFC 6582 step 4
+  }
+
+  // Enter loss recovery (RFC 5681 §3.2 / RFC 6582 §3.2 step 2 / RFC 6675 §5 step 4): after
+  // DupThresh duplicate ACKs, or when SACK shows the first unacknowledged segment lost, unless
+  // this ACK does not cover the previous recovery point.
+  bool loss = dupacks_ >= kDupThresh || (sack_enabled_ && is_lost(snd_una_));
+  if (!in_recovery_ && loss && seq_gt(snd_max_, snd_una_) && seq_geq(snd_una_, recover_) &&
+      state_ != TcpState::SynReceived) {
+    in_recovery_ = true;
+    recover_ = snd_max_;
+    ++layer_.stats().tcp_fast_retransmits;
+    cc_->on_congestion_event(flight_size(), now);
+    uint32_t len = std::min<uint32_t>(mss_, send_end() - snd_una_);
+    high_rxt_ = snd_una_;
+    if (len) {
+      transmit(snd_una_, kTcpAck, send_buffer_.sub(snd_una_ - data_start_, len), true);
+      high_rxt_ = snd_una_ + len;
+    } else if (fin_sent()) {
+      transmit(snd_una_, kTcpAck | kTcpFin, {}, true);
+    }
+    if (!sack_enabled_) cc_->set_cwnd(cc_->ssthresh() + 3 * mss_);  // RFC 6582 step 2
+    rto_timer_.set_after(rto_);
+  }
+  return true;
+}
+
+void TcpConnection::update_sack_scoreboard(const TcpOptions& options) {
+  for (size_t i = 0; i < options.sack_count; ++i) {
+    SackBlock block = options.sack_blocks[i];
+    // RFC 2018 §4: ignore blocks that are inverted, already cumulatively acknowledged (D-SACK)
+    // or beyond what we sent.
+    if (!seq_lt(block.left, block.right) || seq_leq(block.right, snd_una_) ||
+        seq_gt(block.right, snd_max_))
+      continue;
+    if (seq_lt(block.left, snd_una_)) block.left = snd_una_;
+    auto it = std::find_if(scoreboard_.begin(), scoreboard_.end(),
+                           [&](const SackBlock& b) { return seq_geq(b.right, block.left); });
+    // Merge with every block it touches.
+    while (it != scoreboard_.end() && seq_leq(it->left, block.right)) {
+      block.left = seq_min(block.left, it->left);
+      block.right = seq_max(block.right, it->right);
+      it = scoreboard_.erase(it);
+    }
+    scoreboard_.insert(it, block);
+  }
+}
+
+bool TcpConnection::is_lost(uint32_t seq) const {
+  // RFC 6675 §4 IsLost: DupThresh discontiguous SACKed blocks above seq, or more than
+  // (DupThresh - 1) * SMSS SACKed bytes above it.
+  uint32_t blocks = 0;
+  uint64_t bytes = 0;
+  for (auto it = scoreboard_.rbegin(); it != scoreboard_.rend(); ++it) {
+    if (seq_leq(it->right, seq)) break;
+    ++blocks;
+    bytes += it->right - seq_max(it->left, seq + 1);
+  }
+  return blocks >= kDupThresh || bytes > uint64_t{kDupThresh - 1} * mss_;
+}
+
+uint32_t TcpConnection::pipe() const {
+  // RFC 6675 §4 SetPipe, evaluated per hole rather than per octet: an un-SACKed range counts
+  // once if not lost, plus once more for the part already retransmitted (below HighRxt).
+  uint64_t total = 0;
+  uint32_t cursor = snd_una_;
+  auto count_range = [&](uint32_t from, uint32_t to) {
+    if (!seq_lt(from, to)) return;
+    if (!is_lost(from)) total += to - from;
+    if (seq_lt(from, high_rxt_)) total += seq_min(to, high_rxt_) - from;
+  };
+  for (const SackBlock& block : scoreboard_) {
+    count_range(cursor, block.left);
+    cursor = seq_max(cursor, block.right);
+  }
+  count_range(cursor, snd_max_);
+  return static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
+}
+
+void TcpConnection::process_text(TcpSegment& seg) {
+  uint32_t seq = seg.header.seq;
+  BufferList& data = seg.payload;
+  bool fin = seg.header.has(kTcpFin);
+  uint32_t fin_seq = seq + static_cast<uint32_t>(data.length());
+  // Trim what we already have (RFC 9293 §3.10.7.4: process only the part in the window).
+  if (seq_lt(seq, rcv_nxt_)) {
+    uint32_t old = rcv_nxt_ - seq;
+    if (old >= data.length()) data.clear();
+    else data.trim_front(old);
+    seq = rcv_nxt_;
+    if (fin && seq_lt(fin_seq, rcv_nxt_)) fin = false;
+  }
+  uint32_t right = rcv_nxt_ + receive_window();
+  if (seq_gt(seq + static_cast<uint32_t>(data.length()), right)) {
+    data.truncate(seq_lt(seq, right) ? right - seq : 0);
+    fin = false;
+  }
+  if (data.empty() && !fin) return schedule_ack(true);  // a duplicate: ACK at once (RFC 5681 §4.2)
+  if (seq != rcv_nxt_) {
+    insert_out_of_order(seq, std::move(data), fin);
+    return schedule_ack(true);  // out of order: immediate duplicate ACK carrying SACK
+  }
+  bool had_gap = !out_of_order_.empty();
+  bool full_segment = data.length() >= mss_;
+  rcv_nxt_ += static_cast<uint32_t>(data.length());
+  if (!user_closed_) receive_queue_.append(std::move(data));
+  bool fin_now = fin;
+  if (had_gap) fin_now = drain_out_of_order_fin(fin_now);
+  if (fin_now) process_fin();
+  notify(kTcpReadable);
+  if (had_gap || fin_now || !settings_.delayed_ack) return schedule_ack(true);
+  // RFC 9293 §3.8.6.3 / RFC 5681 §4.2: ACK at least every second full-sized segment.
+  if (full_segment) ++unacked_segments_;
+  if (unacked_segments_ >= 2) return send_ack();
+  if (!delack_timer_.pending()) delack_timer_.set_after(settings_.delayed_ack_timeout);
+}
+
+void TcpConnection::insert_out_of_order(uint32_t seq, BufferList&& data, bool fin) {
+  uint32_t end = seq + static_cast<uint32_t>(data.length());
+  auto it = std::find_if(out_of_order_.begin(), out_of_order_.end(),
+                         [&](const OutOfOrder& e) { return seq_gt(e.seq, seq); });
+  // Trim against the predecessor (entries never overlap each other).
+  if (it != out_of_order_.begin()) {
+    const OutOfOrder& prev = *std::prev(it);
+    uint32_t prev_end = prev.seq + static_cast<uint32_t>(prev.data.length());
+    if (seq_geq(prev_end, end)) {
+      if (!fin || prev.fin || prev_end != end) return;  // nothing new
+      std::prev(it)->fin = true;
+      last_sack_block_ = {prev.seq, prev_end};
+      return;
+    }
+    if (seq_gt(prev_end, seq)) {
+      data.trim_front(prev_end - seq);
+      seq = prev_end;
+    }
+  }
+  // Drop successors the new data covers; cut the new data before a partial overlap.
+  while (it != out_of_order_.end() && seq_lt(it->seq, end)) {
+    uint32_t it_end = it->seq + static_cast<uint32_t>(it->data.length());
+    if (seq_leq(it_end, end) && !(it->fin && it_end == end && !fin)) {
+      fin = fin || (it->fin && it_end == end);
+      it = out_of_order_.erase(it);
+      continue;
+    }
+    data.truncate(it->seq - seq);
+    end = it->seq;
+    fin = false;
+    break;
+  }
+  if (data.empty() && !fin) return;
+  if (out_of_order_.size() >= kMaxOutOfOrderSegments) return;  // the sender will retransmit
+  last_sack_block_ = {seq, end};
+  out_of_order_.insert(it, OutOfOrder{seq, std::move(data), fin});
+}
+
+bool TcpConnection::drain_out_of_order_fin(bool fin) {
+  while (!fin && !out_of_order_.empty() && seq_leq(out_of_order_.front().seq, rcv_nxt_)) {
+    OutOfOrder& e = out_of_order_.front();
+    uint32_t e_end = e.seq + static_cast<uint32_t>(e.data.length());
+    if (seq_gt(e_end, rcv_nxt_)) {
+      e.data.trim_front(rcv_nxt_ - e.seq);
+      rcv_nxt_ = e_end;
+      if (!user_closed_) receive_queue_.append(std::move(e.data));
+    }
+    fin = e.fin && e_end == rcv_nxt_;
+    out_of_order_.erase(out_of_order_.begin());
+  }
+  if (fin) out_of_order_.clear();  // nothing can follow a FIN
+  return fin;
+}
+
+void TcpConnection::process_fin() {
+  // RFC 9293 §3.10.7.4 eighth: the FIN occupies one sequence number.
+  rcv_nxt_ += 1;
+  fin_received_ = true;
+  switch (state_) {
+    case TcpState::Established:
+      enter_state(TcpState::CloseWait);
+      break;
+    case TcpState::FinWait1:
+      enter_state(TcpState::Closing);  // our FIN is not acknowledged yet (simultaneous close)
+      break;
+    case TcpState::FinWait2:
+      enter_time_wait();
+      break;
+    default:
+      break;
+  }
+}
+
+// ---------------------------------------------------------------- output
+
+uint32_t TcpConnection::payload_limit() const {
+  uint32_t limit = mss_;
+  if (sack_enabled_ && !out_of_order_.empty()) {
+    size_t blocks = std::min<size_t>(out_of_order_.size(), ts_enabled_ ? 3 : 4);
+    limit -= static_cast<uint32_t>(4 + 8 * blocks);
+  }
+  return limit;
+}
+
+bool TcpConnection::send_next_hole() {
+  // RFC 6675 §4 NextSeg rule (1): the first un-SACKed, lost octet above HighRxt below the
+  // highest SACKed octet.
+  uint32_t cursor = seq_max(snd_una_, high_rxt_);
+  for (const SackBlock& block : scoreboard_) {
+    if (seq_lt(cursor, block.left)) {
+      if (!is_lost(cursor)) return false;
+      uint32_t data_end = send_end();
+      uint32_t hole_end = seq_min(block.left, data_end);
+      if (!seq_lt(cursor, hole_end)) return false;
+      uint32_t len = std::min<uint32_t>(payload_limit(), hole_end - cursor);
+      transmit(cursor, kTcpAck, send_buffer_.sub(cursor - data_start_, len), true);
+      high_rxt_ = cursor + len;
+      if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
+      return true;
+    }
+    cursor = seq_max(cursor, block.right);
+  }
+  return false;
+}
+
+void TcpConnection::output() {
+  if (state_ != TcpState::Established && state_ != TcpState::CloseWait &&
+      state_ != TcpState::FinWait1 && state_ != TcpState::Closing && state_ != TcpState::LastAck)
+    return;
+  bool sack_recovery = in_recovery_ && sack_enabled_;
+  for (int guard = 0; guard < 1 << 16; ++guard) {
+    if (sack_recovery) {
+      // RFC 6675 §5 (C): send while cwnd - pipe >= 1 SMSS.
+      uint32_t in_pipe = pipe();
+      if (in_pipe + mss_ > cc_->cwnd()) break;
+      if (send_next_hole()) continue;
+    }
+    uint32_t data_end = send_end();
+    if (seq_gt(snd_nxt_, data_end)) break;  // everything including our FIN is out
+    uint32_t avail = data_end - snd_nxt_;
+    uint32_t in_flight = snd_nxt_ - snd_una_;
+    if (avail == 0) {
+      if (fin_queued_ && snd_nxt_ == data_end) {
+        transmit(snd_nxt_, kTcpAck | kTcpFin, {}, seq_lt(snd_nxt_, snd_max_));
+        snd_nxt_ += 1;
+        snd_max_ = seq_max(snd_max_, snd_nxt_);
+        if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
+      }
+      break;
+    }
+    uint32_t window = sack_recovery ? snd_wnd_ : std::min(cc_->cwnd(), snd_wnd_);
+    uint32_t room = window > in_flight ? window - in_flight : 0;
+    uint32_t limit = payload_limit();
+    uint32_t len = std::min({avail, limit, room});
+    if (len == 0) {
+      // Zero window with nothing in flight: probe it (RFC 9293 §3.8.6.1).
+      if (snd_wnd_ == 0 && in_flight == 0 && !persist_timer_.pending())
+        persist_timer_.set_after(std::min(rto_ * (int64_t{1} << std::min(persist_backoff_, 16)), settings_.rto_max));
+      break;
+    }
+    if (len < limit) {
+      // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1) and Nagle (RFC 9293 §3.7.4): a
+      // short segment goes out only if nothing is outstanding, unless it ends the queued data
+      // and Nagle is off.
+      bool ends_data = len == avail;
+      if (in_flight > 0 && (!ends_data || settings_.nagle)) break;
+    }
+    uint8_t flags = kTcpAck;
+    if (len == avail) flags |= kTcpPsh;
+    bool with_fin = fin_queued_ && len == avail;
+    if (with_fin) flags |= kTcpFin;
+    bool retransmission = seq_lt(snd_nxt_, snd_max_);
+    if (!retransmission && !ts_enabled_ && timed_at_ < TimePoint::zero()) {
+      timed_seq_ = snd_nxt_;
+      timed_at_ = layer_.timers().now();
+    }
+    transmit(snd_nxt_, flags, send_buffer_.sub(snd_nxt_ - data_start_, len), retransmission);
+    snd_nxt_ += len + (with_fin ? 1 : 0);
+    snd_max_ = seq_max(snd_max_, snd_nxt_);
+    if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
+  }
+}
+
+void TcpConnection::build_sack_blocks(TcpOptions& options) const {
+  // RFC 2018 §4: the block holding the most recent arrival first, then the others.
+  std::vector<SackBlock> ranges;
+  for (const OutOfOrder& e : out_of_order_) {
+    uint32_t e_end = e.seq + static_cast<uint32_t>(e.data.length());
+    if (!ranges.empty() && ranges.back().right == e.seq) ranges.back().right = e_end;
+    else ranges.push_back({e.seq, e_end});
+  }
+  size_t max_blocks = ts_enabled_ ? 3 : 4;
+  for (const SackBlock& r : ranges)
+    if (seq_leq(r.left, last_sack_block_.left) && seq_geq(r.right, last_sack_block_.right)) {
+      options.sack_blocks[options.sack_count++] = r;
+      break;
+    }
+  for (auto it = ranges.rbegin(); it != ranges.rend() && options.sack_count < max_blocks; ++it) {
+    if (options.sack_count && *it == options.sack_blocks[0]) continue;
+    if (it->left == it->right) continue;
+    options.sack_blocks[options.sack_count++] = *it;
+  }
+}
+
+void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bool retransmission) {
+  TcpHeader h;
+  h.source_port = tuple_.local_port;
+  h.destination_port = tuple_.remote_port;
+  h.seq = seq;
+  h.flags = flags;
+  if (flags & kTcpAck) h.ack = rcv_nxt_;
+  if (flags & kTcpSyn) {
+    rcv_adv_ = rcv_nxt_ + static_cast<uint32_t>(std::min<size_t>(settings_.rcv_buffer, 65535));
+    h.window = static_cast<uint16_t>(std::min<size_t>(settings_.rcv_buffer, 65535));
+    bool active = !(flags & kTcpAck);
+    h.options.mss = static_cast<uint16_t>(layer_.mtu() - 40);
+    if (active ? settings_.window_scale : wscale_ok_) h.options.window_scale = rcv_wscale_;
+    if (active ? settings_.sack : sack_enabled_) h.options.sack_permitted = true;
+    if (active ? settings_.timestamps : ts_enabled_)
+      h.options.timestamp = std::make_pair(ts_now(), active ? 0u : ts_recent_);
+  } else {
+    if (!(flags & kTcpRst)) update_advertised_window();
+    uint32_t window = (flags & kTcpRst) ? 0 : rcv_adv_ - rcv_nxt_;
+    h.window = static_cast<uint16_t>(std::min<uint32_t>(window >> rcv_wscale_, 65535));
+    if (ts_enabled_ && !(flags & kTcpRst)) h.options.timestamp = std::make_pair(ts_now(), ts_recent_);
+    if (sack_enabled_ && (flags & kTcpAck) && !out_of_order_.empty()) build_sack_blocks(h.options);
+  }
+  if (flags & kTcpAck) {
+    last_ack_sent_ = rcv_nxt_;
+    unacked_segments_ = 0;
+    delack_timer_.clear();
+  }
+  if (retransmission) {
+    ++layer_.stats().tcp_retransmitted_segments;
+    retransmitted_bytes_ += payload.length();
+  }
+  layer_.send_segment(tuple_, h, std::move(payload));
+}
+
+void TcpConnection::send_ack() {
+  if (state_ == TcpState::Closed || state_ == TcpState::SynSent) return;
+  transmit(snd_nxt_, kTcpAck, {});
+}
+
+void TcpConnection::send_challenge_ack() {
+  if (!layer_.allow_challenge_ack()) return;  // RFC 5961 §7 rate limit
+  ++layer_.stats().tcp_challenge_acks;
+  send_ack();
+}
+
+void TcpConnection::send_rst(uint32_t seq) {
+  ++layer_.stats().tcp_rst_sent;
+  transmit(seq, kTcpRst, {});
+}
+
+void TcpConnection::schedule_ack(bool immediate) {
+  if (immediate || !settings_.delayed_ack) return send_ack();
+  if (!delack_timer_.pending()) delack_timer_.set_after(settings_.delayed_ack_timeout);
+}
+
+uint32_t TcpConnection::receive_window() const {
+  return seq_gt(rcv_adv_, rcv_nxt_) ? rcv_adv_ - rcv_nxt_ : 0;
+}
+
+void TcpConnection::update_advertised_window() {
+  size_t queued = receive_queue_.length();
+  size_t space = settings_.rcv_buffer > queued ? settings_.rcv_buffer - queued : 0;
+  space = std::min<size_t>(space, size_t{65535} << rcv_wscale_);
+  space = (space >> rcv_wscale_) << rcv_wscale_;  // representable in the scaled field
+  uint32_t new_edge = rcv_nxt_ + static_cast<uint32_t>(space);
+  if (!seq_gt(new_edge, rcv_adv_)) return;  // never shrink the window (RFC 9293 §3.8.6.2.2)
+  // Receiver silly-window avoidance (RFC 9293 §3.8.6.2.2): move the right edge only by at least
+  // min(half the buffer, one MSS).
+  uint32_t step = static_cast<uint32_t>(std::min<size_t>(settings_.rcv_buffer / 2, mss_));
+  if (new_edge - rcv_adv_ >= step || space == settings_.rcv_buffer) rcv_adv_ = new_edge;
+}
+
+// ---------------------------------------------------------------- timers
+
+uint32_t TcpConnection::ts_now() const {
+  // 1 ms per tick (RFC 7323 §5.4 allows 1 ms to 1 s), offset per connection.
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(layer_.timers().now()).count();
+  return static_cast<uint32_t>(ms) + ts_offset_;
+}
+
+void TcpConnection::sample_rtt(Duration rtt) {
+  if (rtt < Duration::zero()) return;
+  // RFC 6298 §2.2 and §2.3 (alpha = 1/8, beta = 1/4).
+  if (!have_rtt_) {
+    srtt_ = rtt;
+    rttvar_ = rtt / 2;
+    have_rtt_ = true;
+  } else {
+    Duration delta = srtt_ > rtt ? srtt_ - rtt : rtt - srtt_;
+    rttvar_ = (3 * rttvar_ + delta) / 4;
+    srtt_ = (7 * srtt_ + rtt) / 8;
+  }
+  Duration granularity = std::chrono::milliseconds(1);
+  // RFC 6298 §2.4 floor (configurable, default 200 ms) and §2.5 ceiling.
+  rto_ = std::clamp(srtt_ + std::max(granularity, 4 * rttvar_), settings_.rto_min, settings_.rto_max);
+}
+
+void TcpConnection::on_retransmission_timeout() {
+  ++layer_.stats().tcp_timeouts;
+  ++timeouts_;
+  ++backoff_;
+  rto_ = std::min(rto_ * 2, settings_.rto_max);  // RFC 6298 §5.5
+  if (state_ == TcpState::SynSent || state_ == TcpState::SynReceived) {
+    if (backoff_ > settings_.max_syn_retransmissions) return terminate(TcpError::TimedOut);
+    transmit(iss_, state_ == TcpState::SynSent ? kTcpSyn : kTcpSyn | kTcpAck, {}, true);
+    timed_at_ = TimePoint{-1};  // Karn: no sample from a retransmitted SYN
+    rto_timer_.set_after(rto_);
+    return;
+  }
+  if (snd_una_ == snd_max_) return;
+  if (backoff_ > settings_.max_retransmissions) {
+    send_rst(snd_nxt_);
+    return terminate(TcpError::TimedOut);
+  }
+  // RFC 5681 §3.1 eq. 4 and RFC 6582 §4: collapse the window, remember the recovery point.
+  cc_->on_timeout(flight_size(), layer_.timers().now());
+  recover_ = snd_max_;
+  in_recovery_ = false;
+  dupacks_ = 0;
+  scoreboard_.clear();  // RFC 2018 §8: the receiver may have reneged; start over
+  high_rxt_ = snd_una_;
+  timed_at_ = TimePoint{-1};
+  snd_nxt_ = snd_una_;  // resend from the first unacknowledged octet (RFC 6298 §5.4)
+  output();
+  rto_timer_.set_after(rto_);  // RFC 6298 §5.6
+}
+
+void TcpConnection::on_persist_timeout() {
+  if (snd_wnd_ != 0 || snd_nxt_ != snd_una_ || send_end() == snd_nxt_) return output();
+  // RFC 9293 §3.8.6.1: probe the zero window with one octet of new data; back off (RFC 1122
+  // §4.2.2.17) until the window opens.
+  transmit(snd_nxt_, kTcpAck, send_buffer_.sub(snd_nxt_ - data_start_, 1));
+  snd_max_ = seq_max(snd_max_, snd_nxt_ + 1);
+  ++persist_backoff_;
+  persist_timer_.set_after(std::min(rto_ * (int64_t{1} << std::min(persist_backoff_, 16)), settings_.rto_max));
+}
+
+void TcpConnection::on_keepalive_timeout() {
+  if (state_ != TcpState::Established && state_ != TcpState::CloseWait &&
+      state_ != TcpState::FinWait2)
+    return;
+  if (keepalive_probes_sent_ >= settings_.keepalive_probes) {
+    send_rst(snd_nxt_);
+    return terminate(TcpError::TimedOut);
+  }
+  // RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6: SEG.SEQ = SND.NXT - 1 with no data elicits an ACK.
+  ++keepalive_probes_sent_;
+  transmit(snd_una_ - 1, kTcpAck, {});
+  keepalive_timer_.set_after(settings_.keepalive_interval);
+}
+
+// ---------------------------------------------------------------- state
+
+void TcpConnection::enter_state(TcpState state) {
+  BYPASS_LOG(Debug, "tcp", "%u -> %s:%u %s -> %s", tuple_.local_port,
+             tuple_.remote_ip.to_string().c_str(), tuple_.remote_port, to_string(state_),
+             to_string(state));
+  state_ = state;
+  if (state == TcpState::Established && settings_.keepalive)
+    keepalive_timer_.set_after(settings_.keepalive_idle);
+}
+
+void TcpConnection::enter_time_wait() {
+  enter_state(TcpState::TimeWait);
+  rto_timer_.clear();
+  persist_timer_.clear();
+  keepalive_timer_.clear();
+  time_wait_timer_.set_after(2 * settings_.msl);  // RFC 9293 §3.4.2
+  notify(kTcpReadable);
+}
+
+void TcpConnection::terminate(TcpError error) {
+  if (state_ == TcpState::Closed) return;
+  enter_state(TcpState::Closed);
+  error_ = error;
+  rto_timer_.clear();
+  delack_timer_.clear();
+  persist_timer_.clear();
+  keepalive_timer_.clear();
+  time_wait_timer_.clear();
+  send_buffer_.clear();
+  out_of_order_.clear();
+  layer_.on_closed(*this);
+  notify(kTcpClosed | kTcpReadable | kTcpWritable);
+}
+
+void TcpConnection::notify(int events) {
+  if (handler_) handler_(events);
+}
+
+}  // namespace bypass::inet

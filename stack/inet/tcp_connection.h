@@ -1,0 +1,224 @@
+// One TCP connection (RFC 9293 transmission control block) and its socket-level API.
+//
+// All methods run on the owning worker's thread. The application side is: send() (takes buffers
+// without copying), read() (hands received buffers up without copying), shutdown_write(), close(),
+// abort(), and an event handler called on readiness and state changes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "stack/buffer_list.h"
+#include "stack/inet/congestion.h"
+#include "stack/inet/inet_options.h"
+#include "stack/inet/tcp_seq.h"
+#include "stack/inet/timer_service.h"
+#include "stack/inet/wire/tcp.h"
+
+namespace bypass::inet {
+
+class TcpLayer;
+
+enum class TcpState {
+  Closed, SynSent, SynReceived, Established, FinWait1, FinWait2, CloseWait, Closing, LastAck,
+  TimeWait,
+};
+const char* to_string(TcpState state);
+
+struct FourTuple {
+  Ipv4Address local_ip;
+  uint16_t local_port = 0;
+  Ipv4Address remote_ip;
+  uint16_t remote_port = 0;
+  bool operator==(const FourTuple&) const = default;
+};
+struct FourTupleHash {
+  size_t operator()(const FourTuple& t) const {
+    uint64_t a = uint64_t{t.local_ip.value} << 32 | t.remote_ip.value;
+    uint64_t b = uint64_t{t.local_port} << 16 | t.remote_port;
+    uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+enum TcpEvent : int {
+  kTcpReadable = 1,    // data or end-of-stream to read
+  kTcpWritable = 2,    // send buffer has room
+  kTcpConnected = 4,   // handshake finished
+  kTcpClosed = 8,      // connection is gone (closed, reset, timed out); see error()
+};
+
+enum class TcpError { None, Refused, Reset, TimedOut, Unreachable };
+
+// A received segment after header parsing, as the connection sees it.
+struct TcpSegment {
+  TcpHeader header;
+  BufferList payload;
+  uint32_t length() const {
+    return static_cast<uint32_t>(payload.length()) + header.has(kTcpSyn) + header.has(kTcpFin);
+  }
+};
+
+class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
+ public:
+  using EventHandler = std::function<void(int events)>;
+
+  TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpSettings& settings);
+  ~TcpConnection();
+
+  // ---- socket API ----
+  // Queue data; takes up to the free send-buffer space from the front of `data` (shared, no copy)
+  // and returns the bytes taken.
+  size_t send(BufferList& data);
+  // Zero-copy receive of up to `max` in-order bytes.
+  BufferList read(size_t max = SIZE_MAX);
+  size_t readable_bytes() const { return receive_queue_.length(); }
+  // True once the peer's FIN has been received and all data before it read.
+  bool end_of_stream() const { return fin_received_ && receive_queue_.empty(); }
+  size_t send_space() const;
+  void shutdown_write();   // send FIN after queued data
+  void close();            // shutdown both directions (RST if unread data, RFC 9293 §3.10.4)
+  void abort();            // RST now
+  void set_event_handler(EventHandler handler) { handler_ = std::move(handler); }
+
+  TcpState state() const { return state_; }
+  TcpError error() const { return error_; }
+  const FourTuple& tuple() const { return tuple_; }
+  bool established() const { return state_ == TcpState::Established; }
+
+  // ---- introspection for tests and diagnostics ----
+  uint32_t cwnd() const { return cc_->cwnd(); }
+  uint32_t ssthresh() const { return cc_->ssthresh(); }
+  uint32_t send_mss() const { return mss_; }
+  uint32_t peer_window() const { return snd_wnd_; }
+  uint8_t send_window_shift() const { return snd_wscale_; }
+  uint8_t receive_window_shift() const { return rcv_wscale_; }
+  bool timestamps_enabled() const { return ts_enabled_; }
+  bool sack_enabled() const { return sack_enabled_; }
+  Duration rto() const { return rto_; }
+  Duration srtt() const { return srtt_; }
+  uint64_t retransmitted_bytes() const { return retransmitted_bytes_; }
+  uint64_t timeouts() const { return timeouts_; }
+  bool in_recovery() const { return in_recovery_; }
+
+ private:
+  friend class TcpLayer;
+
+  // Open paths, called by TcpLayer.
+  void open_active();
+  void open_passive(const TcpSegment& syn, uint32_t iss);
+  void open_from_cookie(const TcpSegment& ack, uint32_t iss, uint16_t mss);
+  void on_segment(TcpSegment&& segment);
+  void on_path_mtu(uint16_t mtu);
+  void on_unreachable();
+
+  // Receive processing (RFC 9293 §3.10.7).
+  void on_segment_syn_sent(TcpSegment& segment);
+  bool acceptable(const TcpSegment& segment) const;
+  bool process_ack(const TcpSegment& segment);
+  void process_text(TcpSegment& segment);
+  void process_fin();
+  void update_ts_recent(const TcpSegment& segment);
+  void negotiate_options(const TcpOptions& peer);
+  void insert_out_of_order(uint32_t seq, BufferList&& data, bool fin);
+  // Moves now-contiguous data to the receive queue; returns whether an in-order FIN was reached.
+  bool drain_out_of_order_fin(bool fin);
+
+  // Send side.
+  void output();
+  bool send_next_hole();
+  void transmit(uint32_t seq, uint8_t flags, BufferList payload, bool retransmission = false);
+  void send_ack();
+  void send_challenge_ack();
+  void send_rst(uint32_t seq);
+  void schedule_ack(bool immediate);
+  uint32_t receive_window() const;
+  void update_advertised_window();
+  uint32_t send_end() const { return data_start_ + static_cast<uint32_t>(send_buffer_.length()); }
+  bool fin_sent() const { return fin_queued_ && seq_gt(snd_max_, send_end()); }
+  void build_sack_blocks(TcpOptions& options) const;
+  uint32_t flight_size() const { return snd_max_ - snd_una_; }
+  uint32_t pipe() const;
+  bool is_lost(uint32_t seq) const;
+  void update_sack_scoreboard(const TcpOptions& options);
+  uint32_t payload_limit() const;
+
+  // Timers.
+  void on_retransmission_timeout();
+  void on_persist_timeout();
+  void on_keepalive_timeout();
+  void restart_rto();
+  void sample_rtt(Duration rtt);
+  uint32_t ts_now() const;
+
+  void enter_state(TcpState state);
+  void enter_time_wait();
+  void terminate(TcpError error);
+  void notify(int events);
+
+  TcpLayer& layer_;
+  FourTuple tuple_;
+  const TcpSettings& settings_;
+  TcpState state_ = TcpState::Closed;
+  TcpError error_ = TcpError::None;
+  EventHandler handler_;
+  bool passive_ = false;
+  bool user_closed_ = false;
+
+  // Send sequence space (RFC 9293 §3.3.1).
+  uint32_t iss_ = 0, snd_una_ = 0, snd_nxt_ = 0;
+  uint32_t snd_max_ = 0;      // highest sequence sent + 1 (snd_nxt rewinds on timeout)
+  uint32_t snd_wnd_ = 0, max_snd_wnd_ = 0, snd_wl1_ = 0, snd_wl2_ = 0;
+  uint32_t data_start_ = 0;   // sequence number of send_buffer_'s first byte
+  BufferList send_buffer_;    // unacknowledged and unsent data
+  bool fin_queued_ = false;
+  uint32_t mss_ = 536;        // SMSS: payload per full segment (options for timestamps excluded)
+  uint16_t peer_mss_ = 536;   // RFC 9293 §3.7.1 default
+  uint16_t path_mtu_ = 1500;
+  uint8_t snd_wscale_ = 0, rcv_wscale_ = 0;
+  bool wscale_ok_ = false;     // both sides sent the window scale option
+  uint32_t ts_offset_ = 0;    // RFC 7323 §5.4: per-connection random timestamp offset
+  bool ts_enabled_ = false, sack_enabled_ = false;
+  uint32_t ts_recent_ = 0, last_ack_sent_ = 0;
+
+  // Receive sequence space.
+  uint32_t irs_ = 0, rcv_nxt_ = 0;
+  uint32_t rcv_adv_ = 0;      // right edge of the window we advertised
+  BufferList receive_queue_;
+  struct OutOfOrder {
+    uint32_t seq;
+    BufferList data;
+    bool fin;
+  };
+  std::vector<OutOfOrder> out_of_order_;  // sorted by seq, non-overlapping
+  SackBlock last_sack_block_{};           // RFC 2018 §4: most recent block first
+  bool fin_received_ = false;
+  uint32_t unacked_segments_ = 0;         // full segments received since our last ACK
+
+  // Retransmission (RFC 6298) and loss recovery (RFC 5681, 6582, 6675).
+  Duration srtt_{0}, rttvar_{0}, rto_;
+  bool have_rtt_ = false;
+  int backoff_ = 0;
+  uint32_t timed_seq_ = 0;       // Karn's algorithm when timestamps are off
+  TimePoint timed_at_{-1};
+  std::unique_ptr<CongestionControl> cc_;
+  uint32_t dupacks_ = 0;
+  bool in_recovery_ = false;
+  uint32_t recover_ = 0;         // RFC 6582 "recover" / RFC 6675 RecoveryPoint
+  uint32_t high_rxt_ = 0;        // RFC 6675 HighRxt
+  std::vector<SackBlock> scoreboard_;  // SACKed ranges above snd_una, sorted, merged
+  uint64_t retransmitted_bytes_ = 0;
+  uint64_t timeouts_ = 0;
+  int keepalive_probes_sent_ = 0;
+  int persist_backoff_ = 0;
+
+  DeadlineTimer rto_timer_;
+  DeadlineTimer delack_timer_;
+  DeadlineTimer persist_timer_;
+  DeadlineTimer keepalive_timer_;
+  DeadlineTimer time_wait_timer_;
+};
+
+}  // namespace bypass::inet

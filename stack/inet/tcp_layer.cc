@@ -1,0 +1,325 @@
+#include "stack/inet/tcp_layer.h"
+
+#include <algorithm>
+
+#include "config/log.h"
+#include "stack/inet/wire/checksum.h"
+#include "stack/inet/wire/icmp.h"
+
+namespace bypass::inet {
+
+namespace {
+// MSS values a SYN cookie can encode in 3 bits (RFC 4987 §3.6 leaves the table to the
+// implementation); the largest entry not above the peer's MSS is used.
+constexpr uint16_t kCookieMss[8] = {536, 1024, 1220, 1360, 1440, 1460, 4312, 8960};
+constexpr auto kCookiePeriod = std::chrono::seconds(64);
+
+uint64_t mix64(uint64_t x) {
+  // splitmix64 finalizer: a fast bijective mixer.
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+std::shared_ptr<TcpConnection> TcpListener::accept() {
+  if (accept_queue_.empty()) return nullptr;
+  auto connection = std::move(accept_queue_.front());
+  accept_queue_.pop_front();
+  return connection;
+}
+
+TcpLayer::TcpLayer(const InetSettings& settings, TimerService& timers, Ipv4Layer& ip,
+                   PacketDevice& device, InetStats& stats, uint64_t secret_seed)
+    : settings_(settings), timers_(timers), ip_(ip), device_(device), stats_(stats) {
+  secret_[0] = mix64(secret_seed ^ 0x243f6a8885a308d3ull);
+  secret_[1] = mix64(secret_[0] ^ 0x13198a2e03707344ull);
+  next_ephemeral_ = static_cast<uint32_t>(mix64(secret_[1]));
+}
+
+TcpLayer::~TcpLayer() {
+  if (reaper_) timers_.cancel(reaper_);
+  // Connections may outlive the layer in user hands; close them quietly first so none of their
+  // timers remain armed.
+  auto connections = std::move(connections_);
+  for (auto& [tuple, connection] : connections) {
+    connection->handler_ = nullptr;
+    connection->rto_timer_.clear();
+  }
+}
+
+uint64_t TcpLayer::keyed_hash(const FourTuple& t, uint64_t extra) const {
+  // Keyed mixing of the 4-tuple with a per-stack random secret (RFC 6528 §3 asks for a
+  // pseudorandom function of the connection-id and a secret). Not a cryptographic MAC.
+  uint64_t h = secret_[0];
+  h = mix64(h ^ (uint64_t{t.local_ip.value} << 32 | t.remote_ip.value));
+  h = mix64(h ^ (uint64_t{t.local_port} << 16 | t.remote_port) ^ secret_[1]);
+  return mix64(h ^ extra);
+}
+
+uint32_t TcpLayer::generate_iss(const FourTuple& tuple) const {
+  // RFC 6528 §3: ISN = M + F(localip, localport, remoteip, remoteport, secretkey), M a 4 us clock.
+  uint64_t ticks = static_cast<uint64_t>(timers_.now().count() / 4000);
+  return static_cast<uint32_t>(ticks + keyed_hash(tuple, 0));
+}
+
+bool TcpLayer::allow_challenge_ack() {
+  TimePoint now = timers_.now();
+  if (now - challenge_window_start_ >= std::chrono::seconds(1)) {
+    challenge_window_start_ = now;
+    challenge_acks_in_window_ = 0;
+  }
+  return challenge_acks_in_window_++ < settings_.tcp.max_challenge_acks_per_second;
+}
+
+std::shared_ptr<TcpListener> TcpLayer::listen(uint16_t port) {
+  if (port == 0 || listeners_.count(port)) return nullptr;
+  auto listener = std::make_shared<TcpListener>(port);
+  listeners_.emplace(port, listener);
+  return listener;
+}
+
+void TcpLayer::stop_listening(const std::shared_ptr<TcpListener>& listener) {
+  listener->closed_ = true;
+  listeners_.erase(listener->port());
+}
+
+std::shared_ptr<TcpConnection> TcpLayer::find(const FourTuple& tuple) const {
+  auto it = connections_.find(tuple);
+  return it == connections_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t remote_port,
+                                                 uint16_t local_port) {
+  Ipv4Address hop;
+  if (!ip_.next_hop(remote, hop) || remote_port == 0) {
+    ++stats_.tx_no_route;
+    return nullptr;
+  }
+  FourTuple tuple{settings_.address, local_port, remote, remote_port};
+  if (local_port != 0) {
+    if (connections_.count(tuple)) return nullptr;
+  } else {
+    uint32_t first = settings_.tcp.ephemeral_port_first;
+    uint32_t range = settings_.tcp.ephemeral_port_last - first + 1u;
+    bool found = false;
+    for (uint32_t i = 0; i < range && !found; ++i) {
+      uint32_t offset = (next_ephemeral_ + i) % range;
+      tuple.local_port = static_cast<uint16_t>(first + offset);
+      if (listeners_.count(tuple.local_port) || connections_.count(tuple)) continue;
+      if (port_filter_ && !port_filter_(tuple)) continue;
+      next_ephemeral_ = offset + 1;
+      found = true;
+    }
+    if (!found) return nullptr;
+  }
+  auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
+  connections_.emplace(tuple, connection);
+  connection->open_active();
+  return connection;
+}
+
+void TcpLayer::send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload) {
+  size_t header_length = header.emitted_length();
+  BufferSegment head = BufferSegment::allocate(kFrameHeadroom + header_length);
+  auto* tcp = reinterpret_cast<uint8_t*>(head.data()) + kFrameHeadroom;
+  header.emit(tcp);
+  size_t tcp_length = header_length + payload.length();
+  Packet frame;
+  if (device_.capabilities().tx_tcp_checksum) {
+    // The NIC completes the sum; it expects the pseudo-header sum in the field (DPDK convention).
+    store_be16(tcp + 16, tcp_pseudo_header_sum(tuple.local_ip, tuple.remote_ip, tcp_length));
+    frame.tx.tcp_checksum = true;
+  } else {
+    ChecksumAccumulator sum;
+    sum.add_u16(tcp_pseudo_header_sum(tuple.local_ip, tuple.remote_ip, tcp_length));
+    sum.add(tcp, header_length);
+    sum.add(payload, 0, payload.length());
+    store_be16(tcp + 16, sum.finish());
+  }
+  frame.tx.l4_length = static_cast<uint8_t>(header_length);
+  frame.data.append(std::move(head));
+  frame.data.append(std::move(payload));
+  ++stats_.tcp_segments_sent;
+  ip_.send(tuple.remote_ip, IpProtocol::Tcp, std::move(frame));
+}
+
+void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
+  const char* error = nullptr;
+  TcpSegment segment;
+  if (packet.rx_l4_checksum == RxChecksum::Bad ||
+      (packet.rx_l4_checksum == RxChecksum::Unknown &&
+       tcp_checksum(ip.source, ip.destination, packet.data) != 0)) {
+    ++stats_.tcp_bad_checksum;
+    BYPASS_LOG(Debug, "tcp", "dropped segment from %s: bad checksum", ip.source.to_string().c_str());
+    return;
+  }
+  uint8_t raw[TcpHeader::kMaxLength];
+  size_t copy = std::min(packet.data.length(), sizeof(raw));
+  packet.data.copy_out(0, copy, raw);
+  error = TcpHeader::parse(raw, copy, segment.header);
+  if (!error && ip.destination.is_broadcast()) error = "tcp: segment to a broadcast address";
+  if (!error && segment.header.has(kTcpSyn) && segment.header.has(kTcpFin))
+    error = "tcp: SYN and FIN together";
+  if (error) {
+    ++stats_.rx_malformed_tcp;
+    BYPASS_LOG(Debug, "tcp", "dropped segment from %s: %s", ip.source.to_string().c_str(), error);
+    return;
+  }
+  ++stats_.tcp_segments_received;
+  packet.data.trim_front(segment.header.header_length);
+  segment.payload = std::move(packet.data);
+  FourTuple tuple{ip.destination, segment.header.destination_port, ip.source,
+                  segment.header.source_port};
+  if (auto it = connections_.find(tuple); it != connections_.end()) {
+    auto connection = it->second;  // keep it alive through the call
+    connection->on_segment(std::move(segment));
+    return;
+  }
+  const TcpHeader& h = segment.header;
+  if (auto it = listeners_.find(tuple.local_port); it != listeners_.end()) {
+    auto listener = it->second;
+    // RFC 9293 §3.10.7.2 LISTEN: ignore RST; an ACK is unacceptable (reset) unless it returns
+    // one of our SYN cookies; a SYN opens a connection.
+    if (h.has(kTcpRst)) return;
+    if (h.has(kTcpAck) && !h.has(kTcpSyn)) {
+      if (settings_.tcp.syn_cookies && accept_cookie(*listener, tuple, segment)) return;
+      return send_reset_for(tuple, segment);
+    }
+    if (h.has(kTcpSyn) && !h.has(kTcpAck)) return listen_syn(*listener, tuple, std::move(segment));
+    return;
+  }
+  ++stats_.tcp_dropped_no_connection;
+  if (!h.has(kTcpRst)) send_reset_for(tuple, segment);
+}
+
+void TcpLayer::send_reset_for(const FourTuple& tuple, const TcpSegment& segment) {
+  // RFC 9293 §3.10.7.1: <SEQ=SEG.ACK><CTL=RST> if ACK was set, otherwise
+  // <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
+  TcpHeader rst;
+  rst.source_port = tuple.local_port;
+  rst.destination_port = tuple.remote_port;
+  if (segment.header.has(kTcpAck)) {
+    rst.seq = segment.header.ack;
+    rst.flags = kTcpRst;
+  } else {
+    rst.ack = segment.header.seq + segment.length();
+    rst.flags = kTcpRst | kTcpAck;
+  }
+  ++stats_.tcp_rst_sent;
+  send_segment(tuple, rst, {});
+}
+
+void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment) {
+  if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog) {
+    ++stats_.tcp_syn_dropped_backlog;
+    return;
+  }
+  if (listener.half_open_ >= settings_.tcp.syn_backlog) {
+    if (!settings_.tcp.syn_cookies) {
+      ++stats_.tcp_syn_dropped_backlog;
+      return;
+    }
+    // RFC 4987 §3.6: answer statelessly; the ISN encodes what we need to rebuild the connection.
+    uint16_t peer_mss = segment.header.options.mss.value_or(536);
+    uint8_t index = 0;
+    for (uint8_t i = 0; i < 8; ++i)
+      if (kCookieMss[i] <= peer_mss && kCookieMss[i] <= device_.mtu() - 40) index = i;
+    uint32_t counter = static_cast<uint32_t>(timers_.now() / kCookiePeriod);
+    TcpHeader synack;
+    synack.source_port = tuple.local_port;
+    synack.destination_port = tuple.remote_port;
+    synack.seq = make_cookie(tuple, segment.header.seq, counter, index);
+    synack.ack = segment.header.seq + 1;
+    synack.flags = kTcpSyn | kTcpAck;
+    synack.window = static_cast<uint16_t>(std::min<size_t>(settings_.tcp.rcv_buffer, 65535));
+    synack.options.mss = static_cast<uint16_t>(device_.mtu() - 40);
+    ++stats_.tcp_syn_cookies_sent;
+    send_segment(tuple, synack, {});
+    return;
+  }
+  auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
+  connections_.emplace(tuple, connection);
+  ++listener.half_open_;
+  half_open_owner_[connection.get()] = listeners_[listener.port()];
+  connection->open_passive(segment, generate_iss(tuple));
+}
+
+uint32_t TcpLayer::make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32_t counter,
+                               uint8_t mss_index) const {
+  uint32_t hash = static_cast<uint32_t>(keyed_hash(tuple, counter));
+  return (counter & 31u) << 27 | uint32_t{mss_index} << 24 | ((hash + peer_seq) & 0xffffffu);
+}
+
+bool TcpLayer::accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpSegment& segment) {
+  uint32_t cookie = segment.header.ack - 1;
+  uint32_t peer_seq = segment.header.seq - 1;
+  uint32_t now_counter = static_cast<uint32_t>(timers_.now() / kCookiePeriod);
+  uint8_t index = static_cast<uint8_t>((cookie >> 24) & 7);
+  for (uint32_t age = 0; age < 2; ++age) {  // valid for one to two periods
+    uint32_t counter = now_counter - age;
+    if (make_cookie(tuple, peer_seq, counter, index) != cookie) continue;
+    if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog) return false;
+    auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
+    connections_.emplace(tuple, connection);
+    ++stats_.tcp_syn_cookies_accepted;
+    ++stats_.tcp_connections_established;
+    connection->open_from_cookie(segment, cookie, kCookieMss[index]);
+    listener.accept_queue_.push_back(connection);
+    if (listener.handler_) listener.handler_();
+    // The ACK may carry data.
+    if (!segment.payload.empty() || segment.header.has(kTcpFin)) connection->on_segment(std::move(segment));
+    return true;
+  }
+  return false;
+}
+
+void TcpLayer::on_established(TcpConnection& connection) {
+  auto owner = half_open_owner_.find(&connection);
+  if (owner == half_open_owner_.end()) return;
+  auto listener = owner->second.lock();
+  half_open_owner_.erase(owner);
+  if (!listener || listener->closed_) {
+    connection.abort();
+    return;
+  }
+  --listener->half_open_;
+  listener->accept_queue_.push_back(connection.shared_from_this());
+  if (listener->handler_) listener->handler_();
+}
+
+void TcpLayer::on_closed(TcpConnection& connection) {
+  if (auto owner = half_open_owner_.find(&connection); owner != half_open_owner_.end()) {
+    if (auto listener = owner->second.lock()) --listener->half_open_;
+    half_open_owner_.erase(owner);
+  }
+  auto it = connections_.find(connection.tuple());
+  if (it == connections_.end() || it->second.get() != &connection) return;
+  graveyard_.push_back(std::move(it->second));
+  connections_.erase(it);
+  if (!reaper_)
+    reaper_ = timers_.schedule(Duration::zero(), [this] {
+      reaper_ = 0;
+      graveyard_.clear();
+    });
+}
+
+void TcpLayer::on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quoted,
+                              const uint8_t* l4, size_t l4_length) {
+  if (l4_length < 8) return;
+  FourTuple tuple{quoted.source, load_be16(l4), quoted.destination, load_be16(l4 + 2)};
+  auto connection = find(tuple);
+  if (!connection) return;
+  // RFC 5927 §4.1: act only when the quoted sequence number is in flight.
+  uint32_t seq = load_be32(l4 + 4);
+  if (!seq_in(seq, connection->snd_una_, connection->snd_max_ + 1)) return;
+  if (code == IcmpHeader::kFragmentationNeeded) {
+    if (mtu >= 68) connection->on_path_mtu(mtu);  // RFC 1191 §4
+  } else if (code == IcmpHeader::kProtocolUnreachable || code == IcmpHeader::kPortUnreachable) {
+    connection->on_unreachable();
+  }
+}
+
+}  // namespace bypass::inet

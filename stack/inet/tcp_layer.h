@@ -1,0 +1,101 @@
+// TCP for one stack instance: the connection table, listeners (SYN backlog, accept queue, SYN
+// cookies), demultiplexing, RST generation for segments that match nothing (RFC 9293 §3.10.7.1),
+// ISN generation (RFC 6528), ephemeral ports, and the checksum on output and input.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "stack/inet/device.h"
+#include "stack/inet/inet_options.h"
+#include "stack/inet/inet_stats.h"
+#include "stack/inet/ipv4_layer.h"
+#include "stack/inet/tcp_connection.h"
+
+namespace bypass::inet {
+
+class TcpListener {
+ public:
+  explicit TcpListener(uint16_t port) : port_(port) {}
+  uint16_t port() const { return port_; }
+  // The next fully established connection, or nullptr.
+  std::shared_ptr<TcpConnection> accept();
+  size_t acceptable() const { return accept_queue_.size(); }
+  size_t half_open() const { return half_open_; }
+  void set_acceptable_handler(std::function<void()> handler) { handler_ = std::move(handler); }
+
+ private:
+  friend class TcpLayer;
+  uint16_t port_;
+  std::deque<std::shared_ptr<TcpConnection>> accept_queue_;
+  size_t half_open_ = 0;  // connections in SYN-RECEIVED
+  bool closed_ = false;
+  std::function<void()> handler_;
+};
+
+class TcpLayer {
+ public:
+  // Returns true when an outgoing connection may use this tuple (e.g. the RSS hash of the tuple
+  // lands on the calling worker's queue).
+  using PortFilter = std::function<bool(const FourTuple&)>;
+
+  TcpLayer(const InetSettings& settings, TimerService& timers, Ipv4Layer& ip, PacketDevice& device,
+           InetStats& stats, uint64_t secret_seed);
+  ~TcpLayer();
+
+  // nullptr when the port is already listened on.
+  std::shared_ptr<TcpListener> listen(uint16_t port);
+  void stop_listening(const std::shared_ptr<TcpListener>& listener);
+  // Active open; `local_port` 0 picks an ephemeral port. nullptr when no port or route is free.
+  std::shared_ptr<TcpConnection> connect(Ipv4Address remote, uint16_t remote_port,
+                                         uint16_t local_port = 0);
+  void set_port_filter(PortFilter filter) { port_filter_ = std::move(filter); }
+
+  // From Ipv4Layer.
+  void receive(const Ipv4Header& ip, Packet&& packet);
+  void on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quoted, const uint8_t* l4,
+                      size_t l4_length);
+
+  size_t connection_count() const { return connections_.size(); }
+  std::shared_ptr<TcpConnection> find(const FourTuple& tuple) const;
+
+  // ---- used by TcpConnection ----
+  void send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload);
+  void on_established(TcpConnection& connection);
+  void on_closed(TcpConnection& connection);
+  bool allow_challenge_ack();
+  uint32_t generate_iss(const FourTuple& tuple) const;
+  TimerService& timers() { return timers_; }
+  InetStats& stats() { return stats_; }
+  uint16_t mtu() const { return device_.mtu(); }
+  const TcpSettings& settings() const { return settings_.tcp; }
+
+ private:
+  void listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment);
+  bool accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpSegment& segment);
+  uint32_t make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32_t counter,
+                       uint8_t mss_index) const;
+  void send_reset_for(const FourTuple& tuple, const TcpSegment& segment);
+  uint64_t keyed_hash(const FourTuple& tuple, uint64_t extra) const;
+
+  const InetSettings& settings_;
+  TimerService& timers_;
+  Ipv4Layer& ip_;
+  PacketDevice& device_;
+  InetStats& stats_;
+  uint64_t secret_[2];
+  std::unordered_map<FourTuple, std::shared_ptr<TcpConnection>, FourTupleHash> connections_;
+  std::unordered_map<uint16_t, std::shared_ptr<TcpListener>> listeners_;
+  std::unordered_map<TcpConnection*, std::weak_ptr<TcpListener>> half_open_owner_;
+  std::vector<std::shared_ptr<TcpConnection>> graveyard_;  // destroyed outside their own callbacks
+  TimerService::TimerId reaper_ = 0;
+  PortFilter port_filter_;
+  uint32_t next_ephemeral_ = 0;
+  TimePoint challenge_window_start_{0};
+  size_t challenge_acks_in_window_ = 0;
+};
+
+}  // namespace bypass::inet

@@ -1,0 +1,33 @@
+// Internet checksum (RFC 1071): one's-complement sum of 16-bit big-endian words.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "stack/buffer_list.h"
+
+namespace bypass::inet {
+
+// Running one's-complement accumulator. Byte ranges may be added in pieces of any length (odd
+// lengths carry the dangling byte into the next piece), so a BufferList of arbitrary segments sums
+// the same as one flat buffer.
+class ChecksumAccumulator {
+ public:
+  void add(const void* data, size_t len);
+  void add(const BufferList& list, size_t offset, size_t len);
+  void add_u16(uint16_t host_order_value);
+  void add_u32(uint32_t host_order_value);
+  // The folded 16-bit sum (not inverted): what offloading NICs expect in the field.
+  uint16_t folded() const;
+  // The value to store in a checksum field (inverted fold). A verifying sum over data that
+  // includes a correct checksum field gives finish() == 0.
+  uint16_t finish() const { return static_cast<uint16_t>(~folded()); }
+
+ private:
+  uint64_t sum_ = 0;
+  bool odd_ = false;  // the previous piece ended in the middle of a 16-bit word
+};
+
+uint16_t internet_checksum(const void* data, size_t len);
+
+}  // namespace bypass::inet

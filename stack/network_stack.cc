@@ -1,0 +1,173 @@
+// Transport-independent parts of the socket interface: socket owners, Worker, NetworkStack
+// lifecycle (threads, CPU pinning) and the factory that picks a transport by `ms.type`.
+#include "stack/network_stack.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "config/log.h"
+#include "stack/dpdk/dpdk_stack.h"
+#include "stack/posix/posix_stack.h"
+#include "stack/rdma/rdma_stack.h"
+
+namespace bypass {
+
+const char* socket_error_name(int negative_errno) {
+  if (negative_errno == 0) return "OK";
+  const char* name = strerrorname_np(negative_errno < 0 ? -negative_errno : negative_errno);
+  return name != nullptr ? name : "unknown errno";
+}
+
+ConnectedSocket& ConnectedSocket::operator=(ConnectedSocket&& other) noexcept {
+  if (this != &other) {
+    close();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+void ConnectedSocket::close() {
+  if (impl_) {
+    impl_->close();
+    impl_.reset();
+  }
+}
+
+ServerSocket& ServerSocket::operator=(ServerSocket&& other) noexcept {
+  if (this != &other) {
+    abort_accept();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+void ServerSocket::abort_accept() {
+  if (impl_) {
+    impl_->abort_accept();
+    impl_.reset();
+  }
+}
+
+SocketOptions socket_options_from_config(const config::Config& conf) {
+  SocketOptions opts;
+  opts.nodelay = conf.get_bool("ms.tcp_nodelay");
+  opts.rcvbuf_bytes = static_cast<int>(conf.get_size("ms.tcp_rcvbuf"));
+  opts.sndbuf_bytes = static_cast<int>(conf.get_size("ms.tcp_sndbuf"));
+  opts.connect_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(conf.get_duration("ms.connect_timeout"));
+  return opts;
+}
+
+ListenOptions listen_options_from_config(const config::Config& conf) {
+  ListenOptions opts;
+  opts.backlog = static_cast<int>(conf.get_int("ms.listen_backlog"));
+  opts.reuse_port = conf.get_bool("posix.reuse_port");
+  return opts;
+}
+
+Worker::Worker(unsigned id, std::unique_ptr<EventDriver> driver)
+    : id_(id), center_(std::move(driver), "worker-" + std::to_string(id)) {}
+
+Worker::~Worker() = default;
+
+std::shared_ptr<NetworkStack> NetworkStack::create(const config::Config& conf) {
+  return create(conf, conf.get_string("ms.type"));
+}
+
+std::shared_ptr<NetworkStack> NetworkStack::create(const config::Config& conf,
+                                                   const std::string& type) {
+  if (type == "posix") return make_posix_stack(conf);
+  if (type == "rdma") return make_rdma_stack(conf);
+  if (type == "dpdk") return make_dpdk_stack(conf);
+  throw std::runtime_error("ms.type: unknown transport '" + type + "' (expected posix, dpdk or rdma)");
+}
+
+NetworkStack::NetworkStack(const config::Config& conf, std::string type)
+    : conf_(conf), type_(std::move(type)) {}
+
+NetworkStack::~NetworkStack() { stop(); }
+
+namespace {
+
+// Every pinned CPU must be one this process may run on; a typo in ms.cpus must not silently
+// leave a worker unpinned.
+void check_cpus_usable(const std::vector<int>& cpus) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+    throw std::runtime_error(std::string("ms.cpus: sched_getaffinity failed: ") + strerror(errno));
+  }
+  for (int cpu : cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
+      throw std::runtime_error("ms.cpus: CPU " + std::to_string(cpu) +
+                               " is not available to this process (" +
+                               std::to_string(CPU_COUNT(&allowed)) + " CPUs allowed)");
+    }
+  }
+}
+
+}  // namespace
+
+void NetworkStack::start() {
+  if (started_) return;
+  check_cpus_usable(conf_.get_cpus("ms.cpus"));
+  started_ = true;
+  for (unsigned i = 0; i < workers_.size(); ++i) {
+    Worker* w = workers_[i].get();
+    spawn_worker(i, [w] {
+      w->center().set_owner();
+      w->on_thread_start();
+      w->center().run();
+      w->on_thread_stop();
+    });
+  }
+}
+
+void NetworkStack::spawn_worker(unsigned i, std::function<void()> body) {
+  threads_.emplace_back(std::move(body));
+  const std::vector<int> cpus = conf_.get_cpus("ms.cpus");
+  const std::string name = "bypass-w" + std::to_string(i);
+  pthread_setname_np(threads_.back().native_handle(), name.c_str());
+  if (cpus.empty()) return;
+  const int cpu = cpus[i % cpus.size()];
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  const int rc = pthread_setaffinity_np(threads_.back().native_handle(), sizeof(set), &set);
+  if (rc != 0) {
+    // check_cpus_usable() already vetted the CPU, so this is a race with a cpuset change.
+    BYPASS_LOG(Error, "stack", "worker %u: cannot pin to CPU %d: %s", i, cpu, strerror(rc));
+  } else {
+    BYPASS_LOG(Debug, "stack", "worker %u pinned to CPU %d", i, cpu);
+  }
+}
+
+void NetworkStack::join_workers() {
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+void NetworkStack::stop() {
+  if (!started_) return;
+  for (auto& w : workers_) w->center().stop();
+  join_workers();
+  started_ = false;
+}
+
+Worker* NetworkStack::least_loaded_worker() {
+  if (workers_.empty()) return nullptr;
+  return std::min_element(workers_.begin(), workers_.end(),
+                          [](const auto& a, const auto& b) {
+                            return a->open_sockets.load(std::memory_order_relaxed) <
+                                   b->open_sockets.load(std::memory_order_relaxed);
+                          })
+      ->get();
+}
+
+}  // namespace bypass

@@ -1,0 +1,214 @@
+// The socket interface every transport implements and the messenger is written against.
+//
+// NetworkStack (one per process and transport) owns N Workers; each Worker owns one EventCenter and
+// runs on one pinned thread (an lcore for dpdk). Sockets belong to the worker that created them and
+// are used only on that worker's thread. All calls are non-blocking; errors are negative errno values
+// (-EAGAIN: try again when the event fires; -ECONNREFUSED, -ETIMEDOUT, -ECONNRESET, -EPIPE ...).
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "stack/buffer_list.h"
+#include "stack/event_center.h"
+
+namespace bypass {
+
+// An IPv4 or IPv6 socket address.
+class SocketAddress {
+ public:
+  SocketAddress() = default;
+  static SocketAddress ipv4(uint32_t host_order_ip, uint16_t port);
+  static SocketAddress from_sockaddr(const sockaddr* sa, socklen_t len);
+  // "1.2.3.4:5", "[::1]:5", "localhost:5" is not accepted (no resolver on the hot path).
+  // Returns false and leaves *out untouched on a malformed string.
+  static bool parse(std::string_view text, SocketAddress* out);
+
+  int family() const { return storage_.ss_family; }
+  bool is_ipv4() const { return family() == AF_INET; }
+  uint32_t ipv4_host_order() const;  // only for is_ipv4()
+  uint16_t port() const;
+  void set_port(uint16_t port);
+  const sockaddr* sockaddr_ptr() const { return reinterpret_cast<const sockaddr*>(&storage_); }
+  socklen_t sockaddr_len() const;
+  std::string to_string() const;
+  bool operator==(const SocketAddress& other) const;
+
+ private:
+  sockaddr_storage storage_{};
+};
+
+struct SocketOptions {
+  bool nodelay = true;
+  int rcvbuf_bytes = 0;  // 0 = transport default
+  int sndbuf_bytes = 0;
+  int priority = -1;     // SO_PRIORITY / traffic class; -1 = leave alone
+  std::chrono::milliseconds connect_timeout{10000};
+};
+
+// Human-readable name of a negative errno returned by this interface ("ECONNREFUSED").
+const char* socket_error_name(int negative_errno);
+
+class ConnectedSocketImpl {
+ public:
+  virtual ~ConnectedSocketImpl() = default;
+  // Non-blocking connect progress: 1 connected, 0 still in progress (wait for writable), <0 error.
+  virtual int is_connected() = 0;
+  // Copying read into buf. Returns bytes (>0), 0 at orderly EOF, -EAGAIN, or another -errno.
+  virtual ssize_t read(char* buf, size_t len) = 0;
+  // Hands over up to max_len received bytes as segments (zero-copy where the transport can).
+  virtual ssize_t zero_copy_read(BufferList& out, size_t max_len) = 0;
+  // Sends and takes ownership of the bytes it accepted (they are removed from the front of `data`).
+  // Returns bytes accepted (may be fewer than data.length(): wait for writable), or -errno.
+  // `more`: further data follows immediately (MSG_MORE/cork-like hint).
+  virtual ssize_t send(BufferList& data, bool more) = 0;
+  virtual void shutdown() = 0;  // no more sends; the peer reads EOF
+  virtual void close() = 0;
+  virtual int fd() const = 0;   // kernel fd or userspace event id
+  virtual SocketAddress local_address() const = 0;
+  virtual SocketAddress peer_address() const = 0;
+};
+
+// Movable owner of one connected socket.
+class ConnectedSocket {
+ public:
+  ConnectedSocket() = default;
+  explicit ConnectedSocket(std::unique_ptr<ConnectedSocketImpl> impl) : impl_(std::move(impl)) {}
+  ConnectedSocket(ConnectedSocket&&) noexcept = default;
+  ConnectedSocket& operator=(ConnectedSocket&& other) noexcept;
+  ~ConnectedSocket() { close(); }
+
+  explicit operator bool() const { return impl_ != nullptr; }
+  int is_connected() { return impl_->is_connected(); }
+  ssize_t read(char* buf, size_t len) { return impl_->read(buf, len); }
+  ssize_t zero_copy_read(BufferList& out, size_t max_len) { return impl_->zero_copy_read(out, max_len); }
+  ssize_t send(BufferList& data, bool more) { return impl_->send(data, more); }
+  void shutdown() { impl_->shutdown(); }
+  void close();
+  int fd() const { return impl_->fd(); }
+  SocketAddress local_address() const { return impl_->local_address(); }
+  SocketAddress peer_address() const { return impl_->peer_address(); }
+  ConnectedSocketImpl* impl() { return impl_.get(); }
+
+ private:
+  std::unique_ptr<ConnectedSocketImpl> impl_;
+};
+
+class Worker;
+
+class ServerSocketImpl {
+ public:
+  virtual ~ServerSocketImpl() = default;
+  // Returns 0 and fills *sock (owned by `worker`, normally this one) or -EAGAIN / -errno.
+  virtual int accept(ConnectedSocket* sock, const SocketOptions& opts, SocketAddress* peer,
+                     Worker* worker) = 0;
+  virtual void abort_accept() = 0;
+  virtual int fd() const = 0;
+  virtual SocketAddress local_address() const = 0;
+};
+
+class ServerSocket {
+ public:
+  ServerSocket() = default;
+  explicit ServerSocket(std::unique_ptr<ServerSocketImpl> impl) : impl_(std::move(impl)) {}
+  ServerSocket(ServerSocket&&) noexcept = default;
+  ServerSocket& operator=(ServerSocket&& other) noexcept;
+  ~ServerSocket() { abort_accept(); }
+
+  explicit operator bool() const { return impl_ != nullptr; }
+  int accept(ConnectedSocket* sock, const SocketOptions& opts, SocketAddress* peer, Worker* worker) {
+    return impl_->accept(sock, opts, peer, worker);
+  }
+  void abort_accept();
+  int fd() const { return impl_->fd(); }
+  SocketAddress local_address() const { return impl_->local_address(); }
+
+ private:
+  std::unique_ptr<ServerSocketImpl> impl_;
+};
+
+struct ListenOptions {
+  int backlog = 512;
+  bool reuse_port = true;  // every worker listens on the same port; the kernel/RSS spreads flows
+};
+
+// The options above as configured: ms.tcp_nodelay, ms.tcp_rcvbuf, ms.tcp_sndbuf, ms.connect_timeout;
+// ms.listen_backlog and posix.reuse_port.
+SocketOptions socket_options_from_config(const config::Config& conf);
+ListenOptions listen_options_from_config(const config::Config& conf);
+
+class Worker {
+ public:
+  Worker(unsigned id, std::unique_ptr<EventDriver> driver);
+  virtual ~Worker();
+
+  unsigned id() const { return id_; }
+  EventCenter& center() { return center_; }
+
+  // Owner thread only. Port 0 picks an ephemeral port (see ServerSocket::local_address()).
+  virtual int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
+                     ServerSocket* out) = 0;
+  // Starts a non-blocking connect; poll is_connected() when the fd turns writable.
+  virtual int connect(const SocketAddress& addr, const SocketOptions& opts, ConnectedSocket* out) = 0;
+
+  // Called on the worker thread before the loop starts and after it ends (transport hooks).
+  virtual void on_thread_start() {}
+  virtual void on_thread_stop() {}
+
+  // Sockets currently open on this worker (for leak checks and perf dumps).
+  std::atomic<int> open_sockets{0};
+
+ private:
+  unsigned id_;
+  EventCenter center_;
+};
+
+class NetworkStack {
+ public:
+  // Builds the transport named by `ms.type` with `ms.workers` workers. Throws std::runtime_error
+  // with a clear message when the transport cannot run here (e.g. no RDMA device).
+  static std::shared_ptr<NetworkStack> create(const config::Config& conf);
+  static std::shared_ptr<NetworkStack> create(const config::Config& conf, const std::string& type);
+
+  virtual ~NetworkStack();
+  // Spawns one thread per worker, pinned to `ms.cpus` (round-robin; empty = unpinned).
+  virtual void start();
+  // Stops every loop and joins the threads. Idempotent.
+  virtual void stop();
+
+  const std::string& type() const { return type_; }
+  unsigned num_workers() const { return static_cast<unsigned>(workers_.size()); }
+  Worker* worker(unsigned i) { return workers_.at(i).get(); }
+  // The worker with the fewest open sockets (connections are spread evenly).
+  Worker* least_loaded_worker();
+  // True when each worker should listen on its own (SO_REUSEPORT / RSS); false when one listener
+  // accepts for all and hands sockets to other workers.
+  virtual bool listen_per_worker() const { return true; }
+  const config::Config& conf() const { return conf_; }
+
+ protected:
+  NetworkStack(const config::Config& conf, std::string type);
+  // Transports may run worker loops on their own threads (DPDK lcores).
+  virtual void spawn_worker(unsigned i, std::function<void()> body);
+  virtual void join_workers();
+  void add_worker(std::unique_ptr<Worker> worker) { workers_.push_back(std::move(worker)); }
+
+  config::Config conf_;
+  std::string type_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;
+  bool started_ = false;
+};
+
+}  // namespace bypass

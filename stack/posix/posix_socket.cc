@@ -1,0 +1,272 @@
+// Kernel TCP sockets. Everything is non-blocking; errors come back as -errno and never raise
+// SIGPIPE (MSG_NOSIGNAL).
+#include "stack/posix/posix_socket.h"
+
+#include <array>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "config/log.h"
+#include "stack/posix/posix_stack.h"
+
+namespace bypass {
+
+namespace {
+
+// IOV_MAX is the kernel's UIO_MAXIOV (1024): the most segments one sendmsg can take.
+constexpr int kMaxIov = IOV_MAX;
+// zero_copy_read reads into fresh segments of at most this size.
+constexpr size_t kReadChunk = 64 * 1024;
+// zero_copy_read fills at most this many chunks with one readv.
+constexpr size_t kReadChunksPerCall = 4;
+// Below this fill ratio the fresh segment is copied into a tight one so a few bytes do not pin
+// a whole chunk for the lifetime of the message.
+constexpr size_t kTightCopyDivisor = 8;
+
+int set_int_option(int fd, int level, int name, int value) {
+  if (::setsockopt(fd, level, name, &value, sizeof(value)) != 0) return -errno;
+  return 0;
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+SocketAddress address_of(int fd, bool peer) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  auto* sa = reinterpret_cast<sockaddr*>(&ss);
+  const int rc = peer ? ::getpeername(fd, sa, &len) : ::getsockname(fd, sa, &len);
+  if (rc != 0) return SocketAddress();
+  return SocketAddress::from_sockaddr(sa, len);
+}
+
+// A closed fd number is soon reused; a registration left behind in the EventCenter would then
+// describe the wrong socket. (Off the owner thread the loop is not running these events.)
+void forget_file_events(Worker& worker, int fd) {
+  if (worker.center().in_thread()) worker.center().delete_file_event(fd, kEventReadable | kEventWritable);
+}
+
+}  // namespace
+
+int apply_socket_options(int fd, const SocketOptions& opts) {
+  int rc = set_int_option(fd, IPPROTO_TCP, TCP_NODELAY, opts.nodelay ? 1 : 0);
+  if (rc == 0 && opts.rcvbuf_bytes > 0) rc = set_int_option(fd, SOL_SOCKET, SO_RCVBUF, opts.rcvbuf_bytes);
+  if (rc == 0 && opts.sndbuf_bytes > 0) rc = set_int_option(fd, SOL_SOCKET, SO_SNDBUF, opts.sndbuf_bytes);
+  if (rc == 0 && opts.priority >= 0) rc = set_int_option(fd, SOL_SOCKET, SO_PRIORITY, opts.priority);
+  return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+PosixConnectedSocket::PosixConnectedSocket(PosixWorker& worker, int fd, bool connecting,
+                                           std::chrono::milliseconds connect_timeout)
+    : worker_(worker),
+      fd_(fd),
+      connecting_(connecting),
+      connect_deadline_(std::chrono::steady_clock::now() + connect_timeout),
+      rng_state_(worker.next_socket_seed()) {
+  worker_.open_sockets.fetch_add(1, std::memory_order_relaxed);
+  // A connect to a host that never answers leaves the fd silent; the timer makes it fire (the
+  // shutdown below wakes any waiter) so the caller sees -ETIMEDOUT from is_connected().
+  if (connecting_ && connect_timeout.count() > 0 && worker_.center().in_thread()) {
+    connect_timer_ = worker_.center().create_timer(connect_timeout, [this] {
+      connect_timer_.reset();
+      on_connect_timeout();
+    });
+  }
+}
+
+PosixConnectedSocket::~PosixConnectedSocket() { close(); }
+
+void PosixConnectedSocket::cancel_connect_timer() {
+  if (connect_timer_ && worker_.center().in_thread()) worker_.center().cancel_timer(*connect_timer_);
+  connect_timer_.reset();
+}
+
+void PosixConnectedSocket::on_connect_timeout() {
+  if (!connecting_ || fd_ < 0) return;
+  if (is_connected() != 0) return;  // finished (or failed) in the meantime
+  connect_error_ = ETIMEDOUT;
+  // Aborts the SYN_SENT socket; epoll reports it (HUP/ERR), waking the caller's writable event.
+  ::shutdown(fd_, SHUT_RDWR);
+}
+
+int PosixConnectedSocket::is_connected() {
+  if (fd_ < 0) return -EBADF;
+  if (connect_error_ != 0) return -connect_error_;
+  if (!connecting_) return 1;
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err != 0) {
+    connect_error_ = err;
+    cancel_connect_timer();
+    return -err;
+  }
+  sockaddr_storage peer{};
+  socklen_t peer_len = sizeof(peer);
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0) {
+    connecting_ = false;
+    cancel_connect_timer();
+    return 1;
+  }
+  if (std::chrono::steady_clock::now() >= connect_deadline_) {
+    connect_error_ = ETIMEDOUT;
+    cancel_connect_timer();
+    ::shutdown(fd_, SHUT_RDWR);
+    return -ETIMEDOUT;
+  }
+  return 0;
+}
+
+int PosixConnectedSocket::maybe_inject_failure() {
+  const int every = worker_.inject_socket_failures();
+  if (every <= 0 || splitmix64(rng_state_) % static_cast<uint64_t>(every) != 0) return 0;
+  BYPASS_LOG(Debug, "posix", "fd %d: injecting socket failure (ms.inject_socket_failures=%d)", fd_,
+             every);
+  ::shutdown(fd_, SHUT_RDWR);
+  return -ECONNRESET;
+}
+
+ssize_t PosixConnectedSocket::read(char* buf, size_t len) {
+  if (fd_ < 0) return -EBADF;
+  if (const int err = maybe_inject_failure()) return err;
+  for (;;) {
+    const ssize_t n = ::recv(fd_, buf, len, 0);
+    if (n >= 0) return n;
+    if (errno != EINTR) return -errno;
+  }
+}
+
+ssize_t PosixConnectedSocket::zero_copy_read(BufferList& out, size_t max_len) {
+  if (fd_ < 0) return -EBADF;
+  if (max_len == 0) return 0;
+  if (const int err = maybe_inject_failure()) return err;
+  // The kernel copies into user memory either way; the best posix can do is read straight into
+  // fresh segments (one readv across several when the caller wants much) that are then handed
+  // over without another copy.
+  std::array<BufferSegment, kReadChunksPerCall> segments;
+  std::array<iovec, kReadChunksPerCall> iov{};
+  size_t chunks = 0;
+  for (size_t wanted = max_len; wanted > 0 && chunks < kReadChunksPerCall; ++chunks) {
+    segments[chunks] = BufferSegment::allocate(std::min(wanted, kReadChunk));
+    iov[chunks] = {segments[chunks].data(), segments[chunks].length()};
+    wanted -= segments[chunks].length();
+  }
+  ssize_t n;
+  do {
+    n = ::readv(fd_, iov.data(), static_cast<int>(chunks));
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return -errno;
+  size_t left = static_cast<size_t>(n);
+  for (size_t i = 0; i < chunks && left > 0; ++i) {
+    BufferSegment& segment = segments[i];
+    const size_t got = std::min(left, segment.length());
+    left -= got;
+    if (got < segment.length() / kTightCopyDivisor) {
+      out.append(BufferSegment::copy_of(segment.data(), got));
+    } else {
+      segment.truncate(got);
+      out.append(std::move(segment));
+    }
+  }
+  return n;
+}
+
+ssize_t PosixConnectedSocket::send(BufferList& data, bool more) {
+  if (fd_ < 0) return -EBADF;
+  if (data.empty()) return 0;
+  if (const int err = maybe_inject_failure()) return err;
+  iovec iov[kMaxIov];
+  size_t total = 0;
+  while (!data.empty()) {
+    const int count = data.to_iovec(iov, kMaxIov, 0);
+    size_t batch = 0;
+    for (int i = 0; i < count; ++i) batch += iov[i].iov_len;
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(count);
+    // MSG_MORE while this call has more to push than one sendmsg takes, or the caller says more
+    // follows: the kernel then fills whole segments instead of sending a short one now.
+    const int flags = MSG_NOSIGNAL | ((more || batch < data.length()) ? MSG_MORE : 0);
+    const ssize_t n = ::sendmsg(fd_, &msg, flags);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (total > 0) break;  // report what was accepted; the error shows on the next call
+      return -errno;
+    }
+    data.trim_front(static_cast<size_t>(n));
+    total += static_cast<size_t>(n);
+    if (static_cast<size_t>(n) < batch) break;  // socket buffer full: the next call would EAGAIN
+  }
+  return total > 0 ? static_cast<ssize_t>(total) : -EAGAIN;
+}
+
+void PosixConnectedSocket::shutdown() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+}
+
+void PosixConnectedSocket::close() {
+  if (fd_ < 0) return;
+  cancel_connect_timer();
+  forget_file_events(worker_, fd_);
+  ::close(fd_);
+  fd_ = -1;
+  worker_.open_sockets.fetch_sub(1, std::memory_order_relaxed);
+}
+
+SocketAddress PosixConnectedSocket::local_address() const { return address_of(fd_, false); }
+SocketAddress PosixConnectedSocket::peer_address() const { return address_of(fd_, true); }
+
+// ---------------------------------------------------------------------------------------------
+
+PosixServerSocket::PosixServerSocket(PosixWorker& worker, int fd) : worker_(worker), fd_(fd) {
+  worker_.open_sockets.fetch_add(1, std::memory_order_relaxed);
+}
+
+PosixServerSocket::~PosixServerSocket() { abort_accept(); }
+
+int PosixServerSocket::accept(ConnectedSocket* sock, const SocketOptions& opts, SocketAddress* peer,
+                              Worker* worker) {
+  if (fd_ < 0) return -EBADF;
+  auto* owner = worker != nullptr ? dynamic_cast<PosixWorker*>(worker) : &worker_;
+  if (owner == nullptr) return -EINVAL;  // a worker of another transport cannot own a kernel fd
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  int fd;
+  do {
+    fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return -errno;
+  if (const int rc = apply_socket_options(fd, opts); rc < 0) {
+    ::close(fd);
+    return rc;
+  }
+  *sock = ConnectedSocket(
+      std::make_unique<PosixConnectedSocket>(*owner, fd, false, std::chrono::milliseconds(0)));
+  if (peer != nullptr) *peer = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+  return 0;
+}
+
+void PosixServerSocket::abort_accept() {
+  if (fd_ < 0) return;
+  forget_file_events(worker_, fd_);
+  ::close(fd_);
+  fd_ = -1;
+  worker_.open_sockets.fetch_sub(1, std::memory_order_relaxed);
+}
+
+SocketAddress PosixServerSocket::local_address() const { return address_of(fd_, false); }
+
+}  // namespace bypass

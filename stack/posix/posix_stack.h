@@ -1,0 +1,42 @@
+// The posix transport: Linux kernel TCP sockets, one epoll loop per worker.
+#pragma once
+
+#include <memory>
+
+#include "config/config.h"
+#include "stack/network_stack.h"
+
+namespace bypass {
+
+class PosixWorker final : public Worker {
+ public:
+  PosixWorker(unsigned id, const config::Config& conf);
+
+  int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
+             ServerSocket* out) override;
+  int connect(const SocketAddress& addr, const SocketOptions& opts, ConnectedSocket* out) override;
+
+  // ms.inject_socket_failures: 0 = off, N = roughly one read/send in N fails with -ECONNRESET.
+  int inject_socket_failures() const { return inject_socket_failures_; }
+  // Seed for the failure-injection PRNG of the next socket (distinct per worker and socket, and
+  // the same from run to run so a failing sequence can be replayed).
+  uint64_t next_socket_seed();
+
+ private:
+  int inject_socket_failures_;
+  std::atomic<uint64_t> socket_serial_{0};
+};
+
+class PosixNetworkStack final : public NetworkStack {
+ public:
+  explicit PosixNetworkStack(const config::Config& conf);
+  ~PosixNetworkStack() override;
+  bool listen_per_worker() const override { return listen_per_worker_; }
+
+ private:
+  bool listen_per_worker_;
+};
+
+std::shared_ptr<NetworkStack> make_posix_stack(const config::Config& conf);
+
+}  // namespace bypass

@@ -1,0 +1,118 @@
+// RdmaConnection: one RC queue pair, the TCP side channel that set it up (and that stays open so
+// the death of the peer process is noticed), and the received segments waiting for the owner.
+//
+// Data path: every send is one SEND work request of at most rdma.chunk_size bytes (the size of the
+// peer's receive chunks). Bytes already in registered memory are posted in place (zero-copy, the
+// segment is held until the completion); others are copied into send chunks. shutdown() posts a
+// zero-length SEND with immediate data kFinImmediate, which the peer reads as end of stream;
+// close() waits for its sends to complete, then sends kCloseMarker on the side channel and closes it.
+// Receive backpressure is the RC transport's own: an empty receive queue makes the peer's HCA
+// retry (RNR, infinitely), so sends stay outstanding and the sender's chunks run out.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "stack/network_stack.h"
+#include "stack/rdma/connection_state.h"
+#include "stack/rdma/handshake.h"
+
+namespace bypass::rdma {
+
+class RdmaWorker;
+class RdmaServerSocket;
+
+class RdmaConnection : public std::enable_shared_from_this<RdmaConnection> {
+ public:
+  static constexpr uint32_t kFinImmediate = 0x46494e21;  // "FIN!"
+  // Sent on the side channel by close() once every send completed; the peer reads end of stream.
+  static constexpr char kCloseMarker = 'F';
+
+  // Takes ownership of `side_fd` (a non-blocking TCP socket, connected or connecting).
+  RdmaConnection(RdmaWorker& worker, int side_fd, bool is_client, RdmaServerSocket* server);
+  ~RdmaConnection();
+
+  // Starts the side-channel state machine. Client: waits for the TCP connect, then sends Request.
+  // Server: waits for the Request. Returns -errno when the QP or event id cannot be created.
+  int start(std::chrono::milliseconds connect_timeout);
+
+  // ---- owner's socket interface ----
+  int is_connected() const;
+  ssize_t read(char* buf, size_t len);
+  ssize_t zero_copy_read(BufferList& out, size_t max_len);
+  ssize_t send(BufferList& data);
+  void shutdown();
+  void close();
+  // Testing (ms.inject_socket_failures): break the connection as a peer reset would.
+  void inject_reset() { fail(-ECONNRESET, "injected failure (ms.inject_socket_failures)"); }
+  int event_id() const { return event_id_; }
+  SocketAddress local_address() const { return local_; }
+  SocketAddress peer_address() const { return peer_; }
+
+  // ---- from the worker ----
+  ConnState state() const { return state_; }
+  uint32_t qp_num() const { return qp_ ? qp_->qp_num : 0; }
+  ibv_qp* qp() { return qp_; }
+  void on_receive(BufferSegment segment, bool fin);
+  void on_send_complete(bool ok, ibv_wc_status status);
+  // Some send slot or chunk came back after this connection's send() returned -EAGAIN.
+  void on_send_complete_room();
+  void on_receive_flushed() { --receives_posted_; }
+  void count_receive_posted() { ++receives_posted_; }
+  uint32_t receives_posted() const { return receives_posted_; }
+  // Called when the server that accepted this connection goes away before handing it out.
+  void detach_server() { server_ = nullptr; }
+  bool drained() const { return sends_outstanding_ == 0 && receives_posted_ == 0; }
+  bool owner_closed() const { return owner_closed_; }
+  void destroy_qp();
+
+ private:
+  void set_state(ConnState next);
+  void fail(int error, const char* why);
+  void on_side_channel(int mask);
+  void side_connected();
+  void side_readable();
+  int handle_peer_info(const QpInfo& info);
+  bool write_side(const QpInfo& info);
+  int move_qp_to_rts(const QpInfo& remote);
+  void move_qp_to_error();
+  void established();
+  void update_events();
+  bool post_send(char* chunk, const char* data, uint32_t len, BufferSegment held, bool fin);
+  void try_post_fin();
+  void maybe_finish_drain();
+  void close_side_channel();
+
+  RdmaWorker& worker_;
+  int side_fd_;
+  bool is_client_;
+  RdmaServerSocket* server_;
+  int event_id_ = -1;
+  ibv_qp* qp_ = nullptr;
+  uint32_t local_psn_ = 0;
+  ConnState state_;
+  int error_ = 0;
+  bool fin_sent_ = false;
+  bool fin_wanted_ = false;
+  bool fin_received_ = false;
+  bool side_eof_ = false;
+  bool owner_closed_ = false;
+  bool want_writable_ = false;
+  uint32_t sends_outstanding_ = 0;
+  uint32_t receives_posted_ = 0;
+  uint8_t side_buf_[QpInfo::kWireSize] = {};
+  size_t side_have_ = 0;
+  std::deque<BufferSegment> rx_;
+  size_t rx_bytes_ = 0;
+  uint64_t connect_timer_ = 0;
+  uint64_t drain_timer_ = 0;
+  SocketAddress local_, peer_;
+};
+
+}  // namespace bypass::rdma

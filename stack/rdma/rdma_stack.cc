@@ -1,0 +1,39 @@
+#include "stack/rdma/rdma_stack.h"
+
+#include <stdexcept>
+
+#include "config/log.h"
+
+namespace bypass {
+
+namespace rdma {
+
+RdmaNetworkStack::RdmaNetworkStack(const config::Config& conf) : NetworkStack(conf, "rdma") {
+  if (conf.get_string("rdma.connect_mode") != "tcp") {
+    throw std::runtime_error("rdma.connect_mode=" + conf.get_string("rdma.connect_mode") +
+                             ": only 'tcp' (QP exchange over a TCP side channel) is implemented");
+  }
+  device_ = RdmaDevice::open(RdmaDevice::selection_from(conf));
+  const RdmaTuning tuning = RdmaTuning::from(conf);
+  const int workers = static_cast<int>(conf.get_int("ms.workers"));
+  for (int i = 0; i < workers; ++i) {
+    add_worker(std::make_unique<RdmaWorker>(static_cast<unsigned>(i), device_, tuning));
+  }
+}
+
+RdmaNetworkStack::~RdmaNetworkStack() {
+  stop();
+  workers_.clear();  // before the device: QPs, CQs and MRs go before the PD and context
+}
+
+RdmaWorkerStats RdmaNetworkStack::worker_stats(unsigned i) {
+  return static_cast<RdmaWorker*>(worker(i))->stats();
+}
+
+}  // namespace rdma
+
+std::shared_ptr<NetworkStack> make_rdma_stack(const config::Config& conf) {
+  return std::make_shared<rdma::RdmaNetworkStack>(conf);
+}
+
+}  // namespace bypass

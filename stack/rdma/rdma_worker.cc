@@ -1,0 +1,401 @@
+#include "stack/rdma/rdma_worker.h"
+
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "config/log.h"
+#include "stack/rdma/rdma_connection.h"
+#include "stack/rdma/rdma_socket.h"
+
+namespace bypass::rdma {
+
+namespace {
+
+constexpr uint64_t kRecvTag = uint64_t{1} << 63;
+constexpr int kPollBatch = 32;
+
+std::runtime_error verbs_error(const std::string& what, int err) {
+  return std::runtime_error("ms.type=rdma: " + what + ": " + strerror(err));
+}
+
+std::unique_ptr<EventDriver> polling_driver_for(const RdmaTuning& tuning) {
+  // rdma.busy_poll 0 means "sleep as soon as idle"; the driver reads 0 as "never sleep".
+  return make_polling_driver(std::max(tuning.busy_poll, std::chrono::nanoseconds(1)));
+}
+
+}  // namespace
+
+RdmaTuning RdmaTuning::from(const config::Config& conf) {
+  RdmaTuning t;
+  t.chunk_size = conf.get_size("rdma.chunk_size");
+  t.chunk_count = static_cast<size_t>(conf.get_int("rdma.chunk_count"));
+  t.hugepages = conf.get_bool("rdma.hugepages");
+  t.use_srq = conf.get_bool("rdma.srq");
+  t.qp_depth = static_cast<uint32_t>(conf.get_int("rdma.qp_depth"));
+  t.busy_poll = conf.get_duration("rdma.busy_poll");
+  t.drain_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      conf.get_duration("rdma.drain_timeout"));
+  t.inject_failures = static_cast<int>(conf.get_int("ms.inject_socket_failures"));
+  return t;
+}
+
+RdmaWorker::RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const RdmaTuning& tuning)
+    : Worker(id, polling_driver_for(tuning)), device_(std::move(device)), tuning_(tuning) {
+  poller_ = static_cast<PollingDriver*>(&center().driver());
+  const std::string tag = "rdma worker " + std::to_string(id);
+  const ibv_device_attr& attr = device_->attributes();
+  rx_pool_ = std::make_shared<ChunkPool>(tag + " rx", tuning_.chunk_size, tuning_.chunk_count, tuning_.hugepages);
+  tx_pool_ = std::make_shared<ChunkPool>(tag + " tx", tuning_.chunk_size, tuning_.chunk_count, tuning_.hugepages);
+  // Registered once, for the life of the worker: no registration on the data path.
+  rx_mr_ = ibv_reg_mr(device_->pd(), rx_pool_->base(), rx_pool_->region_bytes(), IBV_ACCESS_LOCAL_WRITE);
+  if (rx_mr_ == nullptr) throw verbs_error("cannot register " + std::to_string(rx_pool_->region_bytes()) +
+                                           " bytes of receive buffers (ulimit -l?)", errno);
+  tx_mr_ = ibv_reg_mr(device_->pd(), tx_pool_->base(), tx_pool_->region_bytes(), IBV_ACCESS_LOCAL_WRITE);
+  if (tx_mr_ == nullptr) throw verbs_error("cannot register send buffers (ulimit -l?)", errno);
+
+  // Sends are bounded by the slots (chunk copies plus as many zero-copy sends); receives by the
+  // receive chunks. The CQ holds them all, so it can never overflow.
+  const size_t slots = tuning_.chunk_count * 2;
+  send_slots_.resize(slots);
+  for (size_t i = slots; i-- > 0;) free_send_slots_.push_back(static_cast<uint32_t>(i));
+  cq_size_ = static_cast<int>(std::min<size_t>(slots + tuning_.chunk_count + 16, attr.max_cqe));
+  channel_ = ibv_create_comp_channel(device_->context());
+  if (channel_ == nullptr) throw verbs_error("cannot create a completion channel", errno);
+  fcntl(channel_->fd, F_SETFL, fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);
+  cq_ = ibv_create_cq(device_->context(), cq_size_, nullptr, channel_, 0);
+  if (cq_ == nullptr) throw verbs_error("cannot create a CQ of " + std::to_string(cq_size_), errno);
+  if (tuning_.use_srq) {
+    srq_depth_ = static_cast<uint32_t>(std::min<size_t>(tuning_.chunk_count, attr.max_srq_wr));
+    ibv_srq_init_attr sattr{};
+    sattr.attr.max_wr = srq_depth_;
+    sattr.attr.max_sge = 1;
+    srq_ = ibv_create_srq(device_->pd(), &sattr);
+    if (srq_ == nullptr) throw verbs_error("cannot create a shared receive queue", errno);
+    replenish_receives();
+  }
+  poller_->set_poll_hook([this] { return poll_hook(); });
+}
+
+RdmaWorker::~RdmaWorker() {
+  // Threads are joined: whatever is still open is torn down without waiting for the peer.
+  for (auto& [conn, owner] : connections_) conn->destroy_qp();
+  connections_.clear();
+  by_qp_num_.clear();
+  for (SendSlot& s : send_slots_) {
+    if (s.tx_chunk) tx_pool_->put(s.tx_chunk);
+    s = {};
+  }
+  if (srq_) ibv_destroy_srq(srq_);
+  if (rx_mr_) ibv_dereg_mr(rx_mr_);
+  if (tx_mr_) ibv_dereg_mr(tx_mr_);
+  if (cq_) {
+    if (cq_events_unacked_) ibv_ack_cq_events(cq_, cq_events_unacked_);
+    ibv_destroy_cq(cq_);
+  }
+  if (channel_) ibv_destroy_comp_channel(channel_);
+}
+
+void RdmaWorker::on_thread_start() {
+  center().create_file_event(channel_->fd, kEventReadable, [this](int, int) {
+    // The CQ fired while we slept: consume the event; the next idle iteration re-arms.
+    void* ctx = nullptr;
+    ibv_cq* cq = nullptr;
+    while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) {
+      if (++cq_events_unacked_ >= 64) {
+        ibv_ack_cq_events(cq_, cq_events_unacked_);
+        cq_events_unacked_ = 0;
+      }
+    }
+    cq_armed_ = false;
+  });
+}
+
+void RdmaWorker::on_thread_stop() {
+  center().delete_file_event(channel_->fd, kEventReadable);
+}
+
+RdmaWorkerStats RdmaWorker::stats() const {
+  RdmaWorkerStats s;
+  s.qps_created = qps_created_.load();
+  s.qps_destroyed = qps_destroyed_.load();
+  s.live_connections = live_.load();
+  s.tx_chunks_total = tx_pool_->chunk_count();
+  s.rx_chunks_total = rx_pool_->chunk_count();
+  s.tx_chunks_in_use = tx_in_use_snapshot_.load();
+  s.rx_chunks_posted = rx_posted_snapshot_.load();
+  s.rx_chunks_held = rx_pool_->chunk_count() - rx_free_snapshot_.load() - s.rx_chunks_posted;
+  s.sends_outstanding = sends_snapshot_.load();
+  s.send_eagain = send_eagain_;
+  s.memory_regions = (rx_mr_ ? 1 : 0) + (tx_mr_ ? 1 : 0);
+  return s;
+}
+
+// ---------------------------------------------------------------- sockets
+
+int RdmaWorker::listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
+                       ServerSocket* out) {
+  const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (lopts.reuse_port) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  if (::bind(fd, addr.sockaddr_ptr(), addr.sockaddr_len()) != 0 || ::listen(fd, lopts.backlog) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return -err;
+  }
+  auto server = std::make_unique<RdmaServerSocket>(*this, fd, sopts);
+  if (int rc = server->init(); rc < 0) return rc;
+  *out = ServerSocket(std::move(server));
+  return 0;
+}
+
+int RdmaWorker::connect(const SocketAddress& addr, const SocketOptions& opts, ConnectedSocket* out) {
+  const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (::connect(fd, addr.sockaddr_ptr(), addr.sockaddr_len()) != 0 && errno != EINPROGRESS) {
+    const int err = errno;
+    ::close(fd);
+    return -err;
+  }
+  auto conn = adopt(std::make_shared<RdmaConnection>(*this, fd, true, nullptr));
+  if (int rc = conn->start(opts.connect_timeout); rc < 0) {
+    conn->close();
+    return rc;
+  }
+  *out = ConnectedSocket(std::make_unique<RdmaConnectedSocket>(*this, std::move(conn)));
+  return 0;
+}
+
+std::shared_ptr<RdmaConnection> RdmaWorker::adopt(std::shared_ptr<RdmaConnection> conn) {
+  connections_.emplace(conn.get(), conn);
+  live_.store(connections_.size(), std::memory_order_relaxed);
+  return conn;
+}
+
+// ---------------------------------------------------------------- queue pairs
+
+ibv_qp* RdmaWorker::create_qp() {
+  ibv_qp_init_attr init{};
+  init.send_cq = cq_;
+  init.recv_cq = cq_;
+  init.srq = srq_;
+  init.qp_type = IBV_QPT_RC;
+  init.sq_sig_all = 1;
+  init.cap.max_send_wr = tuning_.qp_depth;
+  init.cap.max_recv_wr = srq_ ? 0 : tuning_.qp_depth;
+  init.cap.max_send_sge = 1;
+  init.cap.max_recv_sge = 1;
+  ibv_qp* qp = ibv_create_qp(device_->pd(), &init);
+  if (qp == nullptr) {
+    BYPASS_LOG(Warn, "rdma", "ibv_create_qp failed: %s", strerror(errno));
+    return nullptr;
+  }
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.pkey_index = 0;
+  attr.port_num = device_->port();
+  attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+  if (int rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+    BYPASS_LOG(Warn, "rdma", "QP -> INIT failed: %s", strerror(rc));
+    ibv_destroy_qp(qp);
+    return nullptr;
+  }
+  qps_created_.fetch_add(1, std::memory_order_relaxed);
+  return qp;
+}
+
+void RdmaWorker::register_qp(RdmaConnection* conn, uint32_t qp_num) { by_qp_num_[qp_num] = conn; }
+
+void RdmaWorker::retire(RdmaConnection* conn) { retired_.push_back(conn); }
+
+void RdmaWorker::reap_retired() {
+  if (retired_.empty()) return;
+  std::vector<RdmaConnection*> batch;
+  batch.swap(retired_);
+  for (RdmaConnection* conn : batch) {
+    if (conn->qp() != nullptr) {
+      by_qp_num_.erase(conn->qp_num());
+      conn->destroy_qp();
+      qps_destroyed_.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::erase(blocked_senders_, conn);
+    std::erase(need_receives_, conn);
+    connections_.erase(conn);  // the last owner: closes the side channel, frees the event id
+  }
+  live_.store(connections_.size(), std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------- buffers and send slots
+
+uint32_t RdmaWorker::lkey_for(const void* p, size_t len) const {
+  if (tx_pool_->contains(p, len)) return tx_mr_->lkey;
+  if (rx_pool_->contains(p, len)) return rx_mr_->lkey;
+  return 0;
+}
+
+int64_t RdmaWorker::acquire_send_slot(RdmaConnection* conn, char* tx_chunk, BufferSegment held) {
+  if (free_send_slots_.empty()) return -1;
+  const uint32_t index = free_send_slots_.back();
+  free_send_slots_.pop_back();
+  send_slots_[index] = SendSlot{conn, tx_chunk, std::move(held)};
+  return index;
+}
+
+void RdmaWorker::cancel_send_slot(int64_t slot) {
+  SendSlot& s = send_slots_[static_cast<size_t>(slot)];
+  if (s.tx_chunk) tx_pool_->put(s.tx_chunk);
+  s = {};
+  free_send_slots_.push_back(static_cast<uint32_t>(slot));
+}
+
+void RdmaWorker::wait_for_send_room(RdmaConnection* conn) {
+  if (std::find(blocked_senders_.begin(), blocked_senders_.end(), conn) == blocked_senders_.end())
+    blocked_senders_.push_back(conn);
+}
+
+bool RdmaWorker::post_receive(ibv_qp* qp, char* chunk) {
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<uintptr_t>(chunk);
+  sge.length = static_cast<uint32_t>(rx_pool_->chunk_size());
+  sge.lkey = rx_mr_->lkey;
+  ibv_recv_wr wr{};
+  wr.wr_id = kRecvTag | rx_pool_->index_of(chunk);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  const int rc = qp ? ibv_post_recv(qp, &wr, &bad) : ibv_post_srq_recv(srq_, &wr, &bad);
+  if (rc != 0) {
+    BYPASS_LOG(Warn, "rdma", "posting a receive failed: %s", strerror(rc));
+    rx_pool_->put(chunk);
+    return false;
+  }
+  ++rx_posted_;
+  return true;
+}
+
+void RdmaWorker::release_rx_chunk(char* chunk) { rx_pool_->put(chunk); }
+
+void RdmaWorker::replenish_receives() {
+  if (srq_) {
+    while (rx_posted_ < srq_depth_) {
+      char* chunk = rx_pool_->get();
+      if (chunk == nullptr || !post_receive(nullptr, chunk)) break;
+    }
+    return;
+  }
+  for (size_t i = 0; i < need_receives_.size();) {
+    RdmaConnection* conn = need_receives_[i];
+    while (conn->qp() && conn->receives_posted() < tuning_.qp_depth && conn->state() != ConnState::Failed &&
+           !conn->owner_closed()) {
+      char* chunk = rx_pool_->get();
+      if (chunk == nullptr) return;  // the rest waits for chunks to come back
+      if (!post_receive(conn->qp(), chunk)) break;
+      conn->count_receive_posted();
+    }
+    need_receives_[i] = need_receives_.back();
+    need_receives_.pop_back();
+  }
+}
+
+void RdmaWorker::post_receives_for(RdmaConnection* conn) {
+  need_receives_.push_back(conn);
+  replenish_receives();
+}
+
+// ---------------------------------------------------------------- completions
+
+void RdmaWorker::handle_completion(const ibv_wc& wc) {
+  const bool ok = wc.status == IBV_WC_SUCCESS;
+  if (wc.wr_id & kRecvTag) {
+    --rx_posted_;
+    char* chunk = rx_pool_->chunk_at(wc.wr_id & ~kRecvTag);
+    auto it = by_qp_num_.find(wc.qp_num);
+    RdmaConnection* conn = it == by_qp_num_.end() ? nullptr : it->second;
+    if (conn && !srq_) {
+      conn->on_receive_flushed();
+      if (!conn->owner_closed() &&
+          std::find(need_receives_.begin(), need_receives_.end(), conn) == need_receives_.end())
+        need_receives_.push_back(conn);
+    }
+    if (!ok || conn == nullptr || conn->owner_closed()) {
+      release_rx_chunk(chunk);
+      if (conn && !conn->owner_closed() && wc.status != IBV_WC_WR_FLUSH_ERR)
+        BYPASS_LOG(Debug, "rdma", "receive on qp 0x%x failed: %s", wc.qp_num, ibv_wc_status_str(wc.status));
+      return;
+    }
+    const bool fin = (wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == RdmaConnection::kFinImmediate;
+    if (wc.byte_len == 0) {
+      release_rx_chunk(chunk);
+      conn->on_receive({}, fin);
+      return;
+    }
+    // Zero-copy: the chunk itself goes up; it returns to the pool (and then the receive queue)
+    // when the last view on it is dropped, on whatever thread that happens.
+    std::shared_ptr<ChunkPool> pool = rx_pool_;
+    conn->on_receive(BufferSegment::wrap(chunk, wc.byte_len, [pool, chunk] { pool->put_from_any_thread(chunk); }),
+                     fin);
+    return;
+  }
+  SendSlot& slot = send_slots_[wc.wr_id];
+  RdmaConnection* conn = slot.conn;
+  if (slot.tx_chunk) tx_pool_->put(slot.tx_chunk);
+  slot = {};
+  free_send_slots_.push_back(static_cast<uint32_t>(wc.wr_id));
+  if (conn) conn->on_send_complete(ok, wc.status);
+  if (!blocked_senders_.empty()) {
+    std::vector<RdmaConnection*> waiting;
+    waiting.swap(blocked_senders_);
+    for (RdmaConnection* c : waiting) c->on_send_complete_room();
+  }
+}
+
+int RdmaWorker::poll_completions() {
+  ibv_wc wcs[kPollBatch];
+  int total = 0;
+  for (int round = 0; round < 8; ++round) {
+    const int n = ibv_poll_cq(cq_, kPollBatch, wcs);
+    if (n <= 0) {
+      if (n < 0) BYPASS_LOG(Error, "rdma", "ibv_poll_cq failed on worker %u", id());
+      break;
+    }
+    for (int i = 0; i < n; ++i) handle_completion(wcs[i]);
+    total += n;
+    if (n < kPollBatch) break;
+  }
+  return total;
+}
+
+int RdmaWorker::poll_hook() {
+  int work = 0;
+  if (rx_pool_->collect_returned() > 0) ++work;
+  work += poll_completions();
+  if (srq_ ? rx_posted_ < srq_depth_ : !need_receives_.empty()) replenish_receives();
+  if (!retired_.empty()) {
+    reap_retired();
+    ++work;
+  }
+  if (work == 0 && !cq_armed_) {
+    // About to go idle: ask for a completion event so the loop can sleep on the channel, then
+    // poll once more so a completion that raced with arming is not left waiting.
+    ibv_req_notify_cq(cq_, 0);
+    cq_armed_ = true;
+    work += poll_completions();
+  }
+  rx_posted_snapshot_.store(rx_posted_, std::memory_order_relaxed);
+  rx_free_snapshot_.store(rx_pool_->free_count(), std::memory_order_relaxed);
+  tx_in_use_snapshot_.store(tx_pool_->in_use(), std::memory_order_relaxed);
+  sends_snapshot_.store(send_slots_.size() - free_send_slots_.size(), std::memory_order_relaxed);
+  return work;
+}
+
+}  // namespace bypass::rdma

@@ -1,0 +1,138 @@
+// RdmaWorker: one event loop with its own verbs resources, shared by all of its connections:
+// a completion channel and one CQ, a shared receive queue (or per-QP receive queues when
+// rdma.srq is false), and two registered chunk pools (receive and send), each one MR.
+//
+// Completions are polled from the PollingDriver's poll hook on the worker thread; when the loop has
+// been idle for rdma.busy_poll, the CQ is armed and the loop sleeps in epoll on the completion
+// channel's fd (registered as an ordinary kernel file event) instead of spinning.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "config/config.h"
+#include "stack/network_stack.h"
+#include "stack/rdma/chunk_pool.h"
+#include "stack/rdma/rdma_device.h"
+
+namespace bypass::rdma {
+
+class RdmaConnection;
+
+// Snapshot of a worker's resources (for leak checks: they must return to the idle values).
+struct RdmaWorkerStats {
+  uint64_t qps_created = 0;
+  uint64_t qps_destroyed = 0;
+  size_t live_connections = 0;   // including ones still draining
+  size_t tx_chunks_in_use = 0;
+  size_t rx_chunks_posted = 0;   // on the SRQ or per-QP receive queues
+  size_t rx_chunks_held = 0;     // handed up to the owner and not yet released
+  size_t rx_chunks_total = 0;
+  size_t tx_chunks_total = 0;
+  size_t sends_outstanding = 0;
+  uint64_t send_eagain = 0;      // sends refused for lack of chunks or send slots (backpressure)
+  int memory_regions = 0;
+};
+
+struct RdmaTuning {
+  size_t chunk_size = 32768;
+  size_t chunk_count = 1024;
+  bool hugepages = false;
+  bool use_srq = true;
+  uint32_t qp_depth = 64;          // send WRs per QP (and receive WRs per QP without SRQ)
+  std::chrono::nanoseconds busy_poll{20000};
+  std::chrono::milliseconds drain_timeout{5000};
+  int inject_failures = 0;         // ms.inject_socket_failures
+  static RdmaTuning from(const config::Config& conf);
+};
+
+class RdmaWorker final : public Worker {
+ public:
+  RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const RdmaTuning& tuning);
+  ~RdmaWorker() override;
+
+  int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
+             ServerSocket* out) override;
+  int connect(const SocketAddress& addr, const SocketOptions& opts, ConnectedSocket* out) override;
+  void on_thread_start() override;
+  void on_thread_stop() override;
+
+  RdmaWorkerStats stats() const;  // any thread (approximate off the owner thread)
+  uint64_t next_socket_seed() { return (uint64_t{id()} << 32) + ++socket_serial_; }
+
+  // ---- for RdmaConnection (owner thread only) ----
+  RdmaDevice& device() { return *device_; }
+  const RdmaTuning& tuning() const { return tuning_; }
+  PollingDriver& poller() { return *poller_; }
+  ibv_qp* create_qp();
+  void register_qp(RdmaConnection* conn, uint32_t qp_num);
+  // The connection is closed by its owner and drained: destroy the QP and forget it.
+  void retire(RdmaConnection* conn);
+  std::shared_ptr<RdmaConnection> adopt(std::shared_ptr<RdmaConnection> conn);
+  ChunkPool& tx_pool() { return *tx_pool_; }
+  // The lkey for memory inside one of the registered pools, or 0 when p..p+len is not registered.
+  uint32_t lkey_for(const void* p, size_t len) const;
+  // A send slot for a work request (wr_id), or -1 when the worker's send budget is spent.
+  int64_t acquire_send_slot(RdmaConnection* conn, char* tx_chunk, BufferSegment held);
+  void cancel_send_slot(int64_t slot);  // the post failed: release the slot and its chunk
+  // The connection's send() hit backpressure: tell it (writable) when send room comes back.
+  void wait_for_send_room(RdmaConnection* conn);
+  uint64_t send_budget_left() const { return free_send_slots_.size(); }
+  void post_receives_for(RdmaConnection* conn);  // per-QP receive mode: top the QP up
+  void count_send_eagain() { ++send_eagain_; }
+  // Runs one completion poll now (used before acting on a side-channel EOF, so data and FIN that
+  // already arrived are seen first). Returns completions handled.
+  int poll_completions();
+
+ private:
+  struct SendSlot {
+    RdmaConnection* conn = nullptr;
+    char* tx_chunk = nullptr;   // from tx_pool_, or null
+    BufferSegment held;         // zero-copy: registered memory kept alive until completion
+  };
+
+  int poll_hook();
+  void handle_completion(const ibv_wc& wc);
+  void replenish_receives();
+  bool post_receive(ibv_qp* qp, char* chunk);  // qp null: the SRQ
+  void release_rx_chunk(char* chunk);
+  void reap_retired();
+
+  std::shared_ptr<RdmaDevice> device_;
+  RdmaTuning tuning_;
+  PollingDriver* poller_;
+  ibv_comp_channel* channel_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  int cq_size_ = 0;
+  ibv_srq* srq_ = nullptr;
+  uint32_t srq_depth_ = 0;
+  std::shared_ptr<ChunkPool> rx_pool_;
+  std::shared_ptr<ChunkPool> tx_pool_;
+  ibv_mr* rx_mr_ = nullptr;
+  ibv_mr* tx_mr_ = nullptr;
+  size_t rx_posted_ = 0;
+  bool cq_armed_ = false;
+  unsigned cq_events_unacked_ = 0;
+  std::vector<SendSlot> send_slots_;
+  std::vector<uint32_t> free_send_slots_;
+  std::unordered_map<uint32_t, RdmaConnection*> by_qp_num_;
+  std::unordered_map<RdmaConnection*, std::shared_ptr<RdmaConnection>> connections_;
+  std::vector<RdmaConnection*> retired_;
+  std::vector<RdmaConnection*> blocked_senders_;
+  std::vector<RdmaConnection*> need_receives_;  // per-QP mode: QPs short of posted receives
+  std::atomic<uint64_t> qps_created_{0};
+  std::atomic<uint64_t> qps_destroyed_{0};
+  std::atomic<size_t> live_{0};
+  std::atomic<size_t> rx_posted_snapshot_{0};
+  std::atomic<size_t> tx_in_use_snapshot_{0};
+  std::atomic<size_t> rx_free_snapshot_{0};
+  std::atomic<size_t> sends_snapshot_{0};
+  uint64_t send_eagain_ = 0;
+  uint64_t socket_serial_ = 0;
+};
+
+}  // namespace bypass::rdma

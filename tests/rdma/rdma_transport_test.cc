@@ -1,0 +1,374 @@
+// The rdma transport on real verbs (run inside tools/rxe-vm, suite 'rdma'): resources come back
+// after 10,000 connect/close cycles, an empty chunk pool is backpressure (bounded memory, then
+// every byte arrives), the death of the peer process surfaces as a reset, and per-QP receive
+// queues (rdma.srq=false) carry data as the SRQ does.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "stack/rdma/rdma_stack.h"
+#include "tests/unit/socket/socket_test_handlers.h"
+#include "tests/unit/socket/socket_test_harness.h"
+
+namespace bypass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using rdma::RdmaNetworkStack;
+
+char pattern_byte(size_t i) { return static_cast<char>((i * 131 + (i >> 12)) & 0xff); }
+
+// Sends `total` pattern bytes in 256 KiB batches as fast as the transport accepts, then shuts down.
+class PatternSource final : public StreamHandler {
+ public:
+  PatternSource(HandlerPool& pool, Worker& worker, ConnectedSocket socket, size_t total,
+                std::atomic<int>* eagains, Completion* done)
+      : StreamHandler(pool, worker, std::move(socket)), total_(total), eagains_(eagains), done_(done) {}
+  void start() override { set_interest(kEventWritable); }
+
+ private:
+  void on_writable() override {
+    if (!connected_) {
+      const int rc = socket_.is_connected();
+      if (rc == 0) return;
+      if (rc < 0) return finish_with(rc);
+      connected_ = true;
+    }
+    while (sent_ < total_) {
+      if (pending_.empty()) {
+        const size_t n = std::min<size_t>(256 * 1024, total_ - sent_ - pending_.length());
+        char* p = pending_.append_hole(n);
+        for (size_t i = 0; i < n; ++i) p[i] = pattern_byte(sent_ + i);
+      }
+      const ssize_t n = socket_.send(pending_, false);
+      if (n == -EAGAIN) {
+        eagains_->fetch_add(1);
+        return;  // writable comes back when chunks do
+      }
+      if (n < 0) return finish_with(static_cast<int>(n));
+      sent_ += static_cast<size_t>(n);
+    }
+    socket_.shutdown();
+    finish_with(0);
+  }
+  void finish_with(int) {
+    done_->signal();
+    finish();
+  }
+
+  size_t total_;
+  size_t sent_ = 0;
+  BufferList pending_;
+  bool connected_ = false;
+  std::atomic<int>* eagains_;
+  Completion* done_;
+};
+
+// Reads (after an optional delay) and checks every byte against the pattern until EOF.
+class PatternSink final : public StreamHandler {
+ public:
+  PatternSink(HandlerPool& pool, Worker& worker, ConnectedSocket socket, std::chrono::milliseconds delay,
+              std::atomic<size_t>* received, std::atomic<int>* result, Completion* done)
+      : StreamHandler(pool, worker, std::move(socket)), delay_(delay), received_(received), result_(result),
+        done_(done) {}
+  void start() override {
+    worker_.center().create_timer(delay_, [this] { set_interest(kEventReadable); });
+  }
+
+ private:
+  void on_readable() override {
+    char buf[65536];
+    for (int i = 0; i < 64; ++i) {
+      const ssize_t n = socket_.read(buf, sizeof(buf));
+      if (n == -EAGAIN) return;
+      if (n <= 0) return complete(n == 0 ? 1 : static_cast<int>(n));
+      for (ssize_t k = 0; k < n; ++k) {
+        if (buf[k] != pattern_byte(offset_ + static_cast<size_t>(k))) return complete(-EBADMSG);
+      }
+      offset_ += static_cast<size_t>(n);
+      received_->store(offset_);
+    }
+  }
+  void complete(int result) {
+    result_->store(result);
+    done_->signal();
+    finish();
+  }
+
+  std::chrono::milliseconds delay_;
+  size_t offset_ = 0;
+  std::atomic<size_t>* received_;
+  std::atomic<int>* result_;
+  Completion* done_;
+};
+
+// Connects and closes `cycles` times in a row on one worker.
+class CycleClient {
+ public:
+  CycleClient(Worker& w, SocketAddress addr, int cycles, Completion* done)
+      : worker_(w), addr_(addr), left_(cycles), done_(done) {}
+  void next() {
+    if (left_ == 0) return done_->signal();
+    int rc = worker_.connect(addr_, SocketOptions{}, &sock_);
+    if (rc != 0) return fail(rc);
+    worker_.center().create_file_event(sock_.fd(), kEventWritable, [this](int, int) { progress(); });
+  }
+  int error() const { return error_.load(); }
+  int completed() const { return completed_.load(); }
+
+ private:
+  void progress() {
+    const int rc = sock_.is_connected();
+    if (rc == 0) return;
+    worker_.center().delete_file_event(sock_.fd(), kEventWritable);
+    sock_.close();
+    if (rc < 0) return fail(rc);
+    --left_;
+    completed_.fetch_add(1);
+    next();
+  }
+  void fail(int rc) {
+    error_.store(rc);
+    done_->signal();
+  }
+
+  Worker& worker_;
+  SocketAddress addr_;
+  int left_;
+  Completion* done_;
+  ConnectedSocket sock_;
+  std::atomic<int> error_{0};
+  std::atomic<int> completed_{0};
+};
+
+// Our process's QPs (or MRs) the kernel still tracks, from `rdma resource show`.
+int kernel_resources(const char* kind) {
+  const std::string cmd = std::string("rdma resource show ") + kind + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  const std::string mine = "pid " + std::to_string(getpid()) + " ";
+  int count = 0;
+  char line[1024];
+  while (fgets(line, sizeof(line), p)) {
+    if (std::string(line).find(mine) != std::string::npos) ++count;
+  }
+  pclose(p);
+  return count;
+}
+
+class RdmaTransport : public ::testing::Test {
+ protected:
+  void start(std::vector<std::string> overrides) {
+    overrides.push_back("ms.type=rdma");
+    conf_ = make_test_config(overrides);
+    stack_ = NetworkStack::create(conf_);
+    stack_->start();
+    pool_ = std::make_unique<HandlerPool>(*stack_);
+  }
+  // Declared after a test's locals: stops every handler and worker before those locals (that
+  // handlers point to) are destroyed, also when an assertion returns early.
+  struct StopFirst {
+    RdmaTransport* t;
+    ~StopFirst() { t->TearDown(); }
+  };
+  void TearDown() override {
+    if (listener_) listener_->close();
+    if (pool_) pool_->clear();
+    listener_.reset();
+    pool_.reset();
+    if (stack_) stack_->stop();
+  }
+  RdmaNetworkStack& rdma() { return static_cast<RdmaNetworkStack&>(*stack_); }
+  SocketAddress listen(TestListener::AcceptCallback cb) {
+    listener_ = std::make_unique<TestListener>(*stack_, std::move(cb));
+    EXPECT_EQ(listener_->listen(test_listen_address(), ListenOptions{}, SocketOptions{}), 0);
+    return listener_->connect_address();
+  }
+  // Waits (bounded) until every worker has torn down all of its connections.
+  bool wait_idle(std::chrono::seconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      bool idle = true;
+      for (unsigned i = 0; i < stack_->num_workers(); ++i) {
+        const auto s = rdma().worker_stats(i);
+        idle = idle && s.live_connections == 0 && s.tx_chunks_in_use == 0 && s.rx_chunks_held == 0;
+      }
+      if (idle) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
+  config::Config conf_;
+  std::shared_ptr<NetworkStack> stack_;
+  std::unique_ptr<HandlerPool> pool_;
+  std::unique_ptr<TestListener> listener_;
+};
+
+TEST_F(RdmaTransport, ConnectCloseCyclesLeaveNoQueuePairsChunksOrRegions) {
+  const char* env = std::getenv("RDMA_TEST_CYCLES");
+  const int cycles = env ? std::atoi(env) : 10000;
+  start({"ms.workers=2", "rdma.chunk_count=64", "rdma.chunk_size=4K"});
+  const SocketAddress addr = listen([](Worker&, ConnectedSocket s) { s.close(); });
+  const int qps_before = kernel_resources("qp");
+  Completion done;
+  CycleClient client(*stack_->worker(0), addr, cycles, &done);
+  StopFirst stop_first{this};
+  run_on(*stack_->worker(0), [&] { client.next(); });
+  ASSERT_TRUE(done.wait_for(1, 600s)) << client.completed() << " of " << cycles << " cycles in 600 s";
+  ASSERT_EQ(client.error(), 0) << socket_error_name(client.error()) << " after " << client.completed();
+  EXPECT_EQ(client.completed(), cycles);
+  ASSERT_TRUE(wait_idle(30s)) << "connections still draining 30 s after the last close";
+  uint64_t created = 0, destroyed = 0;
+  for (unsigned i = 0; i < stack_->num_workers(); ++i) {
+    const auto s = rdma().worker_stats(i);
+    created += s.qps_created;
+    destroyed += s.qps_destroyed;
+    EXPECT_EQ(s.tx_chunks_in_use, 0u) << "worker " << i;
+    EXPECT_EQ(s.rx_chunks_held, 0u) << "worker " << i;
+    EXPECT_EQ(s.rx_chunks_posted, s.rx_chunks_total) << "worker " << i << ": SRQ not refilled";
+    EXPECT_EQ(s.sends_outstanding, 0u) << "worker " << i;
+    EXPECT_EQ(s.memory_regions, 2) << "worker " << i;
+  }
+  EXPECT_EQ(created, 2u * static_cast<uint64_t>(cycles));
+  EXPECT_EQ(destroyed, created);
+  // The kernel's view: no QP of ours is left; the MRs are the pools' two per worker.
+  const int qps_after = kernel_resources("qp");
+  if (qps_before < 0 || qps_after < 0) GTEST_SKIP() << "rdma resource show unavailable";
+  EXPECT_EQ(qps_after, 0) << "kernel still tracks QPs of this process (before: " << qps_before << ")";
+  EXPECT_EQ(kernel_resources("mr"), 2 * static_cast<int>(stack_->num_workers()));
+}
+
+TEST_F(RdmaTransport, EmptyChunkPoolIsBackpressureNotGrowth) {
+  // 16 chunks of 4 KiB each way: the receiver holds its 16, the sender's 16 wait in RNR retry.
+  start({"ms.workers=2", "rdma.chunk_count=16", "rdma.chunk_size=4K"});
+  constexpr size_t kTotal = 8 << 20;
+  std::atomic<size_t> received{0};
+  std::atomic<int> sink_result{0};
+  Completion sink_done, source_done;
+  std::atomic<int> eagains{0};
+  StopFirst stop_first{this};
+  const SocketAddress addr = listen([&](Worker& w, ConnectedSocket s) {
+    pool_->spawn<PatternSink>(w, std::move(s), 1500ms, &received, &sink_result, &sink_done);
+  });
+  run_on(*stack_->worker(0), [&] {
+    ConnectedSocket s;
+    ASSERT_EQ(stack_->worker(0)->connect(addr, SocketOptions{}, &s), 0);
+    pool_->spawn<PatternSource>(*stack_->worker(0), std::move(s), kTotal, &eagains, &source_done);
+  });
+  std::this_thread::sleep_for(1000ms);  // the sink is not reading yet
+  const auto stalled = rdma().worker_stats(0);
+  EXPECT_GT(eagains.load(), 0) << "sends were never refused while the peer did not read";
+  EXPECT_LE(stalled.tx_chunks_in_use, stalled.tx_chunks_total);
+  EXPECT_LT(received.load(), size_t{1});
+  ASSERT_TRUE(sink_done.wait_for(1, 240s)) << received.load() << " of " << kTotal << " bytes";
+  EXPECT_EQ(sink_result.load(), 1) << "sink ended with " << socket_error_name(sink_result.load());
+  EXPECT_EQ(received.load(), kTotal);
+  EXPECT_TRUE(source_done.wait_for(1, 10s));
+  EXPECT_GT(rdma().worker_stats(0).send_eagain + rdma().worker_stats(1).send_eagain, 0u);
+  pool_->clear();
+  EXPECT_TRUE(wait_idle(30s));
+}
+
+TEST_F(RdmaTransport, PeerProcessDeathSurfacesAsReset) {
+  start({"ms.workers=1"});
+  std::atomic<size_t> received{0};
+  std::atomic<int> result{0};
+  Completion done;
+  StopFirst stop_first{this};
+  const SocketAddress addr = listen([&](Worker& w, ConnectedSocket s) {
+    pool_->spawn<PatternSink>(w, std::move(s), 0ms, &received, &result, &done);
+  });
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A separate process with its own stack connects, sends, and is killed without closing.
+    const std::string a = addr.to_string();
+    execl("/proc/self/exe", "rdma_transport_test", "--rdma-peer-child", a.c_str(), nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
+  ASSERT_TRUE(done.wait_for(1, 30s)) << "the server never noticed the dead peer";
+  EXPECT_EQ(result.load(), -ECONNRESET) << socket_error_name(result.load());
+  EXPECT_GT(received.load(), 0u);
+}
+
+TEST_F(RdmaTransport, PerQpReceiveQueuesCarryDataLikeTheSrq) {
+  start({"ms.workers=2", "rdma.srq=false", "rdma.chunk_count=256", "rdma.qp_depth=16"});
+  const SocketAddress addr = listen([this](Worker& w, ConnectedSocket s) {
+    pool_->spawn<EchoServer>(w, std::move(s));
+  });
+  auto blob = std::make_shared<std::string>(3 << 20, '\0');
+  for (size_t i = 0; i < blob->size(); ++i) (*blob)[i] = pattern_byte(i);
+  constexpr int kClients = 4;
+  std::vector<ClientResult> results(kClients);
+  Completion done;
+  StopFirst stop_first{this};
+  for (int i = 0; i < kClients; ++i) {
+    Worker& w = *stack_->worker(static_cast<unsigned>(i) % 2);
+    run_on(w, [&, i] {
+      ClientSpec spec;
+      spec.payload.append(BufferSegment::borrow(blob->data(), blob->size()));
+      spec.expected = blob;
+      spec.expected_length = blob->size();
+      spec.zero_copy = (i % 2) == 1;
+      pool_->spawn<StreamClient>(w, addr, std::move(spec), &results[i], &done);
+    });
+  }
+  ASSERT_TRUE(done.wait_for(kClients, 240s));
+  for (int i = 0; i < kClients; ++i)
+    EXPECT_TRUE(results[i].verified) << i << ": " << socket_error_name(results[i].error) << " " << results[i].detail;
+  pool_->clear();
+  EXPECT_TRUE(wait_idle(30s));
+}
+
+// The child half of PeerProcessDeathSurfacesAsReset.
+int run_peer_child(const char* address) {
+  SocketAddress addr;
+  if (!SocketAddress::parse(address, &addr)) return 2;
+  config::Config conf = make_test_config({"ms.type=rdma", "ms.workers=1"});
+  auto stack = NetworkStack::create(conf);
+  stack->start();
+  Worker& w = *stack->worker(0);
+  std::atomic<bool> sent{false};
+  ConnectedSocket sock;
+  run_on(w, [&] {
+    if (w.connect(addr, SocketOptions{}, &sock) != 0) _exit(3);
+    w.center().create_file_event(sock.fd(), kEventWritable, [&](int, int) {
+      if (sent || sock.is_connected() != 1) return;
+      BufferList data;
+      char* p = data.append_hole(65536);
+      for (size_t i = 0; i < 65536; ++i) p[i] = pattern_byte(i);
+      if (sock.send(data, false) > 0) sent = true;
+    });
+  });
+  for (int i = 0; i < 1000 && !sent; ++i) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(200ms);  // let the sends complete
+  raise(SIGKILL);
+  return 4;
+}
+
+}  // namespace
+}  // namespace bypass::testing
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--rdma-peer-child") return bypass::testing::run_peer_child(argv[2]);
+  ::testing::InitGoogleTest(&argc, argv);
+  try {
+    bypass::config::Config conf = bypass::testing::make_test_config({"ms.type=rdma", "ms.workers=1"});
+    bypass::NetworkStack::create(conf);
+  } catch (const std::runtime_error& e) {
+    std::printf("SKIP: %s (run it through tools/rxe-vm)\n", e.what());
+    return 77;
+  }
+  return RUN_ALL_TESTS();
+}

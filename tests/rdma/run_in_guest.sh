@@ -1,0 +1,23 @@
+#!/bin/bash
+# meson test wrapper (suite 'rdma'): runs the RDMA tests on real verbs inside the soft-RoCE guest
+# of tools/rxe-vm — the socket-interface suite with BYPASS_MS_TYPE=rdma, then the rdma-specific
+# transport tests. Exit 77 (skip) when the guest cannot boot on this machine.
+#   run_in_guest.sh SOURCE_ROOT SOCKET_SUITE_EXE RDMA_TRANSPORT_TEST_EXE
+set -u
+root=$1 socket_suite=$2 transport_test=$3
+cd "$root" || exit 1
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+# Guest-side command: both executables, each bounded; the first failure is the status.
+cmd="set -o pipefail; st=0
+echo '== rdma devices'; ibv_devices
+echo '== socket suite on rdma'; BYPASS_MS_TYPE=rdma timeout 900 '$socket_suite' || st=\$?
+echo '== rdma transport tests'; timeout 1200 '$transport_test' || { r=\$?; [ \$st = 0 ] && st=\$r; }
+exit \$st"
+RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-2400} "$root/tools/rxe-vm" "$cmd" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+if [ "$rc" = 125 ]; then
+  echo "SKIP: the soft-RoCE guest (tools/rxe-vm) could not start here: $(grep -m1 'rxe-vm:' "$out")"
+  exit 77
+fi
+exit "$rc"

@@ -1,0 +1,173 @@
+#include "tests/unit/inet/harness.h"
+
+namespace bypass::inet::test {
+
+void PipeDevice::transmit(Packet&& frame) {
+  if (frame.tx.ipv4_checksum || frame.tx.tcp_checksum) {
+    // What a NIC does with the offload flags: finish the sums in place.
+    std::string bytes = frame.data.to_string();
+    auto* p = reinterpret_cast<uint8_t*>(bytes.data());
+    uint8_t* ip = p + frame.tx.l2_length;
+    if (frame.tx.ipv4_checksum) store_be16(ip + 10, internet_checksum(ip, frame.tx.l3_length));
+    if (frame.tx.tcp_checksum) {
+      uint8_t* tcp = ip + frame.tx.l3_length;
+      size_t tcp_length = load_be16(ip + 2) - frame.tx.l3_length;
+      // The field holds the pseudo-header sum, so the checksum over the segment as it stands is
+      // the complete one.
+      store_be16(tcp + 16, internet_checksum(tcp, tcp_length));
+    }
+    frame.data.clear();
+    frame.data.append_copy(bytes);
+  }
+  wire_.send(side_, std::move(frame));
+}
+
+void Wire::send(int from_side, Packet&& frame) {
+  ++frames[from_side];
+  std::vector<uint8_t> bytes(frame.data.length());
+  frame.data.copy_out(0, bytes.size(), bytes.data());
+  if (tap && !tap(from_side, bytes)) return;
+  if (cut) return;
+  const Faults& f = faults[from_side];
+  std::uniform_real_distribution<double> u(0, 1);
+  if (u(rng_) < f.drop) return;
+  if (u(rng_) < f.corrupt && !bytes.empty()) {
+    std::uniform_int_distribution<size_t> at(0, bytes.size() - 1);
+    bytes[at(rng_)] ^= static_cast<uint8_t>(1u << (rng_() % 8));
+  }
+  Duration delay = f.delay;
+  if (u(rng_) < f.reorder) delay += f.reorder_extra;
+  if (u(rng_) < f.duplicate) deliver(1 - from_side, bytes, delay + 1us);
+  deliver(1 - from_side, std::move(bytes), delay);
+}
+
+void Wire::deliver(int to_side, std::vector<uint8_t> bytes, Duration delay) {
+  InetStack* target = ends_[to_side];
+  if (!target) return;
+  timers_.schedule(delay, [target, bytes = std::move(bytes)] {
+    Packet packet;
+    packet.data.append(BufferSegment::copy_of(bytes.data(), bytes.size()));
+    target->receive(std::move(packet));
+  });
+}
+
+TwoHosts::TwoHosts(uint64_t seed, InetSettings base) : wire(timers, seed) {
+  settings_a = base;
+  settings_a.address = ip_of(1);
+  settings_b = base;
+  settings_b.address = ip_of(2);
+  dev_a = std::make_unique<PipeDevice>(wire, 0, mac_of(1));
+  dev_b = std::make_unique<PipeDevice>(wire, 1, mac_of(2));
+  a = std::make_unique<InetStack>(settings_a, *dev_a, timers, seed * 31 + 1);
+  b = std::make_unique<InetStack>(settings_b, *dev_b, timers, seed * 31 + 2);
+  wire.attach(0, a.get());
+  wire.attach(1, b.get());
+}
+
+TwoHosts::~TwoHosts() {
+  wire.attach(0, nullptr);
+  wire.attach(1, nullptr);
+  a.reset();
+  b.reset();
+}
+
+bool TwoHosts::run_until(const std::function<bool()>& done, Duration virtual_limit,
+                         uint64_t max_events) {
+  TimePoint deadline = timers.now() + virtual_limit;
+  for (uint64_t i = 0; i < max_events; ++i) {
+    if (done()) return true;
+    if (timers.pending() == 0) return done();
+    if (timers.now() > deadline) return done();
+    timers.run_next();
+  }
+  return done();
+}
+
+BufferList pattern(uint64_t offset, size_t length) {
+  BufferList out;
+  char* p = out.append_hole(length);
+  for (size_t i = 0; i < length; ++i) p[i] = static_cast<char>(pattern_byte(offset + i));
+  return out;
+}
+
+int64_t first_mismatch(const BufferList& data, uint64_t offset) {
+  uint64_t pos = 0;
+  for (const BufferSegment& seg : data.segments())
+    for (size_t i = 0; i < seg.length(); ++i, ++pos)
+      if (static_cast<uint8_t>(seg.data()[i]) != pattern_byte(offset + pos))
+        return static_cast<int64_t>(offset + pos);
+  return -1;
+}
+
+TransferResult transfer(TwoHosts& hosts, const std::shared_ptr<TcpConnection>& sender,
+                        const std::shared_ptr<TcpConnection>& receiver, uint64_t total,
+                        Duration virtual_limit) {
+  TransferResult result;
+  uint64_t queued = 0;
+  constexpr size_t kChunk = 256 * 1024;
+  auto pump = [&] {
+    while (queued < total && sender->send_space() > 0) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>({kChunk, total - queued, sender->send_space()}));
+      BufferList chunk = pattern(queued, n);
+      size_t taken = sender->send(chunk);
+      queued += taken;
+      if (taken == 0) break;
+    }
+    BufferList got = receiver->read();
+    if (!got.empty()) {
+      int64_t bad = first_mismatch(got, result.received);
+      if (bad >= 0 && result.mismatch_at < 0) result.mismatch_at = bad;
+      result.received += got.length();
+    }
+  };
+  sender->set_event_handler([&](int) {});
+  receiver->set_event_handler([&](int) {});
+  TimePoint deadline = hosts.timers.now() + virtual_limit;
+  for (uint64_t i = 0; i < 200'000'000 && hosts.timers.now() < deadline; ++i) {
+    pump();
+    if (result.received >= total || result.mismatch_at >= 0) break;
+    if (sender->state() == TcpState::Closed || receiver->state() == TcpState::Closed) break;
+    if (!hosts.timers.run_next()) break;
+  }
+  sender->set_event_handler(nullptr);
+  receiver->set_event_handler(nullptr);
+  result.complete = result.received == total && result.mismatch_at < 0;
+  return result;
+}
+
+Packet craft_tcp(Ipv4Address src, MacAddress src_mac, Ipv4Address dst, MacAddress dst_mac,
+                 const TcpHeader& h, const std::string& payload) {
+  size_t hl = h.emitted_length();
+  std::vector<uint8_t> frame(14 + 20 + hl + payload.size());
+  EthernetHeader{dst_mac, src_mac, 0x0800}.emit(frame.data());
+  Ipv4Header ip;
+  ip.total_length = static_cast<uint16_t>(20 + hl + payload.size());
+  ip.protocol = 6;
+  ip.source = src;
+  ip.destination = dst;
+  ip.emit(frame.data() + 14, true);
+  h.emit(frame.data() + 34);
+  std::memcpy(frame.data() + 34 + hl, payload.data(), payload.size());
+  BufferList segment;
+  segment.append_copy(frame.data() + 34, hl + payload.size());
+  store_be16(frame.data() + 34 + 16, tcp_checksum(src, dst, segment));
+  Packet p;
+  p.data.append_copy(frame.data(), frame.size());
+  return p;
+}
+
+std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(
+    TwoHosts& hosts, uint16_t port) {
+  auto listener = hosts.b->tcp().listen(port);
+  if (!listener) return {};
+  auto client = hosts.a->tcp().connect(ip_of(2), port);
+  std::shared_ptr<TcpConnection> server;
+  hosts.run_until([&] {
+    if (!server) server = listener->accept();
+    return server && client->established();
+  }, 60s);
+  hosts.b->tcp().stop_listening(listener);
+  return {client, server};
+}
+
+}  // namespace bypass::inet::test

@@ -1,0 +1,117 @@
+// Test harness: stacks joined by an in-memory wire with a seeded fault injector, all driven by
+// one VirtualTimerService so runs are deterministic and take no wall-clock time to "wait".
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "stack/inet/inet_stack.h"
+#include "stack/inet/wire/checksum.h"
+#include "stack/inet/wire/ethernet.h"
+#include "stack/inet/wire/ipv4.h"
+#include "stack/inet/wire/tcp.h"
+
+namespace bypass::inet::test {
+
+using namespace std::chrono_literals;
+
+struct Faults {
+  double drop = 0, duplicate = 0, reorder = 0, corrupt = 0;
+  Duration delay = 50us;          // one-way latency
+  Duration reorder_extra = 300us; // added to a reordered packet
+};
+
+class Wire;
+
+// One end of the wire. Emulates a NIC's checksum offload when capabilities say so.
+class PipeDevice : public PacketDevice {
+ public:
+  PipeDevice(Wire& wire, int side, MacAddress mac) : wire_(wire), side_(side), mac_(mac) {}
+  void transmit(Packet&& frame) override;
+  uint16_t mtu() const override { return mtu_; }
+  MacAddress mac() const override { return mac_; }
+  DeviceCapabilities capabilities() const override { return caps_; }
+  uint16_t mtu_ = 1500;
+  DeviceCapabilities caps_;
+
+ private:
+  Wire& wire_;
+  int side_;
+  MacAddress mac_;
+};
+
+// Frames from side 0 go to side 1 and vice versa. Every frame is deep-copied (so corruption
+// never reaches the sender's retained buffers) and delivered through the virtual clock.
+class Wire {
+ public:
+  using Tap = std::function<bool(int from_side, std::vector<uint8_t>& bytes)>;  // false = drop
+  Wire(VirtualTimerService& timers, uint64_t seed) : timers_(timers), rng_(seed) {}
+  void attach(int side, InetStack* stack) { ends_[side] = stack; }
+  void send(int from_side, Packet&& frame);
+  Faults faults[2];   // per direction, indexed by sending side
+  Tap tap;            // sees (and may edit or drop) every frame before the faults
+  uint64_t frames[2] = {0, 0};
+  bool cut = false;   // drop everything
+
+ private:
+  void deliver(int to_side, std::vector<uint8_t> bytes, Duration delay);
+  VirtualTimerService& timers_;
+  std::mt19937_64 rng_;
+  InetStack* ends_[2] = {nullptr, nullptr};
+};
+
+inline MacAddress mac_of(uint8_t last) { return {{0x02, 0, 0, 0, 0, last}}; }
+inline Ipv4Address ip_of(uint8_t last) { return Ipv4Address::from_octets(10, 0, 0, last); }
+
+// Two hosts, 10.0.0.1 (side 0, "a") and 10.0.0.2 (side 1, "b").
+class TwoHosts {
+ public:
+  explicit TwoHosts(uint64_t seed = 1, InetSettings base = {});
+  ~TwoHosts();
+
+  // Run timers until `done` holds; bounded by virtual time and event count. Returns done().
+  bool run_until(const std::function<bool()>& done, Duration virtual_limit = 120s,
+                 uint64_t max_events = 50'000'000);
+  void run_for(Duration span) { timers.advance(span); }
+
+  VirtualTimerService timers;
+  Wire wire;
+  std::unique_ptr<PipeDevice> dev_a, dev_b;
+  InetSettings settings_a, settings_b;
+  std::unique_ptr<InetStack> a, b;
+};
+
+// A deterministic byte pattern so received data can be checked at any offset.
+inline uint8_t pattern_byte(uint64_t offset) {
+  uint64_t x = offset * 0x9e3779b97f4a7c15ull;
+  return static_cast<uint8_t>((x >> 29) ^ (offset >> 8));
+}
+BufferList pattern(uint64_t offset, size_t length);
+// Compares `data` with the pattern starting at `offset`; returns the first mismatch or -1.
+int64_t first_mismatch(const BufferList& data, uint64_t offset);
+
+// Streams `total` pattern bytes from `sender` to `receiver`, both already established, and
+// verifies every byte. Returns true when all bytes arrived intact within the limits.
+struct TransferResult {
+  bool complete = false;
+  uint64_t received = 0;
+  int64_t mismatch_at = -1;
+};
+TransferResult transfer(TwoHosts& hosts, const std::shared_ptr<TcpConnection>& sender,
+                        const std::shared_ptr<TcpConnection>& receiver, uint64_t total,
+                        Duration virtual_limit);
+
+// A complete Ethernet/IPv4/TCP frame carrying `h` and `payload`, with correct checksums.
+Packet craft_tcp(Ipv4Address src, MacAddress src_mac, Ipv4Address dst, MacAddress dst_mac,
+                 const TcpHeader& h, const std::string& payload = {});
+
+// Connect a (client) to b (server, `port`); returns {client, server} once both are established.
+std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(
+    TwoHosts& hosts, uint16_t port = 80);
+
+}  // namespace bypass::inet::test

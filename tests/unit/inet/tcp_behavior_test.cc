@@ -1,0 +1,442 @@
+// Flow control, loss recovery, timers and listener limits.
+#include <algorithm>
+#include <set>
+
+#include "stack/inet/congestion.h"
+#include "stack/inet/wire/icmp.h"
+#include "tests/unit/inet/harness.h"
+
+namespace bypass::inet::test {
+namespace {
+
+struct SeenSegment {
+  int from;
+  TcpHeader header;
+  size_t payload;
+  TimePoint at;
+};
+
+void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
+                     std::function<bool(const SeenSegment&)> drop = nullptr) {
+  hosts.wire.tap = [&hosts, &out, drop](int from, std::vector<uint8_t>& bytes) {
+    if (bytes.size() < 54 || load_be16(bytes.data() + 12) != 0x0800 || bytes[14 + 9] != 6) return true;
+    size_t ihl = (bytes[14] & 0xf) * 4u;
+    size_t total = load_be16(bytes.data() + 16);
+    SeenSegment s{from, {}, 0, hosts.timers.now()};
+    if (TcpHeader::parse(bytes.data() + 14 + ihl, total - ihl, s.header)) return true;
+    s.payload = total - ihl - s.header.header_length;
+    out.push_back(s);
+    return !(drop && drop(s));
+  };
+}
+
+TEST(TcpFlow, WindowScalingAndZeroWindowProbe) {
+  InetSettings s;
+  s.tcp.rcv_buffer = 64 * 1024;  // small receiver: the sender fills it quickly
+  s.tcp.snd_buffer = 512 * 1024;
+  TwoHosts hosts(21, s);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  EXPECT_EQ(client->receive_window_shift(), 1);  // 65536 >> 1 fits in 16 bits
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen);
+  BufferList data = pattern(0, 300 * 1024);
+  size_t queued = client->send(data);
+  EXPECT_EQ(queued, 300u * 1024);
+  // Nobody reads: the window closes and the sender probes it.
+  hosts.run_for(5s);
+  EXPECT_EQ(client->peer_window(), 0u);
+  // The buffer fills up to the scale granularity (2 bytes with shift 1).
+  EXPECT_GE(server->readable_bytes(), 64u * 1024 - 2);
+  EXPECT_LE(server->readable_bytes(), 64u * 1024);
+  size_t probes = std::count_if(seen.begin(), seen.end(),
+                                [](const SeenSegment& x) { return x.from == 0 && x.payload == 1; });
+  EXPECT_GE(probes, 2u);
+  EXPECT_TRUE(client->established());
+  // Zero-window advertisements really are zero in the scaled field.
+  bool saw_zero = std::any_of(seen.begin(), seen.end(),
+                              [](const SeenSegment& x) { return x.from == 1 && x.header.window == 0; });
+  EXPECT_TRUE(saw_zero);
+  // Reading reopens the window; everything arrives intact.
+  uint64_t received = 0;
+  int64_t mismatch = -1;
+  hosts.run_until([&] {
+    BufferList got = server->read();
+    if (!got.empty()) {
+      int64_t bad = first_mismatch(got, received);
+      if (bad >= 0 && mismatch < 0) mismatch = bad;
+      received += got.length();
+    }
+    return received == 300u * 1024;
+  }, 120s);
+  EXPECT_EQ(received, 300u * 1024);
+  EXPECT_EQ(mismatch, -1);
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpFlow, LargeBufferUsesLargeShift) {
+  InetSettings s;
+  s.tcp.rcv_buffer = 16 << 20;
+  TwoHosts hosts(22, s);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  EXPECT_EQ(client->receive_window_shift(), 9);
+  EXPECT_EQ(server->send_window_shift(), 9);
+  EXPECT_GT(server->peer_window(), 65535u);  // scaled window above the 16-bit field
+}
+
+TEST(TcpFlow, NoWindowScalingWhenPeerDoesNotOffer) {
+  InetSettings off;
+  off.tcp.window_scale = false;
+  off.tcp.sack = false;
+  off.tcp.timestamps = false;
+  TwoHosts hosts(23, off);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  EXPECT_EQ(client->receive_window_shift(), 0);
+  EXPECT_EQ(client->send_window_shift(), 0);
+  EXPECT_FALSE(client->sack_enabled());
+  EXPECT_FALSE(client->timestamps_enabled());
+  EXPECT_EQ(client->send_mss(), 1460u);
+  TransferResult r = transfer(hosts, client, server, 4 << 20, 600s);
+  EXPECT_TRUE(r.complete);
+}
+
+TEST(TcpRecovery, SackRetransmitsOnlyTheHoles) {
+  TwoHosts hosts(31);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  ASSERT_TRUE(client->sack_enabled());
+  // Let cwnd grow first so the burst below is one flight.
+  TransferResult warm = transfer(hosts, client, server, 4 << 20, 60s);
+  ASSERT_TRUE(warm.complete);
+  hosts.run_for(1s);
+  std::vector<SeenSegment> seen;
+  std::set<uint32_t> dropped;
+  uint32_t data_segments = 0;
+  record_segments(hosts, seen, [&](const SeenSegment& x) {
+    if (x.from != 0 || x.payload == 0) return false;
+    ++data_segments;
+    if ((data_segments == 5 || data_segments == 9 || data_segments == 20) &&
+        dropped.insert(x.header.seq).second)
+      return true;
+    return false;
+  });
+  uint64_t before = client->retransmitted_bytes();
+  uint64_t timeouts = client->timeouts();
+  BufferList burst = pattern(4 << 20, 60 * client->send_mss());
+  client->send(burst);
+  uint64_t got = 0;
+  hosts.run_until([&] {
+    got += server->read().length();
+    return got == 60u * client->send_mss();
+  }, 30s);
+  EXPECT_EQ(got, 60u * client->send_mss());
+  EXPECT_EQ(client->timeouts(), timeouts);  // recovered without a timeout
+  EXPECT_EQ(client->retransmitted_bytes() - before, 3u * client->send_mss());
+  std::multiset<uint32_t> sent_seqs;
+  for (const SeenSegment& x : seen)
+    if (x.from == 0 && x.payload > 0) sent_seqs.insert(x.header.seq);
+  for (uint32_t seq : dropped) EXPECT_EQ(sent_seqs.count(seq), 2u);
+  size_t resent = 0;
+  for (uint32_t seq : std::set<uint32_t>(sent_seqs.begin(), sent_seqs.end()))
+    if (sent_seqs.count(seq) > 1) ++resent;
+  EXPECT_EQ(resent, 3u);  // nothing but the holes went twice
+  bool saw_sack = std::any_of(seen.begin(), seen.end(), [](const SeenSegment& x) {
+    return x.from == 1 && x.header.options.sack_count > 0;
+  });
+  EXPECT_TRUE(saw_sack);
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpRecovery, RtoBacksOffExponentiallyAndGivesUp) {
+  InetSettings s;
+  s.tcp.rto_max = 3s;
+  s.tcp.max_retransmissions = 6;
+  TwoHosts hosts(41, s);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  EXPECT_EQ(client->rto(), 200ms);  // the floor: the measured RTT is far smaller
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen, [](const SeenSegment&) { return true; });  // black hole
+  BufferList data = pattern(0, 100);
+  client->send(data);
+  ASSERT_TRUE(hosts.run_until([&] { return client->state() == TcpState::Closed; }, 60s));
+  EXPECT_EQ(client->error(), TcpError::TimedOut);
+  std::vector<TimePoint> sends;
+  for (const SeenSegment& x : seen)
+    if (x.from == 0 && x.payload == 100) sends.push_back(x.at);
+  ASSERT_EQ(sends.size(), 7u);  // original + 6 retransmissions
+  std::vector<Duration> expected{200ms, 400ms, 800ms, 1600ms, 3s, 3s};
+  for (size_t i = 1; i < sends.size(); ++i) {
+    Duration gap = sends[i] - sends[i - 1];
+    EXPECT_GE(gap, expected[i - 1]) << "gap " << i;
+    EXPECT_LE(gap, expected[i - 1] + 5ms) << "gap " << i;
+  }
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpRecovery, LostSynAckIsRetransmitted) {
+  TwoHosts hosts(43);
+  std::vector<SeenSegment> seen;
+  bool dropped = false;
+  record_segments(hosts, seen, [&](const SeenSegment& x) {
+    if (x.from == 1 && x.header.has(kTcpSyn) && !dropped) return dropped = true;
+    return false;
+  });
+  auto listener = hosts.b->tcp().listen(80);
+  auto client = hosts.a->tcp().connect(ip_of(2), 80);
+  std::shared_ptr<TcpConnection> server;
+  ASSERT_TRUE(hosts.run_until([&] {
+    if (!server) server = listener->accept();
+    return server && client->established();
+  }, 10s));
+  EXPECT_TRUE(dropped);
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpTimers, DelayedAckWaitsForSecondSegmentOrTimeout) {
+  TwoHosts hosts(51);
+  auto [client, server] = connect_pair(hosts);
+  hosts.run_for(1s);
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen);
+  BufferList small = pattern(0, 10);
+  client->send(small);
+  hosts.run_for(200ms);
+  auto acks = [&] {
+    std::vector<SeenSegment> out;
+    for (auto& x : seen)
+      if (x.from == 1 && x.payload == 0) out.push_back(x);
+    return out;
+  };
+  ASSERT_EQ(acks().size(), 1u);
+  Duration delay = acks()[0].at - seen[0].at;
+  EXPECT_GE(delay, 40ms);  // delayed by the configured 40 ms
+  EXPECT_LE(delay, 45ms);
+  seen.clear();
+  BufferList two = pattern(10, 2 * client->send_mss());
+  client->send(two);
+  hosts.run_for(10ms);
+  ASSERT_GE(acks().size(), 1u);  // two full segments: acknowledged without waiting
+  EXPECT_LT(acks()[0].at - seen[0].at, 1ms);
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpTimers, NagleHoldsSmallSegmentsWhileUnacked) {
+  InetSettings s;
+  s.tcp.nagle = true;
+  TwoHosts hosts(52, s);
+  auto [client, server] = connect_pair(hosts);
+  hosts.run_for(1s);
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen);
+  for (int i = 0; i < 5; ++i) {
+    BufferList b = pattern(i * 10, 10);
+    client->send(b);
+  }
+  auto data_segments = [&] {
+    return std::count_if(seen.begin(), seen.end(), [](auto& x) { return x.from == 0 && x.payload > 0; });
+  };
+  EXPECT_EQ(data_segments(), 1);  // the rest wait for the ACK (RFC 9293 §3.7.4)
+  hosts.run_until([&] { return server->readable_bytes() == 50; }, 1s);
+  EXPECT_EQ(server->readable_bytes(), 50u);
+  EXPECT_EQ(data_segments(), 2);  // coalesced into one
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpTimers, KeepaliveDetectsDeadPeer) {
+  InetSettings s;
+  s.tcp.keepalive = true;
+  s.tcp.keepalive_idle = 10s;
+  s.tcp.keepalive_interval = 1s;
+  s.tcp.keepalive_probes = 3;
+  TwoHosts hosts(53, s);
+  auto [client, server] = connect_pair(hosts);
+  // With the peer alive, probes are answered and the connection stays up.
+  hosts.run_for(35s);
+  EXPECT_TRUE(client->established());
+  EXPECT_TRUE(server->established());
+  hosts.wire.cut = true;
+  ASSERT_TRUE(hosts.run_until([&] { return client->state() == TcpState::Closed; }, 30s));
+  EXPECT_EQ(client->error(), TcpError::TimedOut);
+}
+
+TEST(TcpListen, SynBacklogOverflowUsesCookies) {
+  InetSettings s;
+  s.tcp.syn_backlog = 2;
+  TwoHosts hosts(61, s);
+  hosts.a->arp().learn(ip_of(2), mac_of(2));
+  hosts.b->arp().learn(ip_of(1), mac_of(1));
+  auto listener = hosts.b->tcp().listen(80);
+  std::vector<std::shared_ptr<TcpConnection>> clients;
+  for (int i = 0; i < 6; ++i) clients.push_back(hosts.a->tcp().connect(ip_of(2), 80));
+  std::vector<std::shared_ptr<TcpConnection>> servers;
+  ASSERT_TRUE(hosts.run_until([&] {
+    while (auto c = listener->accept()) servers.push_back(c);
+    return servers.size() == 6 &&
+           std::all_of(clients.begin(), clients.end(), [](auto& c) { return c->established(); });
+  }, 5s));
+  EXPECT_EQ(hosts.b->stats().tcp_syn_cookies_sent, 4u);
+  EXPECT_EQ(hosts.b->stats().tcp_syn_cookies_accepted, 4u);
+  // Cookie connections carry data both ways (no window scaling: they fall back to 64 KiB).
+  for (size_t i = 0; i < clients.size(); ++i) {
+    auto server = *std::find_if(servers.begin(), servers.end(), [&](auto& c) {
+      return c->tuple().remote_port == clients[i]->tuple().local_port;
+    });
+    TransferResult r = transfer(hosts, clients[i], server, 256 * 1024, 60s);
+    EXPECT_TRUE(r.complete) << i;
+  }
+}
+
+TEST(TcpListen, SynBacklogOverflowWithoutCookiesDrops) {
+  InetSettings s;
+  s.tcp.syn_backlog = 2;
+  s.tcp.syn_cookies = false;
+  TwoHosts hosts(62, s);
+  hosts.a->arp().learn(ip_of(2), mac_of(2));
+  hosts.b->arp().learn(ip_of(1), mac_of(1));
+  auto listener = hosts.b->tcp().listen(80);
+  std::vector<std::shared_ptr<TcpConnection>> clients;
+  for (int i = 0; i < 5; ++i) clients.push_back(hosts.a->tcp().connect(ip_of(2), 80));
+  hosts.run_for(100ms);
+  EXPECT_EQ(hosts.b->stats().tcp_syn_dropped_backlog, 3u);
+  EXPECT_EQ(listener->acceptable(), 2u);
+  // The dropped clients retry their SYN and get in once the backlog drains.
+  ASSERT_TRUE(hosts.run_until([&] {
+    return std::all_of(clients.begin(), clients.end(), [](auto& c) { return c->established(); });
+  }, 10s));
+}
+
+TEST(TcpListen, ForgedCookieAckIsReset) {
+  TwoHosts hosts(63);
+  auto listener = hosts.b->tcp().listen(80);
+  hosts.b->arp().learn(ip_of(1), mac_of(1));
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen);
+  // A bare ACK to the listener that does not return a valid cookie (RFC 4987 §3.6 check fails):
+  // answered with <SEQ=SEG.ACK><CTL=RST> (RFC 9293 §3.10.7.2), no connection created.
+  TcpHeader ack;
+  ack.source_port = 40000;
+  ack.destination_port = 80;
+  ack.seq = 1000;
+  ack.ack = 0x12345678;
+  ack.flags = kTcpAck;
+  ack.window = 1000;
+  hosts.b->receive(craft_tcp(ip_of(1), mac_of(1), ip_of(2), mac_of(2), ack, "data"));
+  hosts.run_for(10ms);
+  EXPECT_EQ(hosts.b->stats().tcp_syn_cookies_accepted, 0u);
+  EXPECT_EQ(hosts.b->tcp().connection_count(), 0u);
+  EXPECT_EQ(listener->acceptable(), 0u);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0].header.has(kTcpRst));
+  EXPECT_EQ(seen[0].header.seq, 0x12345678u);
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpListen, EphemeralPortFilterIsHonoured) {
+  TwoHosts hosts(64);
+  hosts.a->tcp().set_port_filter([](const FourTuple& t) { return t.local_port % 4 == 1; });
+  auto listener = hosts.b->tcp().listen(80);
+  for (int i = 0; i < 20; ++i) {
+    auto c = hosts.a->tcp().connect(ip_of(2), 80);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->tuple().local_port % 4, 1);
+  }
+}
+
+TEST(TcpPath, FragmentationNeededLowersMss) {
+  TwoHosts hosts(71);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  uint32_t before = client->send_mss();
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen);
+  BufferList data = pattern(0, 20000);
+  client->send(data);
+  ASSERT_FALSE(seen.empty());
+  const SeenSegment& first = seen[0];
+  // ICMP type 3 code 4 from the peer quoting our segment, next-hop MTU 1200 (RFC 1191).
+  std::vector<uint8_t> quoted(28, 0);
+  Ipv4Header inner;
+  inner.total_length = 1500;
+  inner.protocol = 6;
+  inner.source = ip_of(1);
+  inner.destination = ip_of(2);
+  inner.emit(quoted.data(), true);
+  store_be16(quoted.data() + 20, first.header.source_port);
+  store_be16(quoted.data() + 22, first.header.destination_port);
+  store_be32(quoted.data() + 24, first.header.seq);
+  BufferList body;
+  body.append_copy(quoted.data(), quoted.size());
+  std::vector<uint8_t> frame(14 + 20 + 8 + quoted.size());
+  EthernetHeader{mac_of(1), mac_of(2), 0x0800}.emit(frame.data());
+  Ipv4Header ip;
+  ip.total_length = static_cast<uint16_t>(20 + 8 + quoted.size());
+  ip.protocol = 1;
+  ip.source = ip_of(2);
+  ip.destination = ip_of(1);
+  ip.emit(frame.data() + 14, true);
+  IcmpHeader{IcmpHeader::kDestinationUnreachable, IcmpHeader::kFragmentationNeeded, 0, 1200}
+      .emit(frame.data() + 34, body);
+  std::memcpy(frame.data() + 42, quoted.data(), quoted.size());
+  Packet p;
+  p.data.append_copy(frame.data(), frame.size());
+  hosts.a->receive(std::move(p));
+  EXPECT_EQ(client->send_mss(), 1200u - 40 - 12);
+  EXPECT_LT(client->send_mss(), before);
+  uint64_t got = 0;
+  hosts.run_until([&] { got += server->read().length(); return got == 20000; });
+  EXPECT_EQ(got, 20000u);
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpOffload, ChecksumOffloadLeavesPseudoHeaderSum) {
+  TwoHosts hosts(81);
+  hosts.dev_a->caps_.tx_ipv4_checksum = true;
+  hosts.dev_a->caps_.tx_tcp_checksum = true;
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  TransferResult r = transfer(hosts, client, server, 2 << 20, 60s);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(hosts.b->stats().tcp_bad_checksum, 0u);
+  EXPECT_EQ(hosts.b->stats().rx_malformed_ipv4, 0u);
+}
+
+TEST(Congestion, CubicReducesByBetaAndRegrowsTowardWmax) {
+  Cubic cubic(1000);
+  TimePoint now{0};
+  for (int i = 0; i < 200; ++i) cubic.on_ack(1000, now, 10ms);  // slow start
+  uint32_t before = cubic.cwnd();
+  cubic.on_congestion_event(before, now);
+  EXPECT_NEAR(cubic.cwnd(), before * 0.7, 1000);  // RFC 9438 §4.6 beta 0.7
+  EXPECT_DOUBLE_EQ(cubic.w_max_segments(), before / 1000.0);
+  // Grow for a while with one window of ACKs per 10 ms RTT: concave approach to W_max.
+  uint32_t last = cubic.cwnd();
+  for (int rtt = 0; rtt < 300; ++rtt) {
+    now += 10ms;
+    uint32_t window = cubic.cwnd();
+    for (uint32_t acked = 0; acked < window; acked += 1000) cubic.on_ack(1000, now, 10ms);
+    EXPECT_GE(cubic.cwnd(), last);
+    last = cubic.cwnd();
+  }
+  EXPECT_GT(cubic.cwnd(), before);  // past W_max into the convex region
+  cubic.on_timeout(cubic.cwnd(), now);
+  EXPECT_EQ(cubic.cwnd(), 1000u);
+}
+
+TEST(Congestion, NewRenoHalvesAndGrowsLinearly) {
+  NewReno reno(1000);
+  EXPECT_EQ(reno.cwnd(), 10000u);  // RFC 6928 initial window
+  reno.on_congestion_event(40000, TimePoint{0});
+  EXPECT_EQ(reno.ssthresh(), 20000u);
+  EXPECT_EQ(reno.cwnd(), 20000u);
+  for (int i = 0; i < 20; ++i) reno.on_ack(1000, TimePoint{0}, 1ms);  // one window of ACKs
+  EXPECT_EQ(reno.cwnd(), 21000u);
+  reno.on_timeout(21000, TimePoint{0});
+  EXPECT_EQ(reno.cwnd(), 1000u);
+  EXPECT_EQ(reno.ssthresh(), 10500u);
+}
+
+}  // namespace
+}  // namespace bypass::inet::test

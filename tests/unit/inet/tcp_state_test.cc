@@ -1,0 +1,326 @@
+// TCP state machine, RST/SYN/ACK validation (RFC 5961), TIME-WAIT, PAWS, options, timers.
+#include <algorithm>
+#include <map>
+
+#include "tests/unit/inet/harness.h"
+
+namespace bypass::inet::test {
+namespace {
+
+// Records every state a connection passes through while the hosts run.
+class StateLog {
+ public:
+  void watch(const std::shared_ptr<TcpConnection>& c) { watched_.push_back({c, {c->state()}}); }
+  void sample() {
+    for (auto& [c, states] : watched_)
+      if (states.back() != c->state()) states.push_back(c->state());
+  }
+  const std::vector<TcpState>& of(size_t i) const { return watched_.at(i).second; }
+
+ private:
+  std::vector<std::pair<std::shared_ptr<TcpConnection>, std::vector<TcpState>>> watched_;
+};
+
+bool run_logged(TwoHosts& hosts, StateLog& log, const std::function<bool()>& done,
+                Duration limit = 120s) {
+  return hosts.run_until([&] {
+    log.sample();
+    return done();
+  }, limit);
+}
+
+// A frame from b (10.0.0.2) to a (10.0.0.1) carrying `h` and `payload`, checksummed.
+Packet craft_to_a(const TcpHeader& h, const std::string& payload = {}) {
+  return craft_tcp(ip_of(2), mac_of(2), ip_of(1), mac_of(1), h, payload);
+}
+
+struct SeenSegment {
+  int from;
+  TcpHeader header;
+  size_t payload;
+  TimePoint at;
+};
+
+// Parses every TCP segment crossing the wire into `out`.
+void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
+                     std::function<bool(const SeenSegment&)> drop = nullptr) {
+  hosts.wire.tap = [&hosts, &out, drop](int from, std::vector<uint8_t>& bytes) {
+    if (bytes.size() < 54 || load_be16(bytes.data() + 12) != 0x0800 || bytes[14 + 9] != 6) return true;
+    size_t ihl = (bytes[14] & 0xf) * 4u;
+    size_t total = load_be16(bytes.data() + 16);
+    SeenSegment s{from, {}, 0, hosts.timers.now()};
+    if (TcpHeader::parse(bytes.data() + 14 + ihl, total - ihl, s.header)) return true;
+    s.payload = total - ihl - s.header.header_length;
+    out.push_back(s);
+    return !(drop && drop(s));
+  };
+}
+
+InetSettings quick_settings() {
+  InetSettings s;
+  s.tcp.msl = 1s;
+  return s;
+}
+
+TEST(TcpStates, ActiveAndPassiveOpen) {
+  TwoHosts hosts;
+  auto listener = hosts.b->tcp().listen(80);
+  auto client = hosts.a->tcp().connect(ip_of(2), 80);
+  ASSERT_TRUE(client);
+  EXPECT_EQ(client->state(), TcpState::SynSent);
+  StateLog log;
+  log.watch(client);
+  std::shared_ptr<TcpConnection> server;
+  ASSERT_TRUE(run_logged(hosts, log, [&] {
+    if (!server) server = listener->accept();
+    return server && client->established();
+  }));
+  EXPECT_EQ(log.of(0), (std::vector<TcpState>{TcpState::SynSent, TcpState::Established}));
+  EXPECT_EQ(server->state(), TcpState::Established);
+  EXPECT_EQ(listener->half_open(), 0u);
+  // A second listen on the same port is refused.
+  EXPECT_FALSE(hosts.b->tcp().listen(80));
+}
+
+TEST(TcpStates, GracefulCloseThroughTimeWait) {
+  TwoHosts hosts(3, quick_settings());
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  StateLog log;
+  log.watch(client);
+  log.watch(server);
+  client->close();
+  EXPECT_EQ(client->state(), TcpState::FinWait1);
+  ASSERT_TRUE(run_logged(hosts, log, [&] { return server->state() == TcpState::CloseWait &&
+                                                  client->state() == TcpState::FinWait2; }));
+  EXPECT_TRUE(server->end_of_stream());
+  server->close();
+  ASSERT_TRUE(run_logged(hosts, log, [&] { return server->state() == TcpState::Closed; }));
+  EXPECT_EQ(client->state(), TcpState::TimeWait);
+  EXPECT_EQ(log.of(0), (std::vector<TcpState>{TcpState::Established, TcpState::FinWait1,
+                                              TcpState::FinWait2, TcpState::TimeWait}));
+  EXPECT_EQ(log.of(1), (std::vector<TcpState>{TcpState::Established, TcpState::CloseWait,
+                                              TcpState::LastAck, TcpState::Closed}));
+  // TIME-WAIT lasts 2 * MSL.
+  TimePoint entered = hosts.timers.now();
+  ASSERT_TRUE(run_logged(hosts, log, [&] { return client->state() == TcpState::Closed; }));
+  EXPECT_GE(hosts.timers.now() - entered, 2 * 1s - 10ms);
+  EXPECT_EQ(client->error(), TcpError::None);
+  EXPECT_EQ(hosts.a->tcp().connection_count(), 0u);
+  EXPECT_EQ(hosts.b->tcp().connection_count(), 0u);
+}
+
+TEST(TcpStates, SimultaneousOpen) {
+  TwoHosts hosts;
+  hosts.a->arp().learn(ip_of(2), mac_of(2));
+  hosts.b->arp().learn(ip_of(1), mac_of(1));
+  auto x = hosts.a->tcp().connect(ip_of(2), 6000, 5000);
+  auto y = hosts.b->tcp().connect(ip_of(1), 5000, 6000);
+  ASSERT_TRUE(x && y);
+  StateLog log;
+  log.watch(x);
+  log.watch(y);
+  ASSERT_TRUE(run_logged(hosts, log, [&] { return x->established() && y->established(); }));
+  std::vector<TcpState> expected{TcpState::SynSent, TcpState::SynReceived, TcpState::Established};
+  EXPECT_EQ(log.of(0), expected);
+  EXPECT_EQ(log.of(1), expected);
+  BufferList hello;
+  hello.append_copy("hello");
+  EXPECT_EQ(x->send(hello), 5u);
+  ASSERT_TRUE(hosts.run_until([&] { return y->readable_bytes() == 5; }));
+  EXPECT_EQ(y->read().to_string(), "hello");
+}
+
+TEST(TcpStates, SimultaneousClose) {
+  TwoHosts hosts(5, quick_settings());
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  StateLog log;
+  log.watch(client);
+  log.watch(server);
+  client->close();
+  server->close();
+  ASSERT_TRUE(run_logged(hosts, log, [&] { return client->state() == TcpState::Closed &&
+                                                  server->state() == TcpState::Closed; }));
+  std::vector<TcpState> expected{TcpState::Established, TcpState::FinWait1, TcpState::Closing,
+                                 TcpState::TimeWait, TcpState::Closed};
+  EXPECT_EQ(log.of(0), expected);
+  EXPECT_EQ(log.of(1), expected);
+}
+
+TEST(TcpStates, TimeWaitAcknowledgesRetransmittedFin) {
+  TwoHosts hosts(9, quick_settings());
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  std::vector<SeenSegment> seen;
+  bool dropped_last_ack = false;
+  // Drop the client's ACK of the server's FIN once, so the server retransmits its FIN.
+  record_segments(hosts, seen, [&](const SeenSegment& s) {
+    if (s.from == 0 && client->state() == TcpState::TimeWait && !dropped_last_ack) {
+      dropped_last_ack = true;
+      return true;
+    }
+    return false;
+  });
+  client->close();
+  hosts.run_until([&] { return server->state() == TcpState::CloseWait; });
+  server->close();
+  ASSERT_TRUE(hosts.run_until([&] { return server->state() == TcpState::Closed; }, 10s));
+  EXPECT_TRUE(dropped_last_ack);
+  size_t fins_from_server = std::count_if(seen.begin(), seen.end(), [](const SeenSegment& s) {
+    return s.from == 1 && s.header.has(kTcpFin);
+  });
+  EXPECT_EQ(fins_from_server, 2u);
+  EXPECT_EQ(server->error(), TcpError::None);
+  EXPECT_EQ(client->state(), TcpState::TimeWait);
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpStates, ConnectToClosedPortIsRefused) {
+  TwoHosts hosts;
+  auto client = hosts.a->tcp().connect(ip_of(2), 81);
+  ASSERT_TRUE(hosts.run_until([&] { return client->state() == TcpState::Closed; }));
+  EXPECT_EQ(client->error(), TcpError::Refused);
+  EXPECT_EQ(hosts.b->stats().tcp_rst_sent, 1u);
+}
+
+TEST(TcpStates, CloseWithUnreadDataResets) {
+  TwoHosts hosts;
+  auto [client, server] = connect_pair(hosts);
+  BufferList data = pattern(0, 1000);
+  client->send(data);
+  ASSERT_TRUE(hosts.run_until([&] { return server->readable_bytes() == 1000; }));
+  server->close();  // RFC 9293 §3.10.4: unread data -> RST
+  EXPECT_EQ(server->state(), TcpState::Closed);
+  ASSERT_TRUE(hosts.run_until([&] { return client->state() == TcpState::Closed; }));
+  EXPECT_EQ(client->error(), TcpError::Reset);
+}
+
+class Rfc5961 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::tie(client, server) = connect_pair(hosts);
+    ASSERT_TRUE(client && server);
+    hosts.run_for(100ms);
+    record_segments(hosts, seen);
+    // The server's next sequence number is what the client expects.
+    BufferList probe = pattern(0, 10);
+    server->send(probe);
+    hosts.run_until([&] { return client->readable_bytes() == 10; });
+    client->read();
+    hosts.run_for(100ms);
+    for (auto it = seen.rbegin(); it != seen.rend(); ++it)
+      if (it->from == 1) {
+        server_next = it->header.seq + static_cast<uint32_t>(it->payload);
+        client_ack_point = it->header.ack;
+        if (it->header.options.timestamp) server_tsval = it->header.options.timestamp->first;
+        break;
+      }
+    seen.clear();
+  }
+  TcpHeader from_server(uint8_t flags, uint32_t seq) {
+    TcpHeader h;
+    h.source_port = server->tuple().local_port;
+    h.destination_port = client->tuple().local_port;
+    h.seq = seq;
+    h.ack = client_ack_point;
+    h.flags = flags;
+    h.window = 1000;
+    return h;
+  }
+  size_t acks_from_client() {
+    return std::count_if(seen.begin(), seen.end(), [](const SeenSegment& s) {
+      return s.from == 0 && s.header.has(kTcpAck) && !s.header.has(kTcpRst) && s.payload == 0;
+    });
+  }
+  TwoHosts hosts{11};
+  std::shared_ptr<TcpConnection> client, server;
+  std::vector<SeenSegment> seen;
+  uint32_t server_next = 0, client_ack_point = 0, server_tsval = 0;
+};
+
+TEST_F(Rfc5961, InWindowRstGetsChallengeAck) {
+  hosts.a->receive(craft_to_a(from_server(kTcpRst, server_next + 100)));
+  hosts.run_for(10ms);
+  EXPECT_EQ(client->state(), TcpState::Established);
+  EXPECT_EQ(hosts.a->stats().tcp_challenge_acks, 1u);
+  EXPECT_EQ(acks_from_client(), 1u);
+}
+
+TEST_F(Rfc5961, OutOfWindowRstIsDropped) {
+  hosts.a->receive(craft_to_a(from_server(kTcpRst, server_next + (64u << 20))));
+  hosts.run_for(10ms);
+  EXPECT_EQ(client->state(), TcpState::Established);
+  EXPECT_EQ(hosts.a->stats().tcp_dropped_out_of_window, 1u);
+  EXPECT_EQ(acks_from_client(), 0u);
+}
+
+TEST_F(Rfc5961, ExactRstResets) {
+  hosts.a->receive(craft_to_a(from_server(kTcpRst, server_next)));
+  EXPECT_EQ(client->state(), TcpState::Closed);
+  EXPECT_EQ(client->error(), TcpError::Reset);
+}
+
+TEST_F(Rfc5961, SynInEstablishedGetsChallengeAck) {
+  hosts.a->receive(craft_to_a(from_server(kTcpSyn, server_next + 5)));
+  hosts.run_for(10ms);
+  EXPECT_EQ(client->state(), TcpState::Established);
+  EXPECT_EQ(hosts.a->stats().tcp_challenge_acks, 1u);
+}
+
+TEST_F(Rfc5961, AckOfUnsentDataIsAnsweredAndDropped) {
+  TcpHeader h = from_server(kTcpAck, server_next);
+  h.ack = client_ack_point + 100000;
+  hosts.a->receive(craft_to_a(h, "data"));
+  hosts.run_for(10ms);
+  EXPECT_EQ(client->readable_bytes(), 0u);  // the segment was dropped, its data too
+  EXPECT_EQ(acks_from_client(), 1u);
+  EXPECT_EQ(client->state(), TcpState::Established);
+}
+
+TEST_F(Rfc5961, OldAckBeyondMaxWindowIsChallenged) {
+  TcpHeader h = from_server(kTcpAck, server_next);
+  h.ack = client_ack_point - (1u << 30);
+  hosts.a->receive(craft_to_a(h, "data"));
+  EXPECT_EQ(hosts.a->stats().tcp_challenge_acks, 1u);
+  EXPECT_EQ(client->readable_bytes(), 0u);
+}
+
+TEST_F(Rfc5961, DataOutsideWindowDroppedAndAcked) {
+  hosts.a->receive(craft_to_a(from_server(kTcpAck, server_next + (64u << 20)), "far away"));
+  hosts.run_for(10ms);
+  EXPECT_EQ(hosts.a->stats().tcp_dropped_out_of_window, 1u);
+  EXPECT_EQ(acks_from_client(), 1u);
+  EXPECT_EQ(client->readable_bytes(), 0u);
+}
+
+TEST_F(Rfc5961, PawsDropsOldTimestamp) {
+  ASSERT_TRUE(client->timestamps_enabled());
+  TcpHeader h = from_server(kTcpAck, server_next);
+  h.options.timestamp = std::make_pair(server_tsval - 1000, 0u);  // older than TS.Recent
+  hosts.a->receive(craft_to_a(h, "stale"));
+  hosts.run_for(10ms);
+  EXPECT_EQ(hosts.a->stats().tcp_dropped_paws, 1u);  // RFC 7323 §5.3 R1
+  EXPECT_EQ(client->readable_bytes(), 0u);
+  EXPECT_EQ(acks_from_client(), 1u);
+  h.options.timestamp = std::make_pair(server_tsval + 1, 0u);  // current: accepted
+  hosts.a->receive(craft_to_a(h, "fresh"));
+  EXPECT_EQ(client->read().to_string(), "fresh");
+}
+
+TEST_F(Rfc5961, MalformedSegmentsAreCounted) {
+  Packet bad = craft_to_a(from_server(kTcpAck, server_next), "payload");
+  std::string bytes = bad.data.to_string();
+  bytes.back() ^= 0x55;  // breaks the TCP checksum
+  Packet p;
+  p.data.append_copy(bytes);
+  hosts.a->receive(std::move(p));
+  EXPECT_EQ(hosts.a->stats().tcp_bad_checksum, 1u);
+  TcpHeader h = from_server(kTcpSyn | kTcpFin, server_next);
+  hosts.a->receive(craft_to_a(h));
+  EXPECT_EQ(hosts.a->stats().rx_malformed_tcp, 1u);
+  EXPECT_EQ(client->state(), TcpState::Established);
+}
+
+}  // namespace
+}  // namespace bypass::inet::test

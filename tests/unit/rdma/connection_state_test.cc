@@ -1,0 +1,73 @@
+// The connection life cycle rules, and the transport's behaviour on a machine without RDMA.
+#include "stack/rdma/connection_state.h"
+
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+
+#include <string>
+
+#include "config/config.h"
+#include "stack/network_stack.h"
+
+namespace bypass::rdma {
+namespace {
+
+using S = ConnState;
+constexpr S kAll[] = {S::Connecting, S::Handshaking, S::Established, S::Draining, S::Failed, S::Destroyed};
+
+TEST(ConnectionState, HappyPathAndTeardown) {
+  EXPECT_TRUE(transition_allowed(S::Connecting, S::Handshaking));
+  EXPECT_TRUE(transition_allowed(S::Handshaking, S::Established));
+  EXPECT_TRUE(transition_allowed(S::Established, S::Draining));
+  EXPECT_TRUE(transition_allowed(S::Draining, S::Destroyed));
+  EXPECT_TRUE(transition_allowed(S::Established, S::Failed));
+  EXPECT_TRUE(transition_allowed(S::Failed, S::Destroyed));
+}
+
+TEST(ConnectionState, NoShortcutsAndNoResurrection) {
+  EXPECT_FALSE(transition_allowed(S::Connecting, S::Established)) << "no data before the handshake";
+  EXPECT_FALSE(transition_allowed(S::Established, S::Destroyed)) << "must drain first";
+  EXPECT_FALSE(transition_allowed(S::Failed, S::Established));
+  EXPECT_FALSE(transition_allowed(S::Draining, S::Established));
+  for (S to : kAll) EXPECT_FALSE(transition_allowed(S::Destroyed, to)) << to_string(to);
+  for (S s : kAll) EXPECT_FALSE(transition_allowed(s, s)) << to_string(s);
+}
+
+TEST(ConnectionState, EveryLiveStateCanFailAndOnlyEstablishedSends) {
+  for (S s : {S::Connecting, S::Handshaking, S::Established, S::Draining})
+    EXPECT_TRUE(transition_allowed(s, S::Failed)) << to_string(s);
+  for (S s : kAll) EXPECT_EQ(can_send(s), s == S::Established) << to_string(s);
+}
+
+TEST(RdmaWithoutDevice, StackCreationFailsWithAClearMessage) {
+  int count = 0;
+  ibv_device** list = ibv_get_device_list(&count);
+  if (list) ibv_free_device_list(list);
+  if (count > 0) GTEST_SKIP() << "an RDMA device is present; covered by the rdma suite";
+  config::Config conf;
+  conf.set("ms.type", "rdma");
+  try {
+    NetworkStack::create(conf);
+    FAIL() << "rdma stack created without a device";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ms.type=rdma"), std::string::npos) << what;
+    EXPECT_NE(what.find("no RDMA device"), std::string::npos) << what;
+  }
+}
+
+TEST(RdmaWithoutDevice, UnknownDeviceNameIsRejected) {
+  config::Config conf;
+  conf.set("ms.type", "rdma");
+  conf.set("rdma.device", "nosuchdev9");
+  try {
+    NetworkStack::create(conf);
+    FAIL() << "rdma stack created for a device that does not exist";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("nosuchdev9"), std::string::npos) << what;  // names the device...
+  }
+}
+
+}  // namespace
+}  // namespace bypass::rdma

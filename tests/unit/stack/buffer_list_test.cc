@@ -1,0 +1,256 @@
+#include "stack/buffer_list.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+
+namespace bypass {
+namespace {
+
+std::string pattern(size_t n, char seed = 'a') {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(seed + i % 23);
+  return s;
+}
+
+// Three segments of different storage: "hello", " big ", "world".
+BufferList three_segments() {
+  BufferList bl;
+  bl.append(BufferSegment::copy_of("hello", 5));
+  bl.append(BufferSegment::copy_of(" big ", 5));
+  bl.append(BufferSegment::copy_of("world", 5));
+  return bl;
+}
+
+TEST(BufferList, AppendSharesSegmentsAndCopyCopiesBytes) {
+  BufferSegment seg = BufferSegment::copy_of("abc", 3);
+  BufferList bl;
+  bl.append(seg);
+  EXPECT_EQ(seg.use_count(), 2);
+  EXPECT_EQ(bl.segments().front().data(), seg.data());
+  bl.append_copy("defg");
+  EXPECT_EQ(bl.length(), 7u);
+  EXPECT_EQ(bl.to_string(), "abcdefg");
+  // Small copies share one tail block.
+  for (int i = 0; i < 100; ++i) bl.append_copy("x");
+  EXPECT_EQ(bl.segment_count(), 2u);
+  EXPECT_EQ(bl.length(), 107u);
+  EXPECT_TRUE(bl.contents_equal("abcdefg" + std::string(100, 'x')));
+}
+
+TEST(BufferList, AppendCopyLargerThanABlockSpillsIntoNewBlocks) {
+  BufferList bl;
+  const std::string big = pattern(3 * BufferList::append_block + 17);
+  bl.append_copy("z");
+  bl.append_copy(big);
+  EXPECT_EQ(bl.length(), big.size() + 1);
+  EXPECT_EQ(bl.to_string(), "z" + big);
+}
+
+TEST(BufferList, AppendHoleIsWritableAndContiguous) {
+  BufferList bl;
+  bl.append_copy("head");
+  char* hole = bl.append_hole(10);
+  ASSERT_NE(hole, nullptr);
+  std::memcpy(hole, "0123456789", 10);
+  char* big = bl.append_hole(2 * BufferList::append_block);
+  std::memset(big, 'q', 2 * BufferList::append_block);
+  EXPECT_EQ(bl.to_string(), "head0123456789" + std::string(2 * BufferList::append_block, 'q'));
+  EXPECT_EQ(bl.append_hole(0), nullptr);
+}
+
+TEST(BufferList, TailRoomIsNotSharedBetweenCopies) {
+  BufferList original;
+  original.append_copy("shared");
+  BufferList copy = original;
+  BufferList assigned;
+  assigned = original;
+  original.append_copy("-original");
+  copy.append_copy("-copy");
+  assigned.append_copy("-assigned");
+  EXPECT_EQ(original.to_string(), "shared-original");
+  EXPECT_EQ(copy.to_string(), "shared-copy");
+  EXPECT_EQ(assigned.to_string(), "shared-assigned");
+  // A sub-list or spliced-out part must not scribble into the source's tail room either.
+  BufferList part = original.sub(0, 6);
+  part.append_copy("!");
+  EXPECT_EQ(original.to_string(), "shared-original");
+  BufferList front;
+  original.splice_front(6, front);
+  front.append_copy("?");
+  EXPECT_EQ(front.to_string(), "shared?");
+  EXPECT_EQ(original.to_string(), "-original");
+}
+
+TEST(BufferList, TrimFrontAcrossSegments) {
+  BufferList bl = three_segments();
+  bl.trim_front(3);
+  EXPECT_EQ(bl.to_string(), "lo big world");
+  bl.trim_front(2);  // exactly a segment boundary
+  EXPECT_EQ(bl.segment_count(), 2u);
+  EXPECT_EQ(bl.to_string(), " big world");
+  bl.trim_front(7);
+  EXPECT_EQ(bl.to_string(), "rld");
+  EXPECT_THROW(bl.trim_front(4), std::out_of_range);
+  bl.trim_front(3);
+  EXPECT_TRUE(bl.empty());
+  EXPECT_EQ(bl.segment_count(), 0u);
+}
+
+TEST(BufferList, TruncateKeepsAPrefix) {
+  BufferList bl = three_segments();
+  bl.truncate(12);
+  EXPECT_EQ(bl.to_string(), "hello big wo");
+  bl.truncate(10);  // on a boundary
+  EXPECT_EQ(bl.segment_count(), 2u);
+  EXPECT_EQ(bl.to_string(), "hello big ");
+  bl.truncate(100);  // longer than the list: no change
+  EXPECT_EQ(bl.length(), 10u);
+  bl.truncate(0);
+  EXPECT_TRUE(bl.empty());
+  // Appending after a truncate must not resurrect the dropped bytes.
+  BufferList tail;
+  tail.append_copy("abcdef");
+  tail.truncate(3);
+  tail.append_copy("XY");
+  EXPECT_EQ(tail.to_string(), "abcXY");
+}
+
+TEST(BufferList, SpliceFrontMovesViewsWithoutCopying) {
+  BufferList bl = three_segments();
+  const char* world = bl.segments().back().data();
+  BufferList out;
+  out.append_copy(">");
+  bl.splice_front(7, out);
+  EXPECT_EQ(out.to_string(), ">hello b");
+  EXPECT_EQ(bl.to_string(), "ig world");
+  EXPECT_EQ(bl.segments().back().data(), world);
+  EXPECT_THROW(bl.splice_front(9, out), std::out_of_range);
+  bl.splice_front(bl.length(), out);
+  EXPECT_TRUE(bl.empty());
+  EXPECT_EQ(out.to_string(), ">hello big world");
+}
+
+TEST(BufferList, SubViewsARange) {
+  BufferList bl = three_segments();
+  EXPECT_EQ(bl.sub(3, 9).to_string(), "lo big wo");
+  EXPECT_EQ(bl.sub(3, 9).segment_count(), 3u);
+  EXPECT_EQ(bl.sub(5, 5).segment_count(), 1u);
+  EXPECT_EQ(bl.sub(5, 5).segments().front().data(), bl.segments()[1].data());
+  EXPECT_TRUE(bl.sub(15, 0).empty());
+  EXPECT_THROW(bl.sub(10, 6), std::out_of_range);
+}
+
+TEST(BufferList, CopyOutAndContentsEqual) {
+  BufferList bl = three_segments();
+  char buf[8] = {};
+  bl.copy_out(4, 7, buf);
+  EXPECT_EQ(std::string(buf, 7), "o big w");
+  EXPECT_THROW(bl.copy_out(10, 6, buf), std::out_of_range);
+  BufferList flat;
+  flat.append_copy("hello big world");
+  EXPECT_TRUE(bl.contents_equal(flat));
+  EXPECT_FALSE(bl.contents_equal("hello big worle"));
+  EXPECT_FALSE(bl.contents_equal("hello"));
+}
+
+TEST(BufferList, CStrFlattensOnlyWhenNeeded) {
+  BufferList one;
+  one.append_copy("single");
+  const char* before = one.segments().front().data();
+  EXPECT_EQ(one.c_str(), before);
+  BufferList bl = three_segments();
+  char* flat = bl.c_str();
+  EXPECT_EQ(bl.segment_count(), 1u);
+  EXPECT_EQ(std::string(flat, bl.length()), "hello big world");
+  BufferList empty;
+  EXPECT_EQ(empty.c_str(), nullptr);
+}
+
+TEST(BufferList, ToIovecFromAnOffset) {
+  BufferList bl = three_segments();
+  struct iovec iov[8];
+  ASSERT_EQ(bl.to_iovec(iov, 8), 3);
+  EXPECT_EQ(iov[0].iov_len, 5u);
+  ASSERT_EQ(bl.to_iovec(iov, 8, 7), 2);
+  EXPECT_EQ(std::string(static_cast<char*>(iov[0].iov_base), iov[0].iov_len), "ig ");
+  EXPECT_EQ(std::string(static_cast<char*>(iov[1].iov_base), iov[1].iov_len), "world");
+  ASSERT_EQ(bl.to_iovec(iov, 1, 0), 1);
+  EXPECT_EQ(bl.to_iovec(iov, 8, 15), 0);
+}
+
+TEST(BufferList, WrapReleaseRunsExactlyOnceWhenTheLastViewGoes) {
+  static char storage[64] = "foreign memory owned by a transport";
+  int releases = 0;
+  {
+    BufferList a;
+    a.append(BufferSegment::wrap(storage, 35, [&] { ++releases; }));
+    EXPECT_EQ(releases, 0);
+    BufferList b = a;
+    BufferList part = a.sub(8, 6);
+    a.clear();
+    EXPECT_EQ(releases, 0);
+    b.trim_front(35);
+    EXPECT_EQ(releases, 0);
+    EXPECT_EQ(part.to_string(), "memory");
+  }
+  EXPECT_EQ(releases, 1);
+  // borrow() never releases and never frees.
+  BufferList borrowed;
+  borrowed.append(BufferSegment::borrow(storage, 7));
+  EXPECT_EQ(borrowed.to_string(), "foreign");
+}
+
+TEST(BufferList, MoveLeavesTheSourceEmpty) {
+  BufferList a = three_segments();
+  BufferList b = std::move(a);
+  EXPECT_EQ(b.to_string(), "hello big world");
+  EXPECT_TRUE(a.empty());  // NOLINT(bugprone-use-after-move): documented state
+  BufferList c;
+  c.append_copy("<");
+  c.append(std::move(b));
+  EXPECT_EQ(c.to_string(), "<hello big world");
+  EXPECT_TRUE(b.empty());  // NOLINT(bugprone-use-after-move)
+  c.prepend(BufferSegment::copy_of("[", 1));
+  EXPECT_EQ(c.to_string(), "[<hello big world");
+}
+
+TEST(BufferList, AppendingAListToItselfDoublesIt) {
+  BufferList bl = three_segments();
+  bl.append(bl);
+  EXPECT_EQ(bl.to_string(), "hello big worldhello big world");
+  EXPECT_EQ(bl.segment_count(), 6u);
+}
+
+TEST(BufferList, Crc32cKnownVectors) {
+  // CRC-32C check value (RFC 3720 B.4 / the "123456789" catalogue value) with the usual
+  // pre- and post-inversion done by the caller.
+  EXPECT_EQ(crc32c(0xFFFFFFFFu, "123456789", 9) ^ 0xFFFFFFFFu, 0xE3069283u);
+  // RFC 3720 B.4: 32 bytes of zeros -> 0x8A9136AA.
+  const unsigned char zeros[32] = {};
+  EXPECT_EQ(crc32c(0xFFFFFFFFu, zeros, 32) ^ 0xFFFFFFFFu, 0x8A9136AAu);
+  unsigned char ones[32];
+  std::memset(ones, 0xFF, sizeof(ones));
+  EXPECT_EQ(crc32c(0xFFFFFFFFu, ones, 32) ^ 0xFFFFFFFFu, 0x62A8AB43u);
+  EXPECT_EQ(crc32c(1234u, nullptr, 0), 1234u);
+}
+
+TEST(BufferList, ChainedCrcOverSegmentsEqualsFlatCrc) {
+  const std::string flat = pattern(10'000);
+  BufferList bl;
+  size_t at = 0;
+  for (size_t piece : {1u, 7u, 4096u, 3u, 999u, 2000u}) {
+    bl.append(BufferSegment::copy_of(flat.data() + at, piece));
+    at += piece;
+  }
+  bl.append_copy(flat.data() + at, flat.size() - at);
+  ASSERT_EQ(bl.to_string(), flat);
+  for (uint32_t seed : {0u, 0xFFFFFFFFu, 0x12345678u}) {
+    EXPECT_EQ(bl.crc32c(seed), crc32c(seed, flat.data(), flat.size())) << "seed " << seed;
+  }
+  EXPECT_NE(bl.crc32c(0), bl.sub(1, flat.size() - 1).crc32c(0));
+}
+
+}  // namespace
+}  // namespace bypass

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): bypass-pmd `fwd txonly` -> `fwd rxonly` over a memif pair, next to
+# dpdk-testpmd run the same way, at 64 B and 1500 B. Each process gets its own CPU (receiver on
+# CPU $RX_CPU, sender on CPU $TX_CPU). The rate is the median of the receiver's per-second rx
+# figures, steady seconds only. Goal: bypass-pmd >= 0.9x testpmd.
+#
+#   tools/bench/pmd-vs-testpmd.sh [BUILD_DIR]     (default build/release; needs root, dpdk-testpmd
+#                                                 from Debian's dpdk-dev for the comparison column)
+#   SECONDS_PER_RUN=8 SIZES="64 1500" RX_CPU=0 TX_CPU=1 to change the run
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build/release}
+tool=$build/tools/bypass-pmd/bypass-pmd
+seconds=${SECONDS_PER_RUN:-8}
+sizes=${SIZES:-64 1500}
+rx_cpu=${RX_CPU:-0}
+tx_cpu=${TX_CPU:-1}
+testpmd=$(command -v dpdk-testpmd || true)
+work=$(mktemp -d /tmp/pmd-bench.XXXXXX)
+pids=()
+
+cleanup() {
+  for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+  sleep 0.5
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ ! -x "$tool" ]; then
+  echo "building bypass-pmd in $build (release)" >&2
+  [ -f "$build/build.ninja" ] || meson setup "$build" --buildtype=release >/dev/null
+  ninja -C "$build" -j2 tools/bypass-pmd/bypass-pmd >/dev/null
+fi
+
+# Median of the numbers on stdin, skipping the first two (ramp-up) and zeros.
+median() {
+  /usr/bin/python3 -c '
+import sys, statistics
+v = [float(x) for x in sys.stdin.read().split()][2:]
+v = [x for x in v if x > 0]
+print(f"{statistics.median(v):.2f}" if v else "0.00")'
+}
+
+run_bypass() {  # size -> Mpps
+  local size=$1 sock=/run/pmd-bench-bypass-$$.sock
+  timeout $((seconds + 30)) "$tool" --set ms.workers=1 --set ms.cpus="$rx_cpu" --set dpdk.link_wait=20s \
+    --vdev "net_memif0,role=server,socket=$sock" fwd rxonly --duration $((seconds + 3))s \
+    >"$work/bypass-rx.txt" 2>"$work/bypass-rx.err" &
+  local rx=$!
+  pids+=("$rx")
+  sleep 1
+  timeout $((seconds + 30)) "$tool" --set ms.workers=1 --set ms.cpus="$tx_cpu" --set dpdk.link_wait=20s \
+    --vdev "net_memif0,role=client,socket=$sock" fwd txonly --size "$size" --duration "${seconds}s" \
+    >"$work/bypass-tx.txt" 2>"$work/bypass-tx.err" || { echo "bypass-pmd txonly failed:" >&2; tail -3 "$work/bypass-tx.err" >&2; }
+  wait "$rx" || { echo "bypass-pmd rxonly failed:" >&2; tail -3 "$work/bypass-rx.err" >&2; }
+  grep -E '^port 0: rx' "$work/bypass-rx.txt" | awk '{print $4}' | median
+}
+
+run_testpmd() {  # size -> Mpps (testpmd needs two lcores: they share the process's CPU)
+  local size=$1 sock=/run/pmd-bench-testpmd-$$.sock
+  [ -n "$testpmd" ] || { echo "n/a"; return; }
+  timeout -s INT $((seconds + 4)) "$testpmd" --lcores="0@$rx_cpu,1@$rx_cpu" --in-memory --no-pci \
+    --vdev "net_memif0,role=server,socket=$sock" -- --forward-mode=rxonly --stats-period=1 \
+    </dev/null >"$work/testpmd-rx.txt" 2>&1 &
+  local rx=$!
+  pids+=("$rx")
+  sleep 1
+  timeout -s INT $((seconds + 1)) "$testpmd" --lcores="0@$tx_cpu,1@$tx_cpu" --in-memory --no-pci \
+    --vdev "net_memif0,role=client,socket=$sock" -- --forward-mode=txonly --txpkts="$size" --stats-period=1 \
+    </dev/null >"$work/testpmd-tx.txt" 2>&1 || true
+  wait "$rx" || true
+  grep -E 'Rx-pps:' "$work/testpmd-rx.txt" | awk '{print $2 / 1e6}' | median
+}
+
+printf "%-8s %-18s %-18s %s\n" "size" "bypass-pmd Mpps" "dpdk-testpmd Mpps" "ratio"
+for size in $sizes; do
+  ours=$(run_bypass "$size")
+  theirs=$(run_testpmd "$size")
+  ratio=$(/usr/bin/python3 -c "import sys; a, b = sys.argv[1], sys.argv[2]; print(f'{float(a)/float(b):.2f}x' if b not in ('n/a', '0.00') else 'n/a')" "$ours" "$theirs")
+  printf "%-8s %-18s %-18s %s\n" "${size}B" "$ours" "$theirs" "$ratio"
+done
+[ -n "$testpmd" ] || echo "(dpdk-testpmd not found: apt-get install dpdk-dev for the comparison)"

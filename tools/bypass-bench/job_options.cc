@@ -1,0 +1,73 @@
+#include "tools/bypass-bench/job_options.h"
+
+#include <map>
+
+namespace bypass::bench {
+
+EchoJobOptions EchoJobOptions::from_config(const config::Config& conf) {
+  EchoJobOptions opts;
+  opts.message_size = conf.get_size("bench.message_size");
+  opts.connections = static_cast<int>(conf.get_int("bench.connections"));
+  opts.depth = static_cast<int>(conf.get_int("bench.iodepth"));
+  opts.duration = conf.get_duration("bench.duration");
+  return opts;
+}
+
+EchoJobOptions parse_echo_flags(const std::vector<std::string>& args, config::Config& conf) {
+  static const std::map<std::string, std::string, std::less<>> kShorthands = {
+      {"--size", "bench.message_size"},
+      {"--connections", "bench.connections"},
+      {"--depth", "bench.iodepth"},
+      {"--duration", "bench.duration"},
+  };
+  std::string addr_text = "127.0.0.1:0";
+  std::string json_path;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string value;
+    bool has_value = false;
+    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+      has_value = true;
+    }
+    const bool known = kShorthands.count(flag) != 0 || flag == "--addr" || flag == "--json";
+    if (!known) {
+      throw config::ConfigError("echo: unknown argument '" + args[i] + "' (see bypass-bench --help)");
+    }
+    if (!has_value) {
+      if (i + 1 >= args.size()) throw config::ConfigError("echo: " + flag + " needs a value");
+      value = args[++i];
+    }
+    if (auto it = kShorthands.find(flag); it != kShorthands.end()) {
+      conf.set(it->second, value, flag);
+    } else if (flag == "--addr") {
+      addr_text = value;
+    } else {
+      json_path = value;
+    }
+  }
+  EchoJobOptions opts = EchoJobOptions::from_config(conf);
+  if (!SocketAddress::parse(addr_text, &opts.listen_address)) {
+    throw config::ConfigError("echo: --addr: '" + addr_text +
+                              "' is not IPv4:port or [IPv6]:port (e.g. 127.0.0.1:0)");
+  }
+  opts.json_path = json_path;
+  return opts;
+}
+
+const char* echo_usage() {
+  return "usage: bypass-bench echo [-c FILE] [--set key=value]... [--size 4K] [--connections N]\n"
+         "                         [--depth N] [--duration 5s] [--addr 127.0.0.1:0] [--json FILE]\n"
+         "\n"
+         "Runs an echo server and a ping-pong client in this process, each on its own NetworkStack\n"
+         "of the configured transport (ms.type, ms.workers). Every connection keeps --depth messages\n"
+         "of --size bytes in flight for --duration; prints progress each second, then messages/s,\n"
+         "MB/s (message bytes one way), latency percentiles and CPU time.\n"
+         "  --size         bench.message_size   --connections  bench.connections\n"
+         "  --depth        bench.iodepth        --duration     bench.duration\n"
+         "  --addr         server listen address (port 0 picks a free port)\n"
+         "  --json FILE    also write the results as JSON\n";
+}
+
+}  // namespace bypass::bench

@@ -1,0 +1,96 @@
+// bypass-bench: the benchmark tool. Subcommands are jobs; each reads its parameters from the
+// Config (defaults < -c YAML files < BYPASS_* environment < --set) plus a few flags of its own.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "config/cli.h"
+#include "config/config.h"
+#include "tools/bypass-bench/echo_job.h"
+#include "tools/bypass-bench/job_options.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: bypass-bench [-c FILE]... [--set key=value]... <command> [command options]\n"
+    "       bypass-bench --help | --help-options\n"
+    "\n"
+    "commands:\n"
+    "  echo    echo server + ping-pong client in one process (bypass-bench echo --help)\n"
+    "\n"
+    "common options:\n"
+    "  -c, --config FILE   load a YAML configuration (repeatable, later files win)\n"
+    "  --set key=value     set one option (highest priority; see --help-options)\n"
+    "  --help-options      list every option with its type, default and help\n";
+
+bool wants_help(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+int run_echo(const bypass::config::CommonArgs& common, const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << bypass::bench::echo_usage();
+    return 0;
+  }
+  bypass::config::Config conf = bypass::config::load_config(common);
+  const bypass::bench::EchoJobOptions options = bypass::bench::parse_echo_flags(args, conf);
+  std::ofstream json;
+  if (!options.json_path.empty()) {
+    // Open before the run so a bad path fails in a second, not after the whole benchmark.
+    json.open(options.json_path);
+    if (!json) {
+      std::cerr << "bypass-bench: --json: cannot write '" << options.json_path
+                << "': " << std::strerror(errno) << "\n";
+      return 1;
+    }
+  }
+  bypass::bench::EchoJob job(conf, options);
+  const bypass::bench::EchoResults results = job.run(std::cout);
+  bypass::bench::print_echo_results(results, std::cout);
+  if (json.is_open()) {
+    json << bypass::bench::echo_results_json(results, conf);
+    json.close();
+    if (!json) {
+      std::cerr << "bypass-bench: --json: writing '" << options.json_path << "' failed\n";
+      return 1;
+    }
+  }
+  return results.errors == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const bypass::config::CommonArgs common = bypass::config::parse_common_args(argc, argv);
+    if (common.help_options) {
+      std::cout << bypass::config::Registry::global().describe();
+      return 0;
+    }
+    if (common.rest.empty()) {
+      std::cerr << kUsage;
+      return 2;
+    }
+    const std::string& command = common.rest.front();
+    const std::vector<std::string> args(common.rest.begin() + 1, common.rest.end());
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (command == "echo") return run_echo(common, args);
+    std::cerr << "bypass-bench: unknown command '" << command << "'\n\n" << kUsage;
+    return 2;
+  } catch (const bypass::config::ConfigError& e) {
+    std::cerr << "bypass-bench: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "bypass-bench: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds an optimised tree, and runs the default benchmark.
+#   tools/run.sh                       default job
+#   tools/run.sh --set bench.duration=10s   extra arguments go to bypass-bench
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${BYPASS_RELEASE_BUILD:-build/release}
+
+tools/setup.sh build
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" --buildtype=release >"$root/.meson-release.log" 2>&1 || { tail -30 "$root/.meson-release.log" >&2; exit 1; }
+fi
+echo "run.sh: building $build"
+ninja -C "$build" >"$build/ninja.log" 2>&1 || { grep -E 'error' -A3 "$build/ninja.log" | head -60 >&2; echo "run.sh: build failed (log: $build/ninja.log)" >&2; exit 1; }
+exec "$build/tools/bypass-bench/bypass-bench" echo -c config/examples/posix-echo.yaml "$@"
