@@ -41,13 +41,6 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
-std::string unknown_option_message(const Registry& registry, std::string_view key) {
-  if (registry.is_section(key)) return "is a section, not an option";
-  std::string message = "unknown option";
-  if (auto near = registry.suggest(key)) message += "; did you mean '" + *near + "'?";
-  return message;
-}
-
 }  // namespace
 
 std::string Ipv4::to_string() const {
@@ -77,7 +70,7 @@ void Config::assign(const OptionSpec& spec, std::string_view text, const std::st
 
 void Config::set(std::string_view key, std::string_view value, const std::string& origin) {
   const OptionSpec* spec = registry_->find(key);
-  if (!spec) detail::throw_at(origin, key, unknown_option_message(*registry_, key));
+  if (!spec) detail::throw_at(origin, key, registry_->unknown_option_message(key));
   assign(*spec, value, origin, nullptr);
 }
 
@@ -116,7 +109,7 @@ void Config::apply_environment() {
 
 const Config::Value& Config::value(std::string_view name, OptionType expected) const {
   const OptionSpec* spec = registry_->find(name);
-  if (!spec) throw ConfigError(std::string(name) + ": " + unknown_option_message(*registry_, name));
+  if (!spec) throw ConfigError(std::string(name) + ": " + registry_->unknown_option_message(name));
   const bool string_like = expected == OptionType::String && spec->type == OptionType::Enum;
   if (spec->type != expected && !string_like)
     throw ConfigError(std::string(name) + ": is a " + option_type_name(spec->type) +
@@ -151,13 +144,13 @@ const std::vector<std::string>& Config::get_list(std::string_view name) const {
 
 const std::string& Config::origin(std::string_view name) const {
   const OptionSpec* spec = registry_->find(name);
-  if (!spec) throw ConfigError(std::string(name) + ": " + unknown_option_message(*registry_, name));
+  if (!spec) throw ConfigError(std::string(name) + ": " + registry_->unknown_option_message(name));
   return values_.find(name)->second->origin;
 }
 
 std::string Config::to_string(std::string_view name) const {
   const OptionSpec* spec = registry_->find(name);
-  if (!spec) throw ConfigError(std::string(name) + ": " + unknown_option_message(*registry_, name));
+  if (!spec) throw ConfigError(std::string(name) + ": " + registry_->unknown_option_message(name));
   return detail::format_option_value(*spec, values_.find(name)->second->parsed);
 }
 

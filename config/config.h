@@ -50,6 +50,9 @@ class Registry {
   std::optional<std::string> suggest(std::string_view name) const;
   // True when `prefix` names a section ("dpdk") that holds at least one option.
   bool is_section(std::string_view prefix) const;
+  // Why `name` is not an option, and what is allowed instead: the nearest known key when one is
+  // close, otherwise the options of its section (or the sections, when the section is unknown).
+  std::string unknown_option_message(std::string_view name) const;
   const std::vector<OptionSpec>& options() const { return options_; }
   // Human-readable listing for --help-options.
   std::string describe() const;

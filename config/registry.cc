@@ -88,6 +88,24 @@ std::optional<std::string> Registry::suggest(std::string_view name) const {
   return std::nullopt;
 }
 
+std::string Registry::unknown_option_message(std::string_view name) const {
+  if (is_section(name)) return "is a section, not an option";
+  if (auto near = suggest(name)) return "unknown option; did you mean '" + *near + "'?";
+  const size_t dot = name.rfind('.');
+  const std::string_view section = dot == std::string_view::npos ? std::string_view() : name.substr(0, dot);
+  std::string listed;
+  size_t count = 0;
+  for (const OptionSpec& spec : options_) {
+    const bool in_section = !section.empty() && spec.name.size() > section.size() &&
+                            spec.name.compare(0, section.size(), section) == 0 &&
+                            spec.name[section.size()] == '.';
+    if (!in_section) continue;
+    listed += (count++ ? ", " : "") + spec.name;
+  }
+  if (count > 0) return "unknown option (options in '" + std::string(section) + "': " + listed + ")";
+  return "unknown option (see --help-options for every option)";
+}
+
 void Registry::add(OptionSpec spec) {
   const std::string& name = spec.name;
   if (!valid_name(name))

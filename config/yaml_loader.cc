@@ -70,9 +70,7 @@ class YamlWalker {
       } else if (prefix.empty() && name.find('.') == std::string::npos) {
         detail::throw_at(location(origin_, key.Mark()), name, unknown_section_message(name));
       } else {
-        std::string message = "unknown option";
-        if (auto near = registry_.suggest(name)) message += "; did you mean '" + *near + "'?";
-        detail::throw_at(location(origin_, key.Mark()), name, message);
+        detail::throw_at(location(origin_, key.Mark()), name, registry_.unknown_option_message(name));
       }
     }
   }

@@ -109,7 +109,7 @@ void TcpConnection::close() {
 
 void TcpConnection::abort() {
   if (state_ == TcpState::Closed) return;
-  if (state_ != TcpState::SynSent && state_ != TcpState::TimeWait) send_rst(snd_nxt_);
+  if (state_ != TcpState::SynSent && state_ != TcpState::TimeWait) send_rst(snd_max_);
   terminate(TcpError::None);
 }
 
@@ -769,7 +769,12 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
 
 void TcpConnection::send_ack() {
   if (state_ == TcpState::Closed || state_ == TcpState::SynSent) return;
-  transmit(snd_nxt_, kTcpAck, {});
+  // A segment without data, SYN or FIN carries SND.MAX, not SND.NXT (as BSD's tcp_output does):
+  // after a retransmission timeout SND.NXT rewinds to SND.UNA, which may lie below the peer's
+  // RCV.NXT; an ACK sent there fails the peer's acceptability test (RFC 9293 §3.10.7.4) and its
+  // acknowledgment is discarded. If both sides rewind at once, neither ever learns of the other's
+  // progress and the connection stalls.
+  transmit(snd_max_, kTcpAck, {});
 }
 
 void TcpConnection::send_challenge_ack() {
@@ -844,7 +849,7 @@ void TcpConnection::on_retransmission_timeout() {
   }
   if (snd_una_ == snd_max_) return;
   if (backoff_ > settings_.max_retransmissions) {
-    send_rst(snd_nxt_);
+    send_rst(snd_max_);  // SND.MAX: see send_ack()
     return terminate(TcpError::TimedOut);
   }
   // RFC 5681 §3.1 eq. 4 and RFC 6582 §4: collapse the window, remember the recovery point.
@@ -875,7 +880,7 @@ void TcpConnection::on_keepalive_timeout() {
       state_ != TcpState::FinWait2)
     return;
   if (keepalive_probes_sent_ >= settings_.keepalive_probes) {
-    send_rst(snd_nxt_);
+    send_rst(snd_max_);  // SND.MAX: see send_ack()
     return terminate(TcpError::TimedOut);
   }
   // RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6: SEG.SEQ = SND.NXT - 1 with no data elicits an ACK.

@@ -102,6 +102,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint64_t retransmitted_bytes() const { return retransmitted_bytes_; }
   uint64_t timeouts() const { return timeouts_; }
   bool in_recovery() const { return in_recovery_; }
+  // Sequence space sent but not yet acknowledged (SND.MAX - SND.UNA).
+  uint32_t unacknowledged() const { return snd_max_ - snd_una_; }
 
  private:
   friend class TcpLayer;

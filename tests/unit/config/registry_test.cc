@@ -144,6 +144,12 @@ TEST(ConfigValues, EveryTypeRejectsBadValuesWithOriginAndRange) {
   EXPECT_EQ(set_error(c, "t.items", "a,,b"), "--set: t.items: 'a,,b' has an empty list item");
   EXPECT_EQ(set_error(c, "t.cont", "1"), "--set: t.cont: unknown option; did you mean 't.count'?");
   EXPECT_EQ(set_error(c, "t", "1"), "--set: t: is a section, not an option");
+  // No near match: the options of that section are what is allowed.
+  EXPECT_EQ(set_error(c, "t.zzzzzzzzzzzz", "1"),
+            "--set: t.zzzzzzzzzzzz: unknown option (options in 't': t.flag, t.count, t.buffer, "
+            "t.timeout, t.label, t.mode, t.addr, t.cpus, t.items)");
+  EXPECT_EQ(set_error(c, "nosuchsection.zzzzzzzzzzzz", "1"),
+            "--set: nosuchsection.zzzzzzzzzzzz: unknown option (see --help-options for every option)");
   // Failed assignments leave the previous values in place.
   EXPECT_EQ(c.get_int("t.count"), 3);
   EXPECT_EQ(c.origin("t.count"), "default");

@@ -176,6 +176,38 @@ TEST(TcpRecovery, RtoBacksOffExponentiallyAndGivesUp) {
   hosts.wire.tap = nullptr;
 }
 
+// Both directions carry a flight whose data arrives but whose pure ACKs are all lost, so both
+// sides time out together and rewind SND.NXT below what the peer has already received. The
+// ACKs they then exchange must still be acceptable to the peer (they carry SND.MAX): otherwise
+// each side discards the other's acknowledgment and the connection stalls for good.
+TEST(TcpRecovery, SimultaneousTimeoutsOnBothSidesStillConverge) {
+  TwoHosts hosts(43);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  std::vector<SeenSegment> seen;
+  const TimePoint lossy_until = hosts.timers.now() + 50ms;
+  record_segments(hosts, seen, [&](const SeenSegment& x) {
+    return x.payload == 0 && hosts.timers.now() < lossy_until;  // lose pure ACKs only, briefly
+  });
+  constexpr size_t kEach = 8 * 1448;  // within the initial window: one flight each way
+  BufferList from_client = pattern(0, kEach);
+  BufferList from_server = pattern(0, kEach);
+  client->send(from_client);
+  server->send(from_server);
+  uint64_t at_server = 0, at_client = 0;
+  const bool done = hosts.run_until([&] {
+    at_server += server->read().length();
+    at_client += client->read().length();
+    return at_server == kEach && at_client == kEach && client->unacknowledged() == 0 &&
+           server->unacknowledged() == 0;
+  }, 30s, 2'000'000);  // bounded: the stalled connection exchanges ACKs forever
+  EXPECT_TRUE(done) << "client acked " << client->unacknowledged() << " short, server "
+                    << server->unacknowledged() << " short";
+  EXPECT_GE(client->timeouts(), 1u);  // the scenario really had both sides time out
+  EXPECT_GE(server->timeouts(), 1u);
+  hosts.wire.tap = nullptr;
+}
+
 TEST(TcpRecovery, LostSynAckIsRetransmitted) {
   TwoHosts hosts(43);
   std::vector<SeenSegment> seen;
