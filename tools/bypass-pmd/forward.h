@@ -13,6 +13,10 @@
 
 namespace bypass::tools {
 
+// Generated frames carry Ethernet (14) + IPv4 (20) + UDP (8) headers: nothing shorter can be built.
+constexpr uint16_t kMinFrameBytes = 42;
+constexpr uint16_t kMaxFwdBurst = 512;  // mbuf pointers one burst holds on the stack
+
 enum class FwdMode { Io, Mac, RxOnly, TxOnly, FlowGen };
 FwdMode parse_fwd_mode(const std::string& name);  // throws std::invalid_argument
 const char* fwd_mode_name(FwdMode mode);
