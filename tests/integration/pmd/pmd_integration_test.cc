@@ -163,6 +163,20 @@ uint64_t summary_field(const std::string& json_lines, const std::string& field) 
   return std::stoull(json_lines.substr(value + key.size()));
 }
 
+// Waits (bounded) until a memif server listens on the abstract socket `path`: a client started
+// earlier fails at once, and a fixed sleep is not enough when the machine is busy.
+bool wait_for_memif_server(const std::string& path, Process& server) {
+  for (int i = 0; i < 400 && server.running(); ++i) {
+    std::ifstream unix_sockets("/proc/net/unix");
+    std::string line;
+    while (std::getline(unix_sockets, line))
+      if (line.size() > path.size() && line.compare(line.size() - path.size() - 1, std::string::npos, "@" + path) == 0)
+        return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 bool hugepages_free() {
   std::ifstream in("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
   unsigned long pages = 0;
@@ -338,7 +352,7 @@ TEST_P(WithAndWithoutHugepages, MemifForwardingCountersAgree) {
   Process server(tool(huge(), {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
                                "net_memif0,role=server,socket=" + socket, "--json", "fwd", "rxonly", "--duration", "8s"}),
                  std::chrono::seconds(60));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(wait_for_memif_server(socket, server)) << describe(server.wait());
   const Result client = run(tool(huge(), {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev",
                                           "net_memif0,role=client,socket=" + socket, "--json", "fwd", "txonly",
                                           "--size", "64", "--duration", "2s"}),
@@ -553,7 +567,7 @@ TEST(Forwarding, MemifFlowgenAgainstIoEchoCountersAgree) {
   Process echo(tool("yes", {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
                             "net_memif0,role=server,socket=" + socket, "--json", "fwd", "io", "--duration", "6s"}),
                std::chrono::seconds(60));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(wait_for_memif_server(socket, echo)) << describe(echo.wait());
   const Result gen = run(tool("yes", {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev",
                                       "net_memif0,role=client,socket=" + socket, "--json", "fwd", "flowgen", "--flows",
                                       "64", "--size", "128", "--duration", "2s"}),
