@@ -42,7 +42,8 @@ uint64_t number_arg(const std::string& flag, const std::string& text, uint64_t m
   uint64_t v = 0;
   size_t used = 0;
   // stoull would accept "-1" (wrapping) and leading blanks: only plain digits are a number here.
-  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (digits) {
     try {
       v = std::stoull(text, &used);
@@ -64,8 +65,8 @@ class Regex {
     if (rc != 0) {
       char reason[128];
       regerror(rc, &compiled_, reason, sizeof reason);
-      throw UsageError("xstats --filter: '" + pattern + "' is not a valid regular expression (POSIX extended, as grep -E): " +
-                       reason);
+      throw UsageError("xstats --filter: '" + pattern +
+                       "' is not a valid regular expression (POSIX extended, as grep -E): " + reason);
     }
   }
   ~Regex() { regfree(&compiled_); }
@@ -267,7 +268,8 @@ ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const co
   } else if (command.name == "fwd") {
     // A generated frame must fit in one mbuf after its headroom (txonly/flowgen build single-segment frames).
     const uint64_t data_room = config.get_size("dpdk.mbuf_size");
-    const uint64_t max_frame = std::min<uint64_t>(9000, data_room > RTE_PKTMBUF_HEADROOM ? data_room - RTE_PKTMBUF_HEADROOM : 0);
+    const uint64_t max_frame =
+        std::min<uint64_t>(9000, data_room > RTE_PKTMBUF_HEADROOM ? data_room - RTE_PKTMBUF_HEADROOM : 0);
     FwdOptions& options = command.fwd;
     while (parser.next(flag, value, {"--size", "--burst", "--flows", "--duration"}, positional)) {
       if (flag == "--size")

@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
       } else if (a == "--json") {
         json = true;
       } else if (a == "--vdev" || a.rfind("--vdev=", 0) == 0) {
-        if (a == "--vdev" && i + 1 >= common.rest.size()) throw bypass::tools::UsageError("--vdev: needs a device");
+        if (a == "--vdev" && i + 1 >= common.rest.size())
+          throw bypass::tools::UsageError("--vdev: needs a device, e.g. net_ring0 or net_tap0,iface=NAME");
         vdevs.push_back(a == "--vdev" ? common.rest[++i] : a.substr(7));
       } else if (a.rfind("-", 0) == 0) {
         throw bypass::tools::UsageError("unknown option '" + a +

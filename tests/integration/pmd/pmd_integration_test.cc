@@ -321,7 +321,8 @@ TEST_P(WithAndWithoutHugepages, RingPortComesUp) {
     EXPECT_TRUE(capable) << enabled.text << " enabled but not among the capabilities: " << r.out;
   }
   bool tso_fallback = false;
-  for (const JsonValue& f : port.at("fallbacks").items) tso_fallback |= f.text.find("tso: not supported by net_ring") == 0;
+  for (const JsonValue& f : port.at("fallbacks").items)
+    tso_fallback |= f.text.find("tso: not supported by net_ring") == 0;
   EXPECT_TRUE(tso_fallback) << r.out;
 }
 
@@ -483,12 +484,16 @@ TEST(BadInput, ArgumentsAreCheckedBeforeTheEalStarts) {
       {{"frobnicate"}, "unknown command 'frobnicate' (expected ports, stats, xstats, reset-stats, fwd, mempool, help)"},
       {{"--frobnicate", "ports"}, "unknown option '--frobnicate' (expected -c FILE, --set key=value"},
       {{"quit"}, "quit: only inside the interactive shell (-i)"},
+      {{"-i", "ports"}, "-i takes no command"},
+      {{"--json", "-i"}, "--json with -i: give --json to each command inside the shell"},
+      {{"ports", "--vdev"}, "ports: unknown option '--vdev' (it takes only --json)"},
       {{"ports", "--all"}, "ports: unknown option '--all' (it takes only --json)"},
       {{"mempool", "extra"}, "mempool: unexpected argument 'extra'"},
       {{"fwd"}, "fwd: needs a mode: io, mac, rxonly, txonly or flowgen"},
       {{"fwd", "sideways"}, "fwd: unknown mode 'sideways' (expected io, mac, rxonly, txonly or flowgen)"},
       {{"fwd", "io", "rxonly"}, "fwd: unexpected argument 'rxonly' after the mode"},
-      {{"fwd", "txonly", "--speed", "1"}, "fwd: unknown option '--speed' (expected --size, --burst, --flows, --duration"},
+      {{"fwd", "txonly", "--speed", "1"},
+       "fwd: unknown option '--speed' (expected --size, --burst, --flows, --duration"},
       {{"fwd", "txonly", "--size", "10"}, "fwd --size: '10' must be a whole number in 42..2048"},
       {{"fwd", "txonly", "--size", "100000"}, "fwd --size: '100000' must be a whole number in 42..2048"},
       {{"fwd", "txonly", "--size", "-64"}, "fwd --size: '-64' must be a whole number in 42..2048"},
@@ -506,7 +511,8 @@ TEST(BadInput, ArgumentsAreCheckedBeforeTheEalStarts) {
   };
   for (const auto& [args, needle] : cases) {
     SCOPED_TRACE(needle);
-    std::vector<std::string> argv = {"env", "BYPASS_LOG=info", g_tool, "--set", "dpdk.no_huge=yes", "--vdev", "net_ring0"};
+    std::vector<std::string> argv = {"env", "BYPASS_LOG=info", g_tool, "--set",
+                                     "dpdk.no_huge=yes", "--vdev", "net_ring0"};
     argv.insert(argv.end(), args.begin(), args.end());
     const Result r = expect_clean_error(argv, needle);
     EXPECT_EQ(r.exit_code, 2) << describe(r);
@@ -542,7 +548,8 @@ TEST(Forwarding, MacRewritesSourceToThePortAndDestinationToTheSender) {
   const std::vector<Frame> frames = numbered_frames(50);
   write_pcap(files.in, frames);
   // One shell session, so the port whose MAC we read is the port that forwards.
-  const Result r = run_shell(tool("yes", {"--vdev", files.vdev()}), "ports --json\nfwd mac --json --duration 1s\nquit\n");
+  const Result r =
+      run_shell(tool("yes", {"--vdev", files.vdev()}), "ports --json\nfwd mac --json --duration 1s\nquit\n");
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   const std::vector<JsonValue> docs = parse_json_lines(r.out);
   ASSERT_GE(docs.size(), 2u) << r.out;
