@@ -65,6 +65,8 @@ v = [x for x in v if x > 0]
 print(f"{statistics.median(v):.2f}" if v else "0.00")'
 }
 
+# The sender lingers, idle, until the receiver has left: DPDK 22.11's memif unmaps its rings on a
+# peer's disconnect even while this side is inside a burst, which crashes whoever still polls.
 run_bypass() {  # size -> Mpps
   local size=$1 sock=/run/pmd-bench-bypass-$$.sock
   timeout $((seconds + 30)) "$tool" --set ms.workers=1 --set ms.cpus="$rx_cpu" --set dpdk.link_wait=20s \
@@ -74,7 +76,7 @@ run_bypass() {  # size -> Mpps
   pids+=("$rx")
   wait_for_server "$sock" || true
   timeout $((seconds + 30)) "$tool" --set ms.workers=1 --set ms.cpus="$tx_cpu" --set dpdk.link_wait=20s \
-    --vdev "net_memif0,role=client,socket=$sock" fwd txonly --size "$size" --duration "${seconds}s" \
+    --vdev "net_memif0,role=client,socket=$sock" fwd txonly --size "$size" --duration "${seconds}s" --linger 30s \
     >"$work/bypass-tx.txt" 2>"$work/bypass-tx.err" || { echo "bypass-pmd txonly failed:" >&2; tail -3 "$work/bypass-tx.err" >&2; }
   wait "$rx" || { echo "bypass-pmd rxonly failed (exit $?):" >&2; tail -3 "$work/bypass-rx.err" >&2; }
   local rate

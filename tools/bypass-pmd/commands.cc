@@ -223,7 +223,7 @@ std::string Commands::help() {
          "  stats [--watch 1s] [--duration D]     port, queue, worker and fault counters\n"
          "  xstats [--filter REGEX]               driver extended statistics\n"
          "  reset-stats                           zero basic and extended statistics\n"
-         "  fwd io|mac|rxonly|txonly|flowgen [--size N] [--burst N] [--flows N] [--duration D]\n"
+         "  fwd io|mac|rxonly|txonly|flowgen [--size N] [--burst N] [--flows N] [--duration D] [--linger D]\n"
          "                                        forward or generate; Mpps and Gbit/s per port each second\n"
          "  mempool                               mbuf pool usage\n"
          "  help, quit\n";
@@ -271,7 +271,7 @@ ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const co
     const uint64_t max_frame =
         std::min<uint64_t>(9000, data_room > RTE_PKTMBUF_HEADROOM ? data_room - RTE_PKTMBUF_HEADROOM : 0);
     FwdOptions& options = command.fwd;
-    while (parser.next(flag, value, {"--size", "--burst", "--flows", "--duration"}, positional)) {
+    while (parser.next(flag, value, {"--size", "--burst", "--flows", "--duration", "--linger"}, positional)) {
       if (flag == "--size")
         options.packet_size = static_cast<uint16_t>(number_arg(
             "fwd --size", value, kMinFrameBytes, std::max<uint64_t>(kMinFrameBytes, max_frame),
@@ -282,6 +282,7 @@ ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const co
         options.flows = static_cast<uint32_t>(number_arg("fwd --flows", value, 1, 65535 - 1024,
                                                          " (UDP source ports 1024 and up)"));
       if (flag == "--duration") options.duration = duration_arg("fwd --duration", value);
+      if (flag == "--linger") options.linger = duration_arg("fwd --linger", value);
     }
     if (positional.empty()) throw UsageError("fwd: needs a mode: io, mac, rxonly, txonly or flowgen");
     if (positional.size() > 1) throw UsageError("fwd: unexpected argument '" + positional[1] + "' after the mode");
@@ -434,9 +435,7 @@ int Commands::fwd(const ParsedCommand& command) {
     throw UsageError(e.what());
   }
   stop_.store(false);
-  // Keep the port open a moment so the peer drains what we queued last (memif drops its rings
-  // when one side goes away).
-  if (options.mode != FwdMode::RxOnly) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  linger(options);
   if (!json) {
     for (auto& port : ports_.ports()) {
       const pmd::PortStats s = port->stats();
@@ -447,6 +446,21 @@ int Commands::fwd(const ParsedCommand& command) {
   }
   std::fflush(stdout);
   return 0;
+}
+
+void Commands::linger(const FwdOptions& options) {
+  using namespace std::chrono;
+  const nanoseconds limit =
+      options.linger.value_or(options.mode == FwdMode::RxOnly ? nanoseconds{0} : nanoseconds{milliseconds(500)});
+  const auto until = steady_clock::now() + limit;
+  auto all_links_down = [&] {
+    for (auto& port : ports_.ports())
+      if (port->link().up) return false;
+    return true;
+  };
+  while (steady_clock::now() < until && !stop_.load() && !all_links_down())
+    std::this_thread::sleep_for(milliseconds(10));
+  stop_.store(false);
 }
 
 int Commands::mempool(bool json) {

@@ -53,6 +53,7 @@ class Commands {
   int xstats(const ParsedCommand& command);
   int reset_stats(bool json);
   int fwd(const ParsedCommand& command);
+  void linger(const FwdOptions& options);  // see FwdOptions::linger
   int mempool(bool json);
 
   pmd::PortSet& ports_;

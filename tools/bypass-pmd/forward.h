@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,13 @@ struct FwdOptions {
   uint16_t burst = 32;
   uint32_t flows = 1024;      // flowgen: distinct UDP source ports
   std::chrono::nanoseconds duration{0};  // 0: until stopped
+  // After the run, keep the ports open without polling for up to this long, ending early once
+  // every link is down. The peer then drains what we queued last (memif drops its rings when one
+  // side leaves), and a peer that outlives us is better made to leave first: DPDK 22.11's memif
+  // unmaps its rings on disconnect while the polling thread may still be inside a burst (SIGSEGV),
+  // so whoever is still polling when the other side disconnects can crash. nullopt: 500 ms after
+  // modes that transmit, none after rxonly.
+  std::optional<std::chrono::nanoseconds> linger;
   std::chrono::nanoseconds report_every{std::chrono::seconds(1)};
 };
 

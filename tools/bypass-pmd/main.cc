@@ -55,7 +55,7 @@ char* complete_command(const char* text, int state) {
   if (state == 0) index = 0;
   const auto& names = bypass::tools::Commands::names();
   static const std::vector<std::string> extra = {"io", "mac", "rxonly", "txonly", "flowgen", "--json", "--watch",
-                                                 "--filter", "--size", "--burst", "--duration", "--flows"};
+                                                 "--filter", "--size", "--burst", "--duration", "--flows", "--linger"};
   const size_t len = std::strlen(text);
   while (index < names.size() + extra.size()) {
     const std::string& candidate = index < names.size() ? names[index] : extra[index - names.size()];
