@@ -1,8 +1,10 @@
 // bypass-pmd end to end, as root: net_ring, net_tap (checked from Linux with `ip link`), two memif
 // processes forwarding with counters that agree, af_packet over a veth pair between two network
-// namespaces, each with and without hugepages where the host has them; and bad input giving one
-// clear line and a non-zero exit. Every process runs under a deadline; namespaces and links are
-// removed even when a test fails.
+// namespaces, each with and without hugepages where the host has them; the forwarding modes checked
+// frame by frame on net_pcap files; --json output parsed as JSON; the interactive shell fed from
+// stdin; and bad input giving one clear line and a non-zero exit (command-line mistakes before the
+// EAL starts). Every process runs under a deadline; namespaces, links and files are removed even
+// when a test fails.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
