@@ -6,7 +6,8 @@
 #
 #   tools/bench/pmd-vs-testpmd.sh [BUILD_DIR]     (default build/release; needs root, dpdk-testpmd
 #                                                 from Debian's dpdk-dev for the comparison column)
-#   SECONDS_PER_RUN=8 SIZES="64 1500" RX_CPU=0 TX_CPU=1 to change the run
+#   SECONDS_PER_RUN=8 SIZES="64 1500" RX_CPU=0 TX_CPU=1 to change the run; KEEP_WORK=1 keeps
+#   every process's output for a look afterwards
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,7 +25,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
   sleep 0.5
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
+  if [ -n "${KEEP_WORK:-}" ]; then echo "outputs kept in $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -33,6 +34,27 @@ if [ ! -x "$tool" ]; then
   [ -f "$build/build.ninja" ] || meson setup "$build" --buildtype=release >/dev/null
   ninja -C "$build" -j2 tools/bypass-pmd/bypass-pmd >/dev/null
 fi
+
+# Waits (at most 20 s) until a memif server listens on abstract socket $1: a client that starts
+# first fails at once, and on a busy machine EAL start-up takes longer than any fixed sleep.
+wait_for_server() {
+  for _ in $(seq 200); do
+    grep -q " @$1\$" /proc/net/unix && return 0
+    sleep 0.1
+  done
+  echo "no memif server on @$1 after 20 s" >&2
+  return 1
+}
+
+# Shows why a run measured nothing instead of printing a bare 0.00.
+explain_zero() {  # rate label files...
+  local rate=$1 label=$2
+  shift 2
+  if [ "$rate" = "0.00" ]; then
+    echo "$label measured no traffic; last lines of its output:" >&2
+    for f in "$@"; do echo "== $(basename "$f")" >&2; tail -n 4 "$f" >&2; done
+  fi
+}
 
 # Median of the numbers on stdin, skipping the first two (ramp-up) and zeros.
 median() {
@@ -43,6 +65,8 @@ v = [x for x in v if x > 0]
 print(f"{statistics.median(v):.2f}" if v else "0.00")'
 }
 
+# The sender lingers, idle, until the receiver has left: DPDK 22.11's memif unmaps its rings on a
+# peer's disconnect even while this side is inside a burst, which crashes whoever still polls.
 run_bypass() {  # size -> Mpps
   local size=$1 sock=/run/pmd-bench-bypass-$$.sock
   timeout $((seconds + 30)) "$tool" --set ms.workers=1 --set ms.cpus="$rx_cpu" --set dpdk.link_wait=20s \
@@ -50,28 +74,38 @@ run_bypass() {  # size -> Mpps
     >"$work/bypass-rx.txt" 2>"$work/bypass-rx.err" &
   local rx=$!
   pids+=("$rx")
-  sleep 1
+  wait_for_server "$sock" || true
   timeout $((seconds + 30)) "$tool" --set ms.workers=1 --set ms.cpus="$tx_cpu" --set dpdk.link_wait=20s \
-    --vdev "net_memif0,role=client,socket=$sock" fwd txonly --size "$size" --duration "${seconds}s" \
+    --vdev "net_memif0,role=client,socket=$sock" fwd txonly --size "$size" --duration "${seconds}s" --linger 30s \
     >"$work/bypass-tx.txt" 2>"$work/bypass-tx.err" || { echo "bypass-pmd txonly failed:" >&2; tail -3 "$work/bypass-tx.err" >&2; }
-  wait "$rx" || { echo "bypass-pmd rxonly failed:" >&2; tail -3 "$work/bypass-rx.err" >&2; }
-  grep -E '^port 0: rx' "$work/bypass-rx.txt" | awk '{print $4}' | median
+  wait "$rx" || { echo "bypass-pmd rxonly failed (exit $?):" >&2; tail -3 "$work/bypass-rx.err" >&2; }
+  local rate
+  rate=$(grep -E '^port 0: rx' "$work/bypass-rx.txt" | awk '{print $4}' | median)
+  explain_zero "$rate" "bypass-pmd ${size}B" "$work"/bypass-{rx,tx}.{txt,err}
+  echo "$rate"
 }
+
+# testpmd sizes its pool for 32 ports by default (~350 MB of hugepages per process); give it the
+# pool bypass-pmd uses (dpdk.mbufs, 16383 by default) so both compete on equal terms and fit.
+testpmd_mbufs=${TESTPMD_MBUFS:-16384}
 
 run_testpmd() {  # size -> Mpps (testpmd needs two lcores: they share the process's CPU)
   local size=$1 sock=/run/pmd-bench-testpmd-$$.sock
   [ -n "$testpmd" ] || { echo "n/a"; return; }
   timeout -s INT $((seconds + 4)) "$testpmd" --lcores="0@$rx_cpu,1@$rx_cpu" --in-memory --no-pci \
-    --vdev "net_memif0,role=server,socket=$sock" -- --forward-mode=rxonly --stats-period=1 \
+    --vdev "net_memif0,role=server,socket=$sock" -- --forward-mode=rxonly --stats-period=1 --total-num-mbufs="$testpmd_mbufs" \
     </dev/null >"$work/testpmd-rx.txt" 2>&1 &
   local rx=$!
   pids+=("$rx")
-  sleep 1
+  wait_for_server "$sock" || true
   timeout -s INT $((seconds + 1)) "$testpmd" --lcores="0@$tx_cpu,1@$tx_cpu" --in-memory --no-pci \
-    --vdev "net_memif0,role=client,socket=$sock" -- --forward-mode=txonly --txpkts="$size" --stats-period=1 \
+    --vdev "net_memif0,role=client,socket=$sock" -- --forward-mode=txonly --txpkts="$size" --stats-period=1 --total-num-mbufs="$testpmd_mbufs" \
     </dev/null >"$work/testpmd-tx.txt" 2>&1 || true
   wait "$rx" || true
-  grep -E 'Rx-pps:' "$work/testpmd-rx.txt" | awk '{print $2 / 1e6}' | median
+  local rate
+  rate=$(grep -E 'Rx-pps:' "$work/testpmd-rx.txt" | awk '{print $2 / 1e6}' | median)
+  explain_zero "$rate" "dpdk-testpmd ${size}B" "$work"/testpmd-{rx,tx}.txt
+  echo "$rate"
 }
 
 printf "%-8s %-18s %-18s %s\n" "size" "bypass-pmd Mpps" "dpdk-testpmd Mpps" "ratio"

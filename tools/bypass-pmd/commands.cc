@@ -21,6 +21,14 @@ std::string join(const std::vector<std::string>& items, const char* sep = " ") {
   return out.empty() ? "-" : out;
 }
 
+// The commands a command line may name (the shell also knows quit).
+std::vector<std::string> runnable() {
+  std::vector<std::string> out;
+  for (const auto& n : Commands::names())
+    if (n != "quit") out.push_back(n);
+  return out;
+}
+
 std::chrono::nanoseconds duration_arg(const std::string& flag, const std::string& text) {
   try {
     return config::parse_duration(text);
@@ -29,18 +37,46 @@ std::chrono::nanoseconds duration_arg(const std::string& flag, const std::string
   }
 }
 
-uint64_t number_arg(const std::string& flag, const std::string& text, uint64_t min, uint64_t max) {
+uint64_t number_arg(const std::string& flag, const std::string& text, uint64_t min, uint64_t max,
+                    const std::string& hint = "") {
   uint64_t v = 0;
   size_t used = 0;
-  try {
-    v = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
+  // stoull would accept "-1" (wrapping) and leading blanks: only plain digits are a number here.
+  const bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (digits) {
+    try {
+      v = std::stoull(text, &used);
+    } catch (const std::exception&) {
+      used = 0;  // out of range for 64 bits: reported like any other bad value below
+    }
   }
-  if (used != text.size() || text.empty() || v < min || v > max)
-    throw UsageError(flag + ": '" + text + "' is not a number in " + std::to_string(min) + ".." + std::to_string(max));
+  if (!digits || used != text.size() || v < min || v > max)
+    throw UsageError(flag + ": '" + text + "' must be a whole number in " + std::to_string(min) + ".." +
+                     std::to_string(max) + hint);
   return v;
 }
+
+// A compiled POSIX extended regular expression (as grep -E), freed on scope exit.
+class Regex {
+ public:
+  explicit Regex(const std::string& pattern) {
+    const int rc = regcomp(&compiled_, pattern.empty() ? "." : pattern.c_str(), REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+      char reason[128];
+      regerror(rc, &compiled_, reason, sizeof reason);
+      throw UsageError("xstats --filter: '" + pattern +
+                       "' is not a valid regular expression (POSIX extended, as grep -E): " + reason);
+    }
+  }
+  ~Regex() { regfree(&compiled_); }
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+  bool matches(const std::string& text) const { return regexec(&compiled_, text.c_str(), 0, nullptr, 0) == 0; }
+
+ private:
+  regex_t compiled_{};
+};
 
 // Pulls "--flag VALUE" / "--flag=VALUE" pairs out of args; anything unknown is an error.
 struct FlagParser {
@@ -58,7 +94,9 @@ struct FlagParser {
       const size_t eq = a.find('=');
       flag = a.substr(0, eq);
       if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
-        throw UsageError(command + ": unknown option '" + flag + "'");
+        throw UsageError(command + ": unknown option '" + flag + "'" +
+                         (with_value.empty() ? " (it takes only --json)"
+                                             : " (expected " + join(with_value, ", ") + " or --json)"));
       if (eq != std::string::npos) {
         value = a.substr(eq + 1);
       } else {
@@ -185,38 +223,95 @@ std::string Commands::help() {
          "  stats [--watch 1s] [--duration D]     port, queue, worker and fault counters\n"
          "  xstats [--filter REGEX]               driver extended statistics\n"
          "  reset-stats                           zero basic and extended statistics\n"
-         "  fwd io|mac|rxonly|txonly|flowgen [--size N] [--burst N] [--flows N] [--duration D]\n"
+         "  fwd io|mac|rxonly|txonly|flowgen [--size N] [--burst N] [--flows N] [--duration D] [--linger D]\n"
          "                                        forward or generate; Mpps and Gbit/s per port each second\n"
          "  mempool                               mbuf pool usage\n"
          "  help, quit\n";
 }
 
-int Commands::run(const std::vector<std::string>& words_in) {
+ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const config::Config& config) {
+  ParsedCommand command;
   std::vector<std::string> words;
-  bool json = false;
   for (const auto& w : words_in) {
     if (w == "--json")
-      json = true;
+      command.json = true;
     else
       words.push_back(w);
   }
-  if (words.empty()) return 0;
-  const std::string& name = words[0];
+  if (words.empty()) throw UsageError("no command given (expected " + join(runnable(), ", ") + ")");
+  command.name = words[0];
   const std::vector<std::string> args(words.begin() + 1, words.end());
-  auto no_args = [&] {
-    if (!args.empty()) throw UsageError(name + ": unexpected argument '" + args[0] + "'");
+  FlagParser parser{args, 0, command.name};
+  std::string flag, value;
+  std::vector<std::string> positional;
+  auto no_positional = [&] {
+    if (!positional.empty()) throw UsageError(command.name + ": unexpected argument '" + positional[0] + "'");
   };
-  if (name == "ports") return no_args(), ports(json);
-  if (name == "stats") return stats(args, json);
-  if (name == "xstats") return xstats(args, json);
-  if (name == "reset-stats") return no_args(), reset_stats(json);
-  if (name == "fwd") return fwd(args, json);
-  if (name == "mempool") return no_args(), mempool(json);
+  if (command.name == "ports" || command.name == "reset-stats" || command.name == "mempool" ||
+      command.name == "help") {
+    while (parser.next(flag, value, {}, positional)) {
+    }
+    no_positional();
+  } else if (command.name == "stats") {
+    while (parser.next(flag, value, {"--watch", "--duration"}, positional)) {
+      if (flag == "--watch") command.watch = duration_arg("stats --watch", value);
+      if (flag == "--duration") command.duration = duration_arg("stats --duration", value);
+    }
+    no_positional();
+    if (command.watch.count() > 0 && command.watch < std::chrono::milliseconds(10))
+      throw UsageError("stats --watch: '" + config::format_duration(command.watch) +
+                       "' is too short; use 10ms or more (or 0 to print once)");
+  } else if (command.name == "xstats") {
+    while (parser.next(flag, value, {"--filter"}, positional)) command.filter = value;
+    no_positional();
+    const Regex check(command.filter);  // throws UsageError for a bad pattern
+  } else if (command.name == "fwd") {
+    // A generated frame must fit in one mbuf after its headroom (txonly/flowgen build single-segment frames).
+    const uint64_t data_room = config.get_size("dpdk.mbuf_size");
+    const uint64_t max_frame =
+        std::min<uint64_t>(9000, data_room > RTE_PKTMBUF_HEADROOM ? data_room - RTE_PKTMBUF_HEADROOM : 0);
+    FwdOptions& options = command.fwd;
+    while (parser.next(flag, value, {"--size", "--burst", "--flows", "--duration", "--linger"}, positional)) {
+      if (flag == "--size")
+        options.packet_size = static_cast<uint16_t>(number_arg(
+            "fwd --size", value, kMinFrameBytes, std::max<uint64_t>(kMinFrameBytes, max_frame),
+            " (frame bytes without CRC; Ethernet+IPv4+UDP headers need " + std::to_string(kMinFrameBytes) +
+                "; raise dpdk.mbuf_size for larger frames)"));
+      if (flag == "--burst") options.burst = static_cast<uint16_t>(number_arg("fwd --burst", value, 1, kMaxFwdBurst));
+      if (flag == "--flows")
+        options.flows = static_cast<uint32_t>(number_arg("fwd --flows", value, 1, 65535 - 1024,
+                                                         " (UDP source ports 1024 and up)"));
+      if (flag == "--duration") options.duration = duration_arg("fwd --duration", value);
+      if (flag == "--linger") options.linger = duration_arg("fwd --linger", value);
+    }
+    if (positional.empty()) throw UsageError("fwd: needs a mode: io, mac, rxonly, txonly or flowgen");
+    if (positional.size() > 1) throw UsageError("fwd: unexpected argument '" + positional[1] + "' after the mode");
+    try {
+      options.mode = parse_fwd_mode(positional[0]);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  } else if (command.name == "quit" || command.name == "exit") {
+    throw UsageError(command.name + ": only inside the interactive shell (-i)");
+  } else {
+    throw UsageError("unknown command '" + command.name + "' (expected " + join(runnable(), ", ") + ")");
+  }
+  return command;
+}
+
+int Commands::run(const ParsedCommand& command) {
+  const std::string& name = command.name;
+  if (name == "ports") return ports(command.json);
+  if (name == "stats") return stats(command);
+  if (name == "xstats") return xstats(command);
+  if (name == "reset-stats") return reset_stats(command.json);
+  if (name == "fwd") return fwd(command);
+  if (name == "mempool") return mempool(command.json);
   if (name == "help") {
     std::printf("%s", help().c_str());
     return 0;
   }
-  throw UsageError("unknown command '" + name + "' (try help)");
+  throw UsageError("unknown command '" + name + "' (expected " + join(runnable(), ", ") + ")");
 }
 
 int Commands::ports(bool json) {
@@ -260,18 +355,9 @@ int Commands::ports(bool json) {
   return 0;
 }
 
-int Commands::stats(const std::vector<std::string>& args, bool json) {
-  FlagParser parser{args, 0, "stats"};
-  std::string flag, value;
-  std::vector<std::string> positional;
-  std::chrono::nanoseconds watch{0}, duration{0};
-  while (parser.next(flag, value, {"--watch", "--duration"}, positional)) {
-    if (flag == "--watch") watch = duration_arg("stats --watch", value);
-    if (flag == "--duration") duration = duration_arg("stats --duration", value);
-  }
-  if (!positional.empty()) throw UsageError("stats: unexpected argument '" + positional[0] + "'");
-  if (watch.count() < 0 || (watch.count() > 0 && watch < std::chrono::milliseconds(10)))
-    throw UsageError("stats --watch: interval must be at least 10ms");
+int Commands::stats(const ParsedCommand& command) {
+  const bool json = command.json;
+  const std::chrono::nanoseconds watch = command.watch, duration = command.duration;
   const auto start = std::chrono::steady_clock::now();
   std::vector<pmd::PortStats> before;
   auto last = start;
@@ -303,31 +389,16 @@ int Commands::stats(const std::vector<std::string>& args, bool json) {
   }
 }
 
-int Commands::xstats(const std::vector<std::string>& args, bool json) {
-  FlagParser parser{args, 0, "xstats"};
-  std::string flag, value, filter;
-  std::vector<std::string> positional;
-  while (parser.next(flag, value, {"--filter"}, positional)) filter = value;
-  if (!positional.empty()) throw UsageError("xstats: unexpected argument '" + positional[0] + "'");
-  // POSIX extended regular expressions (as grep -E).
-  regex_t pattern{};
-  const int rc = regcomp(&pattern, filter.empty() ? "." : filter.c_str(), REG_EXTENDED | REG_NOSUB);
-  if (rc != 0) {
-    char reason[128];
-    regerror(rc, &pattern, reason, sizeof reason);
-    throw UsageError("xstats --filter: '" + filter + "' is not a valid regular expression: " + reason);
-  }
-  struct Free {
-    regex_t* p;
-    ~Free() { regfree(p); }
-  } free_pattern{&pattern};
+int Commands::xstats(const ParsedCommand& command) {
+  const bool json = command.json;
+  const Regex pattern(command.filter);
   Json j;
   j.begin_object().key("ports").begin_array();
   for (auto& port : ports_.ports()) {
     if (json) j.begin_object().field("port", unsigned{port->id()}).key("xstats").begin_object();
     else std::printf("######## port %u (%s) xstats ########\n", port->id(), port->info().name.c_str());
     for (const auto& x : port->xstats()) {
-      if (regexec(&pattern, x.name.c_str(), 0, nullptr, 0) != 0) continue;
+      if (!pattern.matches(x.name)) continue;
       if (json) j.field(x.name, x.value);
       else std::printf("  %-40s %lu\n", x.name.c_str(), static_cast<unsigned long>(x.value));
     }
@@ -347,23 +418,9 @@ int Commands::reset_stats(bool json) {
   return 0;
 }
 
-int Commands::fwd(const std::vector<std::string>& args, bool json) {
-  FlagParser parser{args, 0, "fwd"};
-  std::string flag, value;
-  std::vector<std::string> positional;
-  FwdOptions options;
-  while (parser.next(flag, value, {"--size", "--burst", "--duration", "--flows"}, positional)) {
-    if (flag == "--size") options.packet_size = static_cast<uint16_t>(number_arg("fwd --size", value, 42, 9000));
-    if (flag == "--burst") options.burst = static_cast<uint16_t>(number_arg("fwd --burst", value, 1, 512));
-    if (flag == "--flows") options.flows = static_cast<uint32_t>(number_arg("fwd --flows", value, 1, 65535 - 1024));
-    if (flag == "--duration") options.duration = duration_arg("fwd --duration", value);
-  }
-  if (positional.size() != 1) throw UsageError("fwd: expected one mode: io, mac, rxonly, txonly or flowgen");
-  try {
-    options.mode = parse_fwd_mode(positional[0]);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+int Commands::fwd(const ParsedCommand& command) {
+  const bool json = command.json;
+  const FwdOptions& options = command.fwd;
   ports_.wait_links(config_.get_duration("dpdk.link_wait"));
   const char* mode = fwd_mode_name(options.mode);
   if (!json)
@@ -378,9 +435,7 @@ int Commands::fwd(const std::vector<std::string>& args, bool json) {
     throw UsageError(e.what());
   }
   stop_.store(false);
-  // Keep the port open a moment so the peer drains what we queued last (memif drops its rings
-  // when one side goes away).
-  if (options.mode != FwdMode::RxOnly) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  linger(options);
   if (!json) {
     for (auto& port : ports_.ports()) {
       const pmd::PortStats s = port->stats();
@@ -391,6 +446,21 @@ int Commands::fwd(const std::vector<std::string>& args, bool json) {
   }
   std::fflush(stdout);
   return 0;
+}
+
+void Commands::linger(const FwdOptions& options) {
+  using namespace std::chrono;
+  const nanoseconds limit =
+      options.linger.value_or(options.mode == FwdMode::RxOnly ? nanoseconds{0} : nanoseconds{milliseconds(500)});
+  const auto until = steady_clock::now() + limit;
+  auto all_links_down = [&] {
+    for (auto& port : ports_.ports())
+      if (port->link().up) return false;
+    return true;
+  };
+  while (steady_clock::now() < until && !stop_.load() && !all_links_down())
+    std::this_thread::sleep_for(milliseconds(10));
+  stop_.store(false);
 }
 
 int Commands::mempool(bool json) {

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "pmd/pmd.h"
+#include "tools/bypass-pmd/forward.h"
 
 namespace bypass::tools {
 
@@ -17,24 +19,41 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One command line with every flag and value already checked, so a mistake is reported before
+// the EAL starts (no DPDK start-up for a typo) and a running command never meets a bad value.
+struct ParsedCommand {
+  std::string name;  // one of Commands::names(), never "quit"
+  bool json = false;
+  std::chrono::nanoseconds watch{0};     // stats --watch (0: print once)
+  std::chrono::nanoseconds duration{0};  // stats --duration (0: until stopped)
+  std::string filter;                    // xstats --filter, a valid POSIX extended regex ("" = all)
+  FwdOptions fwd;                        // fwd mode, --size, --burst, --flows, --duration
+};
+
 class Commands {
  public:
   Commands(pmd::PortSet& ports, const config::Config& config, std::atomic<bool>& stop)
       : ports_(ports), config_(config), stop_(stop) {}
 
-  // Runs one command line ("stats --watch 1s --json"). Returns the exit status; throws
-  // UsageError or pmd::PmdError.
-  int run(const std::vector<std::string>& words);
+  // Checks one command line ("stats --watch 1s --json") without touching DPDK; `config` supplies
+  // limits that depend on it (the largest frame an mbuf holds). Throws UsageError naming the bad
+  // flag and what it accepts.
+  static ParsedCommand parse(const std::vector<std::string>& words, const config::Config& config);
+
+  // Runs one command. Returns the exit status; throws UsageError or pmd::PmdError.
+  int run(const ParsedCommand& command);
+  int run(const std::vector<std::string>& words) { return run(parse(words, config_)); }
 
   static const std::vector<std::string>& names();  // for tab completion
   static std::string help();
 
  private:
   int ports(bool json);
-  int stats(const std::vector<std::string>& args, bool json);
-  int xstats(const std::vector<std::string>& args, bool json);
+  int stats(const ParsedCommand& command);
+  int xstats(const ParsedCommand& command);
   int reset_stats(bool json);
-  int fwd(const std::vector<std::string>& args, bool json);
+  int fwd(const ParsedCommand& command);
+  void linger(const FwdOptions& options);  // see FwdOptions::linger
   int mempool(bool json);
 
   pmd::PortSet& ports_;

@@ -36,8 +36,8 @@ const char* fwd_mode_name(FwdMode mode) {
 
 namespace {
 
-constexpr uint16_t kMaxBurst = 512;
 constexpr size_t kHeaderBytes = sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr) + sizeof(rte_udp_hdr);
+static_assert(kHeaderBytes == kMinFrameBytes);
 
 // Counters of one worker on one port, written by that worker only.
 struct alignas(64) Counters {
@@ -91,8 +91,8 @@ void poll_once(Shared& s, unsigned worker, uint32_t& flow) {
   const FwdOptions& o = s.options;
   auto& ports = s.ports->ports();
   const size_t nports = ports.size();
-  const uint16_t burst = std::min<uint16_t>(o.burst, kMaxBurst);
-  rte_mbuf* pkts[kMaxBurst];
+  const uint16_t burst = std::min<uint16_t>(o.burst, kMaxFwdBurst);
+  rte_mbuf* pkts[kMaxFwdBurst];
   const bool generate = o.mode == FwdMode::TxOnly || o.mode == FwdMode::FlowGen;
   {
     for (size_t p = 0; p < nports; ++p) {

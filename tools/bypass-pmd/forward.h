@@ -6,12 +6,17 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pmd/pmd.h"
 
 namespace bypass::tools {
+
+// Generated frames carry Ethernet (14) + IPv4 (20) + UDP (8) headers: nothing shorter can be built.
+constexpr uint16_t kMinFrameBytes = 42;
+constexpr uint16_t kMaxFwdBurst = 512;  // mbuf pointers one burst holds on the stack
 
 enum class FwdMode { Io, Mac, RxOnly, TxOnly, FlowGen };
 FwdMode parse_fwd_mode(const std::string& name);  // throws std::invalid_argument
@@ -23,6 +28,13 @@ struct FwdOptions {
   uint16_t burst = 32;
   uint32_t flows = 1024;      // flowgen: distinct UDP source ports
   std::chrono::nanoseconds duration{0};  // 0: until stopped
+  // After the run, keep the ports open without polling for up to this long, ending early once
+  // every link is down. The peer then drains what we queued last (memif drops its rings when one
+  // side leaves), and a peer that outlives us is better made to leave first: DPDK 22.11's memif
+  // unmaps its rings on disconnect while the polling thread may still be inside a burst (SIGSEGV),
+  // so whoever is still polling when the other side disconnects can crash. nullopt: 500 ms after
+  // modes that transmit, none after rxonly.
+  std::optional<std::chrono::nanoseconds> linger;
   std::chrono::nanoseconds report_every{std::chrono::seconds(1)};
 };
 

@@ -1,6 +1,7 @@
 // A minimal JSON writer for bypass-pmd's --json output: compact, keys in insertion order.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -32,6 +33,11 @@ class Json {
   Json& value(int v) { return value(int64_t{v}); }
   Json& value(double v) {
     separator();
+    // JSON has no inf or nan; %g would print them as bare words and break every parser.
+    if (!std::isfinite(v)) {
+      out_ += "null";
+      return *this;
+    }
     char text[32];
     std::snprintf(text, sizeof text, "%.6g", v);
     out_ += text;

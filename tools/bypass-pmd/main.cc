@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,7 @@ char* complete_command(const char* text, int state) {
   if (state == 0) index = 0;
   const auto& names = bypass::tools::Commands::names();
   static const std::vector<std::string> extra = {"io", "mac", "rxonly", "txonly", "flowgen", "--json", "--watch",
-                                                 "--filter", "--size", "--burst", "--duration", "--flows"};
+                                                 "--filter", "--size", "--burst", "--duration", "--flows", "--linger"};
   const size_t len = std::strlen(text);
   while (index < names.size() + extra.size()) {
     const std::string& candidate = index < names.size() ? names[index] : extra[index - names.size()];
@@ -119,10 +120,13 @@ int main(int argc, char** argv) {
       } else if (a == "--json") {
         json = true;
       } else if (a == "--vdev" || a.rfind("--vdev=", 0) == 0) {
-        if (a == "--vdev" && i + 1 >= common.rest.size()) throw bypass::tools::UsageError("--vdev: needs a device");
+        if (a == "--vdev" && i + 1 >= common.rest.size())
+          throw bypass::tools::UsageError("--vdev: needs a device, e.g. net_ring0 or net_tap0,iface=NAME");
         vdevs.push_back(a == "--vdev" ? common.rest[++i] : a.substr(7));
       } else if (a.rfind("-", 0) == 0) {
-        throw bypass::tools::UsageError("unknown option '" + a + "' (see --help)");
+        throw bypass::tools::UsageError("unknown option '" + a +
+                                        "' (expected -c FILE, --set key=value, --vdev DEVICE, --json, -i, --help "
+                                        "or --help-options before the command)");
       } else {
         command.push_back(a);
       }
@@ -131,7 +135,10 @@ int main(int argc, char** argv) {
       usage(stderr);
       return 2;
     }
-    if (!command.empty() && interactive) throw bypass::tools::UsageError("-i takes no command");
+    if (!command.empty() && interactive)
+      throw bypass::tools::UsageError("-i takes no command (type commands at the bypass-pmd> prompt)");
+    if (json && interactive)
+      throw bypass::tools::UsageError("--json with -i: give --json to each command inside the shell");
     if (json) command.push_back("--json");
     bypass::config::Config config = bypass::config::load_config(common);
     if (!vdevs.empty()) {
@@ -139,11 +146,15 @@ int main(int argc, char** argv) {
       all.insert(all.end(), vdevs.begin(), vdevs.end());
       config.set("dpdk.vdev", flow_list(all), "--vdev");
     }
-    // Reject a bad command before the EAL starts.
+    // Every mistake in the command line is reported here, before the EAL starts: a typo costs
+    // no DPDK start-up, no log noise and no hugepages.
+    std::optional<bypass::tools::ParsedCommand> parsed;
     if (!command.empty()) {
-      const auto& names = bypass::tools::Commands::names();
-      if (std::find(names.begin(), names.end(), command[0]) == names.end())
-        throw bypass::tools::UsageError("unknown command '" + command[0] + "' (see --help)");
+      parsed = bypass::tools::Commands::parse(command, config);
+      if (parsed->name == "help") {
+        usage(stdout);
+        return 0;
+      }
     }
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -153,7 +164,7 @@ int main(int argc, char** argv) {
     {
       bypass::pmd::PortSet ports(config, std::nullopt, "bypass-pmd");
       bypass::tools::Commands commands(ports, config, g_stop);
-      status = interactive ? shell(commands) : commands.run(command);
+      status = interactive ? shell(commands) : commands.run(*parsed);
     }
     bypass::pmd::stop_eal();
     return status;
