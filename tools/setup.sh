@@ -3,7 +3,8 @@
 #
 #   tools/setup.sh build   what building and the main job need
 #   tools/setup.sh test    the above plus every test suite's prerequisites (tap/netns tools, scapy, tshark,
-#                          Ceph for interop, qemu + a Debian kernel for the soft-RoCE VM, clang for fuzzing)
+#                          Ceph for interop, qemu + a Debian kernel for the soft-RoCE VM, clang 14 + its
+#                          libFuzzer runtime for the msgr-libfuzzer test, valgrind for benchmarks)
 #
 # Prints one line per action; exits non-zero if a package cannot be installed.
 set -euo pipefail
@@ -20,7 +21,7 @@ test_packages=(
   dpdk-dev iproute2 iputils-ping nftables tshark python3-scapy iperf3 sockperf
   ceph-mon ceph-common uuid-runtime bc
   qemu-system-x86 linux-image-amd64 busybox-static kmod rdma-core ibverbs-providers ibverbs-utils
-  clang libclang-rt-14-dev valgrind
+  clang-14 libclang-rt-14-dev valgrind
 )
 
 packages=("${build_packages[@]}")

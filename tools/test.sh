@@ -15,9 +15,14 @@ fail_early() { echo "test.sh: $1" >&2; echo "0 passed, 1 failed"; exit 1; }
 tools/setup.sh test || fail_early "setup failed (see above)"
 
 mkdir -p "$root/build"
+# -Dfuzz=true adds the msgr-libfuzzer test: clang (installed by setup.sh) builds just the msgr wire
+# layer with libFuzzer inside this gcc build (tests/unit/msgr/meson.build).
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dwerror=true >"$root/build/meson-setup.log" 2>&1 || { tail -30 "$root/build/meson-setup.log" >&2; fail_early "meson setup failed"; }
+    -Dwerror=true -Dfuzz=true >"$root/build/meson-setup.log" 2>&1 || { tail -30 "$root/build/meson-setup.log" >&2; fail_early "meson setup failed"; }
+elif ! python3 -c 'import json, sys; sys.exit(not any(o["name"] == "fuzz" and o["value"] is True for o in json.load(open(sys.argv[1]))))' \
+       "$build/meson-info/intro-buildoptions.json" 2>/dev/null; then
+  meson configure "$build" -Dfuzz=true >"$root/build/meson-setup.log" 2>&1 || { tail -30 "$root/build/meson-setup.log" >&2; fail_early "meson configure -Dfuzz=true failed"; }
 fi
 echo "test.sh: building $build (ASan+UBSan, -Werror)"
 ninja -C "$build" >"$build/ninja.log" 2>&1 || { grep -E 'error|Error' -A3 "$build/ninja.log" | head -60 >&2; fail_early "build failed (full log: $build/ninja.log)"; }

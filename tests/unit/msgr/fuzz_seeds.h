@@ -1,0 +1,19 @@
+// Valid inputs for the msgr wire fuzz entry, produced by our own encoder and handshake: frame
+// streams (crc and secure) and, for each handshake target and variant, the bytes a real peer sends.
+// The libFuzzer test starts from these (committed under fuzz_corpus/, regenerated with
+// msgr_fuzz_seeds); the replay driver mutates them directly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace bypass::msgr::fuzz {
+
+struct Seed {
+  std::string name;   // file name in the corpus
+  std::string bytes;  // selector byte + peer bytes
+};
+
+std::vector<Seed> make_seeds();
+
+}  // namespace bypass::msgr::fuzz

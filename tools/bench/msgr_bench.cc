@@ -1,0 +1,282 @@
+// Messenger benchmark: one client and one server messenger in this process, one connection over
+// the configured transport (posix loopback by default), fixed-size messages at a fixed queue depth.
+//
+//   msgr_bench --mode pingpong|stream --depth N [--size BYTES] [--count N] [--warmup N] [--set k=v]...
+//
+// pingpong: the client keeps N requests outstanding; the server answers each with a message of the
+//           same size; latency is request sent -> reply dispatched. msgs/s counts round trips and
+//           MB/s the request bytes (the same again flows back).
+// stream:   the client keeps N messages unacknowledged (lossless policy); the server only consumes;
+//           latency is message queued -> msgr2 ACK received (its completion hook).
+// Both ends run in this process, so CPU per message (getrusage, user + system, all threads) covers
+// sender and receiver together, kernel TCP included. Under `valgrind --tool=callgrind
+// --collect-atstart=no` only the measured messages are counted (user-space instructions).
+//
+// Prints one line of key=value pairs; tools/bench/msgr-posix.sh turns runs into a table.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define BENCH_CALLGRIND_START() CALLGRIND_START_INSTRUMENTATION
+#define BENCH_CALLGRIND_STOP() CALLGRIND_STOP_INSTRUMENTATION
+#else
+// Without valgrind's header the run is not restricted to the measured messages under callgrind.
+#define BENCH_CALLGRIND_START() ((void)0)
+#define BENCH_CALLGRIND_STOP() ((void)0)
+#endif
+
+#include "config/config.h"
+#include "config/log.h"
+#include "msgr/messenger.h"
+
+using namespace bypass;
+using namespace bypass::msgr;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr uint16_t kRequestType = 0x7701;
+constexpr uint16_t kReplyType = 0x7702;
+
+struct Options {
+  bool pingpong = true;
+  uint64_t depth = 1;
+  size_t size = 4096;
+  uint64_t count = 100000;
+  uint64_t warmup = 10000;
+  std::vector<std::string> sets;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "msgr_bench: %s\n"
+               "usage: msgr_bench --mode pingpong|stream --depth N [--size BYTES] [--count N] [--warmup N] "
+               "[--set key=value]...\n",
+               why);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i + 1 >= argc) usage(("missing value for " + arg).c_str());
+    std::string value = argv[++i];
+    if (arg == "--mode") {
+      if (value != "pingpong" && value != "stream") usage("--mode is pingpong or stream");
+      o.pingpong = value == "pingpong";
+    } else if (arg == "--depth") {
+      o.depth = std::strtoull(value.c_str(), nullptr, 10);
+    } else if (arg == "--size") {
+      o.size = std::strtoull(value.c_str(), nullptr, 10);
+    } else if (arg == "--count") {
+      o.count = std::strtoull(value.c_str(), nullptr, 10);
+    } else if (arg == "--warmup") {
+      o.warmup = std::strtoull(value.c_str(), nullptr, 10);
+    } else if (arg == "--set") {
+      o.sets.push_back(value);
+    } else {
+      usage(("unknown argument " + arg).c_str());
+    }
+  }
+  if (o.depth == 0 || o.count == 0) usage("--depth and --count must be positive");
+  return o;
+}
+
+[[noreturn]] void fail(const char* why) {
+  std::fprintf(stderr, "msgr_bench: %s\n", why);
+  std::_Exit(1);
+}
+
+double cpu_seconds(const rusage& u) {
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// The server: answers requests (pingpong) or drops them (stream), on its worker thread.
+class Responder : public Dispatcher {
+ public:
+  Responder(bool pingpong, const BufferList& payload) : pingpong_(pingpong), payload_(payload) {}
+  bool ms_can_fast_dispatch(const Message&) const override { return true; }
+  void ms_fast_dispatch(const MessageRef& m) override {
+    if (!pingpong_) return;
+    auto reply = std::make_shared<Message>(kReplyType);
+    reply->set_tid(m->tid());
+    reply->data().append(payload_);
+    m->connection()->send_message(reply);
+  }
+  bool ms_dispatch(const MessageRef&) override { return true; }
+
+ private:
+  bool pingpong_;
+  BufferList payload_;
+};
+
+// The client side: keeps `depth` messages in flight, records each latency, refills from the
+// thread that observed the completion (the connection's worker), so the loop needs no other thread.
+class Driver : public Dispatcher {
+ public:
+  Driver(const Options& o, const BufferList& payload)
+      : o_(o), payload_(payload), send_time_(o.depth), total_(o.warmup + o.count) {
+    latencies_ns_.reserve(o.count);
+  }
+
+  // Called from main; the worker may already be completing the first messages and refilling, so
+  // the window is filled under the same (afterwards uncontended) lock the worker takes.
+  void start(ConnectionRef con) {
+    std::lock_guard<std::mutex> guard(window_lock_);
+    con_ = std::move(con);
+    for (uint64_t i = 0; i < std::min(o_.depth, total_); ++i) send_next();
+  }
+
+  void mark_begin() {
+    begin_ = Clock::now();
+    getrusage(RUSAGE_SELF, &ru_begin_);
+    BENCH_CALLGRIND_START();
+  }
+
+  // A lost reply would stall the window forever; give up loudly instead.
+  void wait_done(std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> guard(done_lock_);
+    if (!done_cv_.wait_for(guard, limit, [this] { return done_; })) fail("no progress: timed out");
+  }
+
+  bool ms_can_fast_dispatch(const Message&) const override { return true; }
+  void ms_fast_dispatch(const MessageRef& m) override {
+    if (m->type() == kReplyType) finished(m->tid());
+  }
+  bool ms_dispatch(const MessageRef&) override { return true; }
+  bool ms_handle_reset(const ConnectionRef&) override { fail("the connection was reset"); }
+  bool ms_handle_refused(const ConnectionRef&) override { fail("the connection was refused"); }
+
+  std::vector<uint32_t>& latencies_ns() { return latencies_ns_; }
+  double seconds() const { return std::chrono::duration<double>(end_ - begin_).count(); }
+  double cpu_seconds_used() const { return cpu_seconds(ru_end_) - cpu_seconds(ru_begin_); }
+
+ private:
+  void send_next() {
+    uint64_t tid = ++sent_;
+    auto m = std::make_shared<Message>(kRequestType);
+    m->set_tid(tid);
+    m->data().append(payload_);  // shares the payload's storage: no copy per message
+    if (!o_.pingpong) {
+      m->set_completion([this, tid](bool delivered) {
+        if (!delivered) fail("a message was dropped (connection closed)");
+        finished(tid);
+      });
+    }
+    // Outstanding tids are always a window of `depth` consecutive values, so tid % depth is unique.
+    send_time_[tid % o_.depth] = Clock::now();
+    con_->send_message(std::move(m));
+  }
+
+  // Runs on the client's worker thread, once per message, in tid order.
+  void finished(uint64_t tid) {
+    auto now = Clock::now();
+    std::lock_guard<std::mutex> window_guard(window_lock_);
+    uint64_t n = ++finished_;
+    if (n > o_.warmup) {
+      latencies_ns_.push_back(static_cast<uint32_t>(
+          std::min<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - send_time_[tid % o_.depth]).count(),
+                            UINT32_MAX)));
+    }
+    if (n == o_.warmup) mark_begin();
+    if (sent_ < total_) send_next();
+    if (n == total_) {
+      BENCH_CALLGRIND_STOP();
+      getrusage(RUSAGE_SELF, &ru_end_);
+      end_ = Clock::now();
+      std::lock_guard<std::mutex> guard(done_lock_);
+      done_ = true;
+      done_cv_.notify_all();
+    }
+  }
+
+  const Options& o_;
+  BufferList payload_;
+  ConnectionRef con_;
+  std::vector<Clock::time_point> send_time_;
+  const uint64_t total_;
+  uint64_t sent_ = 0;
+  uint64_t finished_ = 0;
+  std::vector<uint32_t> latencies_ns_;
+  Clock::time_point begin_, end_;
+  rusage ru_begin_{}, ru_end_{};
+  std::mutex window_lock_;
+  std::mutex done_lock_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+};
+
+double percentile_us(std::vector<uint32_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  size_t index = std::min(sorted.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted.size())));
+  return sorted[index] / 1000.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  log::set_threshold(log::Level::Warn);
+  config::Config conf;
+  conf.apply_environment();
+  // One worker per messenger: the two ends then fit the two threads a loopback pair needs, and
+  // per-message CPU is not inflated by idle workers polling.
+  conf.set("ms.workers", "1", "msgr_bench");
+  conf.set("ms.keepalive_interval", "0s", "msgr_bench");
+  for (const auto& s : o.sets) conf.set_assignment(s);
+
+  BufferList payload;
+  payload.append_copy(std::string(o.size, 'x'));
+
+  Responder responder(o.pingpong, payload);
+  Driver driver(o, payload);
+  auto server = Messenger::create(conf, EntityName{EntityType::Osd, 0});
+  server->set_default_policy(Policy::stateful_server());
+  server->add_dispatcher(&responder);
+  EntityAddr addr;
+  EntityAddr::parse("v2:127.0.0.1:0", &addr);
+  if (server->bind(addr) != 0 || server->start() != 0) {
+    std::fprintf(stderr, "msgr_bench: server failed to start\n");
+    return 1;
+  }
+  auto client = Messenger::create(conf, EntityName{EntityType::Client, 1});
+  client->set_default_policy(Policy::lossless_client());
+  client->add_dispatcher(&driver);
+  if (client->start() != 0) {
+    std::fprintf(stderr, "msgr_bench: client failed to start\n");
+    return 1;
+  }
+  if (o.warmup == 0) driver.mark_begin();
+  driver.start(client->connect_to(EntityType::Osd, server->my_addrs()));
+  driver.wait_done(std::chrono::seconds(600));
+
+  auto& lat = driver.latencies_ns();
+  std::sort(lat.begin(), lat.end());
+  const double secs = driver.seconds();
+  const double msgs = static_cast<double>(o.count);
+  std::printf("mode=%s depth=%llu size=%zu msgs=%llu secs=%.3f msgs_per_s=%.0f MB_per_s=%.1f p50_us=%.1f "
+              "p99_us=%.1f cpu_us_per_msg=%.2f\n",
+              o.pingpong ? "pingpong" : "stream", static_cast<unsigned long long>(o.depth), o.size,
+              static_cast<unsigned long long>(o.count), secs, msgs / secs, msgs * static_cast<double>(o.size) / secs / 1e6,
+              percentile_us(lat, 0.50), percentile_us(lat, 0.99), driver.cpu_seconds_used() * 1e6 / msgs);
+  std::fflush(stdout);
+  client->shutdown();
+  server->shutdown();
+  client->wait();
+  server->wait();
+  return 0;
+}
