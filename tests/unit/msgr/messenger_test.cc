@@ -295,15 +295,15 @@ void send_stream(const ConnectionRef& con, uint32_t stream, uint64_t count, uint
   while (mine.load() < count && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
 }
 
-// BYPASS_MSGR_TEST_MESSAGES scales the million-message case down where a transport under a
+// BYPASS_TEST_MSGR_MESSAGES scales the million-message case down where a transport under a
 // sanitizer would take too long for CI (see tests/integration/dpdk/meson.build).
 uint64_t total_messages() {
-  const char* text = std::getenv("BYPASS_MSGR_TEST_MESSAGES");
+  const char* text = std::getenv("BYPASS_TEST_MSGR_MESSAGES");
   if (text == nullptr) return 1000000;
   char* end = nullptr;
   const unsigned long long value = std::strtoull(text, &end, 10);
   if (end == text || *end != '\0' || value < 64) {
-    ADD_FAILURE() << "BYPASS_MSGR_TEST_MESSAGES: '" << text << "' is not a count >= 64";
+    ADD_FAILURE() << "BYPASS_TEST_MSGR_MESSAGES: '" << text << "' is not a count >= 64";
     return 1000000;
   }
   return value;
@@ -445,8 +445,9 @@ TEST_F(MessengerSuite, KeepaliveDetectsPeerThatFallsSilentMidSession) {
   start_stack(conf);
   SeqChecker server_d(false);
   auto server = make_server(conf, &server_d, Policy::stateless_server());
-  ASSERT_FALSE(server->my_addrs().addrs.empty());
-  const EntityAddr& served = server->my_addrs().addrs[0];
+  const EntityAddrVec server_addrs = server->my_addrs();
+  ASSERT_FALSE(server_addrs.addrs.empty());
+  const EntityAddr& served = server_addrs.addrs[0];
   std::atomic<bool> silent{false};
   const SocketAddress relay =
       start_relay(SocketAddress::from_sockaddr(served.sockaddr_ptr(), served.sockaddr_len()), &silent);
