@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -278,21 +279,39 @@ class MessengerSuite : public ::testing::Test {
   std::unique_ptr<testing::TestListener> listener_;
 };
 
+// Completions of one stream, shared with the completion hooks (which may run after a timed-out
+// send_stream returned). Senders block on it instead of polling: on a polling transport the
+// workers need the CPU far more than 64 spinning sender threads do.
+struct StreamWindow {
+  std::mutex lock;
+  std::condition_variable changed;
+  uint64_t completed = 0;
+};
+
 // Sends `count` messages on `con` as stream `stream`, at most `window` unacknowledged at once.
+// `acked` and `dropped` must outlive the connection (completions may run until it closes).
 void send_stream(const ConnectionRef& con, uint32_t stream, uint64_t count, uint64_t window,
                  std::atomic<uint64_t>& acked, std::atomic<uint64_t>& dropped, size_t data_len = 0) {
-  std::atomic<uint64_t> mine{0};
-  auto deadline = std::chrono::steady_clock::now() + 240s;
+  auto progress = std::make_shared<StreamWindow>();
+  const auto deadline = std::chrono::steady_clock::now() + 240s;
+  std::unique_lock<std::mutex> guard(progress->lock);
   for (uint64_t seq = 1; seq <= count; ++seq) {
-    while (seq - mine.load() > window && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50us);
+    if (!progress->changed.wait_until(guard, deadline, [&] { return seq - progress->completed <= window; })) break;
+    guard.unlock();
     auto m = make_msg(stream, seq, data_len);
-    m->set_completion([&mine, &acked, &dropped](bool ok) {
-      mine++;
+    m->set_completion([progress, &acked, &dropped](bool ok) {
       (ok ? acked : dropped)++;
+      std::lock_guard<std::mutex> hold(progress->lock);
+      progress->completed++;
+      progress->changed.notify_all();
     });
     con->send_message(m);
+    guard.lock();
   }
-  while (mine.load() < count && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  progress->changed.wait_until(guard, deadline, [&] { return progress->completed >= count; });
+  if (progress->completed < count)
+    ADD_FAILURE() << "stream " << stream << ": only " << progress->completed << " of " << count
+                  << " messages completed in 240 s";
 }
 
 // BYPASS_TEST_MSGR_MESSAGES scales the million-message case down where a transport under a
