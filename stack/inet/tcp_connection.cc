@@ -236,7 +236,15 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   if (!acceptable(seg)) {
     ++layer_.stats().tcp_dropped_out_of_window;
     if (!h.has(kTcpRst)) send_ack();
-    return;
+    // With a zero window no segment is acceptable, "but special allowance should be made to
+    // accept valid ACKs" (same section): a segment at RCV.NXT (a window probe, a retransmission)
+    // carries the peer's acknowledgement of our data, and the peer's pure ACKs may be lost or
+    // out of sequence. Dropping it whole can leave our send buffer full for good while our
+    // application waits for room before it reads (an echo): keep its ACK, drop its text.
+    if (receive_window() != 0 || h.seq != rcv_nxt_ || !h.has(kTcpAck) || h.has(kTcpRst) || h.has(kTcpSyn))
+      return;
+    seg.payload.clear();
+    seg.header.flags = static_cast<uint8_t>(seg.header.flags & ~kTcpFin);
   }
   // Second: RST, with RFC 5961 §3.2: exact match resets, anything else in window is challenged.
   if (h.has(kTcpRst)) {

@@ -74,6 +74,38 @@ TEST(TcpFlow, WindowScalingAndZeroWindowProbe) {
   hosts.wire.tap = nullptr;
 }
 
+TEST(TcpFlow, ClosedReceiveWindowStillTakesTheAcknowledgement) {
+  // RFC 9293 section 3.10.7.4: with a zero receive window no segment is acceptable, "but special
+  // allowance should be made to accept valid ACKs". Here the client's only segments that carry
+  // its acknowledgement of the server's data are the ones it pushes into the server's closed
+  // window (its window probes): the server must still learn that its data arrived. Dropping them
+  // whole leaves the server's send buffer full for good when its application waits for that
+  // room before it reads again (an echo server): both sides then retransmit until they give up.
+  InetSettings s;
+  s.tcp.rcv_buffer = 64 * 1024;
+  s.tcp.snd_buffer = 512 * 1024;
+  TwoHosts hosts(24, s);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  BufferList up = pattern(0, 300 * 1024);
+  ASSERT_EQ(client->send(up), 300u * 1024);
+  hosts.run_for(5s);  // the server never reads: its window closes and the client probes it
+  ASSERT_EQ(client->peer_window(), 0u);
+  // From now on the client's pure ACKs are lost; its probes still get through.
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen, [](const SeenSegment& x) { return x.from == 0 && x.payload == 0; });
+  BufferList down = pattern(0, 32 * 1024);
+  ASSERT_EQ(server->send(down), 32u * 1024);
+  size_t delivered = 0;
+  hosts.run_until([&] {
+    delivered += client->read().length();
+    return server->send_space() == s.tcp.snd_buffer;
+  }, 300s);
+  EXPECT_EQ(delivered, 32u * 1024);
+  EXPECT_EQ(server->send_space(), s.tcp.snd_buffer) << "the server never saw its data acknowledged";
+  hosts.wire.tap = nullptr;
+}
+
 TEST(TcpFlow, LargeBufferUsesLargeShift) {
   InetSettings s;
   s.tcp.rcv_buffer = 16 << 20;
