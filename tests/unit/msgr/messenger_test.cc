@@ -499,6 +499,32 @@ TEST_F(MessengerSuite, KeepaliveDetectsPeerThatFallsSilentMidSession) {
   server->shutdown();
 }
 
+TEST_F(MessengerSuite, ShuttingDownOneMessengerLeavesTheSharedStackRunning) {
+  auto conf = make_conf();
+  start_stack(conf);
+  SeqChecker server_d(false);
+  auto server = make_server(conf, &server_d, Policy::stateless_server());
+  std::atomic<uint64_t> acked{0}, dropped{0};
+  NullDispatcher first_d;
+  auto first = make_client(conf, &first_d, Policy::lossy_client(), 10);
+  send_stream(first->connect_to(EntityType::Osd, server->my_addrs()), 1, 10, 10, acked, dropped);
+  first->shutdown();
+  first.reset();
+  // The stack belongs to the test, not to the messenger that went: a newcomer still gets through.
+  NullDispatcher second_d;
+  auto second = make_client(conf, &second_d, Policy::lossy_client(), 11);
+  send_stream(second->connect_to(EntityType::Osd, server->my_addrs()), 2, 10, 10, acked, dropped);
+  EXPECT_EQ(acked.load(), 20u);
+  EXPECT_TRUE(wait_for([&] { return server_d.received.load() == 20; }, 10s));
+  EXPECT_EQ(server_d.errors.load(), 0u);
+  second->shutdown();
+  server->shutdown();
+}
+
+TEST(MessengerCreate, RejectsANullSharedStack) {
+  EXPECT_THROW(Messenger::create(make_conf(), EntityName{EntityType::Client, 0}, nullptr), std::invalid_argument);
+}
+
 TEST_F(MessengerSuite, DispatchThrottleBoundsQueuedBytes) {
   SeqChecker server_d(false);
   server_d.slow_dispatch = 1ms;
