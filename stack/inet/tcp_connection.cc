@@ -777,7 +777,15 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
 
 void TcpConnection::send_ack() {
   if (state_ == TcpState::Closed || state_ == TcpState::SynSent) return;
-  transmit(snd_nxt_, kTcpAck, {});
+  // A retransmission timeout rewinds snd_nxt_ to snd_una_, yet the peer may hold everything up to
+  // snd_max_: an ACK carrying the rewound sequence number lies left of its window, so it drops
+  // it (RFC 9293 section 3.10.7.4) and answers with an ACK of its own, equally old once its own
+  // timer fired. Both sides then trade ACKs without end and neither ever learns what the other
+  // received. So a pure ACK carries the first new sequence number, snd_max_ (as BSD's
+  // tcp_output does), except for the octet of an unanswered zero-window probe, which the peer
+  // did not take.
+  const bool probing = snd_wnd_ == 0 && persist_backoff_ > 0;
+  transmit(probing ? snd_nxt_ : snd_max_, kTcpAck, {});
 }
 
 void TcpConnection::send_challenge_ack() {
