@@ -134,6 +134,52 @@ TEST(TcpFlow, NoWindowScalingWhenPeerDoesNotOffer) {
   EXPECT_TRUE(r.complete);
 }
 
+TEST(TcpRecovery, AcksStillCountAfterBothSidesTimedOut) {
+  // Each side holds all the other sent, but neither learned that its own data arrived: both time
+  // out and resend from snd_una_. Their ACKs must still be acceptable to each other. Carrying the
+  // rewound sequence number they lie left of the peer's window, get dropped and answered in kind:
+  // the two ends trade ACKs without end and the transfer never completes.
+  TwoHosts hosts(35);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  bool lose_acks = true;
+  uint64_t segments_after = 0;
+  constexpr uint64_t kStorm = 5000;
+  hosts.wire.tap = [&](int, std::vector<uint8_t>& bytes) {
+    if (bytes.size() < 54 || load_be16(bytes.data() + 12) != 0x0800 || bytes[14 + 9] != 6) return true;
+    size_t ihl = (bytes[14] & 0xf) * 4u;
+    TcpHeader h;
+    if (TcpHeader::parse(bytes.data() + 14 + ihl, load_be16(bytes.data() + 16) - ihl, h)) return true;
+    const bool carries_data = load_be16(bytes.data() + 16) - ihl > h.header_length;
+    if (lose_acks) return carries_data;  // data gets through, every pure ACK is lost
+    return ++segments_after <= kStorm;   // an ACK storm is cut short (and fails below)
+  };
+  const size_t kEach = 64 * 1024;
+  const size_t snd_buffer = client->send_space();
+  BufferList up = pattern(0, kEach), down = pattern(0, kEach);
+  ASSERT_EQ(client->send(up), kEach);
+  ASSERT_EQ(server->send(down), kEach);
+  size_t got_up = 0, got_down = 0;
+  auto read_both = [&] {
+    got_up += server->read().length();
+    got_down += client->read().length();
+  };
+  hosts.run_until([&] { read_both(); return client->timeouts() > 0 && server->timeouts() > 0; }, 10s);
+  ASSERT_GT(client->timeouts(), 0u);
+  ASSERT_GT(server->timeouts(), 0u);
+  lose_acks = false;
+  hosts.run_until([&] {
+    read_both();
+    return client->send_space() == snd_buffer && server->send_space() == snd_buffer;
+  }, 60s);
+  EXPECT_EQ(got_up, kEach);
+  EXPECT_EQ(got_down, kEach);
+  EXPECT_EQ(client->send_space(), snd_buffer) << "the client never learned its data arrived";
+  EXPECT_EQ(server->send_space(), snd_buffer) << "the server never learned its data arrived";
+  EXPECT_LT(segments_after, kStorm) << "the ends traded ACKs without end";
+  hosts.wire.tap = nullptr;
+}
+
 TEST(TcpRecovery, SackRetransmitsOnlyTheHoles) {
   TwoHosts hosts(31);
   auto [client, server] = connect_pair(hosts);
