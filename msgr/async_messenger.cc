@@ -20,14 +20,21 @@ uint64_t random_u64() {
 }  // namespace
 
 std::unique_ptr<Messenger> Messenger::create(const config::Config& conf, const EntityName& name) {
-  return std::make_unique<AsyncMessenger>(conf, name);
+  return std::make_unique<AsyncMessenger>(conf, name, nullptr);
 }
 
-AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& name)
+std::unique_ptr<Messenger> Messenger::create(const config::Config& conf, const EntityName& name,
+                                             std::shared_ptr<NetworkStack> stack) {
+  if (!stack) throw std::invalid_argument("Messenger::create: the shared network stack is null");
+  return std::make_unique<AsyncMessenger>(conf, name, std::move(stack));
+}
+
+AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& name, std::shared_ptr<NetworkStack> stack)
     : conf_(conf),
       name_(name),
       // Monitors use nonce 0 (clients address them as v2:IP:PORT/0), everyone else a random one.
       nonce_(name.type == EntityType::Mon ? 0 : static_cast<uint32_t>(random_u64())),
+      owns_stack_(stack == nullptr),
       dispatch_throttle_("dispatch_throttle_bytes", conf.get_size("ms.dispatch_throttle_bytes")) {
   timings_.keepalive_interval = conf.get_duration("ms.keepalive_interval");
   timings_.keepalive_timeout = conf.get_duration("ms.keepalive_timeout");
@@ -52,7 +59,7 @@ AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& nam
   if (policy_throttle_bytes_) default_policy_.throttle_bytes = std::make_shared<Throttle>("throttle_bytes", policy_throttle_bytes_);
   if (throttle_messages)
     default_policy_.throttle_messages = std::make_shared<Throttle>("throttle_messages", static_cast<uint64_t>(throttle_messages));
-  stack_ = NetworkStack::create(conf);
+  stack_ = owns_stack_ ? NetworkStack::create(conf) : std::move(stack);
   socket_options_.nodelay = conf.get_bool("ms.tcp_nodelay");
   socket_options_.rcvbuf_bytes = static_cast<int>(conf.get_size("ms.tcp_rcvbuf"));
   socket_options_.sndbuf_bytes = static_cast<int>(conf.get_size("ms.tcp_sndbuf"));
@@ -358,18 +365,7 @@ void AsyncMessenger::shutdown() {
     was_started = started_;
   }
   if (was_started) {
-    std::vector<AsyncConnectionRef> all;
-    {
-      std::lock_guard<std::mutex> guard(lock_);
-      all.assign(connections_.begin(), connections_.end());
-    }
-    for (auto& con : all) {
-      Worker* w = con->worker();
-      w->center().submit_and_wait([&] {
-        // The session may have moved workers; close() only where it lives now.
-        if (con->worker() == w) con->close("messenger shutdown", false);
-      });
-    }
+    close_all_connections();
     for (unsigned i = 0; i < stack_->num_workers(); ++i) {
       Worker* w = stack_->worker(i);
       w->center().submit_and_wait([&] {
@@ -381,7 +377,8 @@ void AsyncMessenger::shutdown() {
         }
       });
     }
-    stack_->stop();
+    if (owns_stack_) stack_->stop();
+    else drain_workers();
     {
       std::lock_guard<std::mutex> guard(lock_);
       listeners_.clear();
@@ -401,6 +398,40 @@ void AsyncMessenger::shutdown() {
     stopped_ = true;
   }
   stopped_cv_.notify_all();
+}
+
+void AsyncMessenger::close_all_connections() {
+  std::vector<AsyncConnectionRef> all;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    all.assign(connections_.begin(), connections_.end());
+  }
+  // close() runs only on the worker a session lives on, and a session may move to the worker
+  // that accepted its client's reconnection while we are on the way: follow it. Each move is one
+  // queued hand-over, so a few hops suffice; a session left open on a shared stack would keep
+  // calling into this messenger after it is gone.
+  constexpr int kMaxHops = 16;
+  for (auto& con : all) {
+    bool closed = false;
+    for (int hop = 0; hop < kMaxHops && !closed; ++hop) {
+      Worker* w = con->worker();
+      w->center().submit_and_wait([&] {
+        if (con->worker() != w) return;
+        con->close("messenger shutdown", false);
+        closed = true;
+      });
+    }
+    if (!closed) BYPASS_LOG(Error, "msgr", "%s: a session kept moving between workers during shutdown", name_.to_string().c_str());
+  }
+}
+
+void AsyncMessenger::drain_workers() {
+  // A shared stack keeps running after this messenger is gone, so closures its connections queued
+  // on the workers (flushes, session hand-overs between workers) must run before shutdown()
+  // returns. Two rounds: a closure run in the first round may hand work to another worker.
+  for (int round = 0; round < 2; ++round) {
+    for (unsigned i = 0; i < stack_->num_workers(); ++i) stack_->worker(i)->center().submit_and_wait([] {});
+  }
 }
 
 void AsyncMessenger::wait() {

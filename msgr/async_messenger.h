@@ -29,7 +29,8 @@ struct MessengerTimings {
 
 class AsyncMessenger final : public Messenger {
  public:
-  AsyncMessenger(const config::Config& conf, const EntityName& name);
+  // `stack`: null to create (and own) one from `conf`, or a stack shared with other messengers.
+  AsyncMessenger(const config::Config& conf, const EntityName& name, std::shared_ptr<NetworkStack> stack);
   ~AsyncMessenger() override;
 
   const EntityName& name() const override { return name_; }
@@ -74,11 +75,14 @@ class AsyncMessenger final : public Messenger {
  private:
   void dispatch_loop();
   void on_accept(Worker* worker, ServerSocket* listener);
+  void close_all_connections();
+  void drain_workers();
 
   config::Config conf_;
   EntityName name_;
   uint32_t nonce_;
   std::shared_ptr<NetworkStack> stack_;
+  bool owns_stack_;  // false: shared with other messengers, which may still run on it
   SocketOptions socket_options_;
   MessengerTimings timings_;
   AuthSettings auth_;

@@ -11,6 +11,10 @@
 //   c->send_message(m);
 //   ...
 //   msgr->shutdown(); msgr->wait();
+//
+// Several messengers may share one network stack (one DPDK port serves one process, so a client
+// and a server in one process must share its stack): create the stack once with
+// NetworkStack::create(conf) and pass it to each Messenger::create(conf, name, stack).
 #pragma once
 
 #include <memory>
@@ -23,6 +27,10 @@
 #include "msgr/message.h"
 #include "msgr/policy.h"
 
+namespace bypass {
+class NetworkStack;
+}
+
 namespace bypass::msgr {
 
 class Messenger {
@@ -30,6 +38,13 @@ class Messenger {
   // Reads ms.* options from `conf`. Throws std::runtime_error (or config::ConfigError) when the
   // transport cannot be created or an option is inconsistent (e.g. secure mode without a secret).
   static std::unique_ptr<Messenger> create(const config::Config& conf, const EntityName& name);
+  // The same on an existing stack shared with other messengers; the stack's own options
+  // (ms.type, ms.workers, ms.inject_socket_failures, tcp.*) are the ones it was created with.
+  // start() starts the stack if it is not running yet (do that before handing the stack to
+  // messengers on several threads: NetworkStack::start() is not thread-safe); shutdown() leaves it
+  // running, so the caller stops it once every messenger on it has shut down.
+  static std::unique_ptr<Messenger> create(const config::Config& conf, const EntityName& name,
+                                           std::shared_ptr<NetworkStack> stack);
   virtual ~Messenger() = default;
 
   virtual const EntityName& name() const = 0;

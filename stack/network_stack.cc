@@ -162,12 +162,19 @@ void NetworkStack::stop() {
 
 Worker* NetworkStack::least_loaded_worker() {
   if (workers_.empty()) return nullptr;
-  return std::min_element(workers_.begin(), workers_.end(),
-                          [](const auto& a, const auto& b) {
-                            return a->open_sockets.load(std::memory_order_relaxed) <
-                                   b->open_sockets.load(std::memory_order_relaxed);
-                          })
-      ->get();
+  // Ties go round-robin. A socket is counted only once its worker thread opened it, so a burst of
+  // picks (a messenger connecting to 64 peers at once) sees equal counts throughout and would
+  // otherwise put every connection on the first worker.
+  const size_t n = workers_.size();
+  const size_t start = next_pick_.fetch_add(1, std::memory_order_relaxed) % n;
+  size_t best = start;
+  for (size_t i = 1; i < n; ++i) {
+    const size_t candidate = (start + i) % n;
+    if (workers_[candidate]->open_sockets.load(std::memory_order_relaxed) <
+        workers_[best]->open_sockets.load(std::memory_order_relaxed))
+      best = candidate;
+  }
+  return workers_[best].get();
 }
 
 }  // namespace bypass

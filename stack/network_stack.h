@@ -190,7 +190,7 @@ class NetworkStack {
   const std::string& type() const { return type_; }
   unsigned num_workers() const { return static_cast<unsigned>(workers_.size()); }
   Worker* worker(unsigned i) { return workers_.at(i).get(); }
-  // The worker with the fewest open sockets (connections are spread evenly).
+  // The worker with the fewest open sockets, ties taken in turn (connections are spread evenly).
   Worker* least_loaded_worker();
   // True when each worker should listen on its own (SO_REUSEPORT / RSS); false when one listener
   // accepts for all and hands sockets to other workers.
@@ -209,6 +209,7 @@ class NetworkStack {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   bool started_ = false;
+  std::atomic<size_t> next_pick_{0};  // round-robin tie-break of least_loaded_worker()
 };
 
 }  // namespace bypass

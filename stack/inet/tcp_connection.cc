@@ -109,7 +109,8 @@ void TcpConnection::close() {
 
 void TcpConnection::abort() {
   if (state_ == TcpState::Closed) return;
-  if (state_ != TcpState::SynSent && state_ != TcpState::TimeWait) send_rst(snd_max_);
+  // The reset carries the sequence number the peer expects next (see send_ack()).
+  if (state_ != TcpState::SynSent && state_ != TcpState::TimeWait) send_rst(next_new_sequence());
   terminate(TcpError::None);
 }
 
@@ -236,7 +237,15 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   if (!acceptable(seg)) {
     ++layer_.stats().tcp_dropped_out_of_window;
     if (!h.has(kTcpRst)) send_ack();
-    return;
+    // With a zero window no segment is acceptable, "but special allowance should be made to
+    // accept valid ACKs" (same section): a segment at RCV.NXT (a window probe, a retransmission)
+    // carries the peer's acknowledgement of our data, and the peer's pure ACKs may be lost or
+    // out of sequence. Dropping it whole can leave our send buffer full for good while our
+    // application waits for room before it reads (an echo): keep its ACK, drop its text.
+    if (receive_window() != 0 || h.seq != rcv_nxt_ || !h.has(kTcpAck) || h.has(kTcpRst) || h.has(kTcpSyn))
+      return;
+    seg.payload.clear();
+    seg.header.flags = static_cast<uint8_t>(seg.header.flags & ~kTcpFin);
   }
   // Second: RST, with RFC 5961 §3.2: exact match resets, anything else in window is challenged.
   if (h.has(kTcpRst)) {
@@ -769,12 +778,19 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
 
 void TcpConnection::send_ack() {
   if (state_ == TcpState::Closed || state_ == TcpState::SynSent) return;
-  // A segment without data, SYN or FIN carries SND.MAX, not SND.NXT (as BSD's tcp_output does):
-  // after a retransmission timeout SND.NXT rewinds to SND.UNA, which may lie below the peer's
-  // RCV.NXT; an ACK sent there fails the peer's acceptability test (RFC 9293 §3.10.7.4) and its
-  // acknowledgment is discarded. If both sides rewind at once, neither ever learns of the other's
-  // progress and the connection stalls.
-  transmit(snd_max_, kTcpAck, {});
+  // A retransmission timeout rewinds snd_nxt_ to snd_una_, yet the peer may hold everything up to
+  // snd_max_: an ACK carrying the rewound sequence number lies left of its window, so it drops
+  // it (RFC 9293 section 3.10.7.4) and answers with an ACK of its own, equally old once its own
+  // timer fired. Both sides then trade ACKs without end and neither ever learns what the other
+  // received. So a pure ACK carries the first new sequence number, snd_max_ (as BSD's
+  // tcp_output does), except for the octet of an unanswered zero-window probe, which the peer
+  // did not take.
+  transmit(next_new_sequence(), kTcpAck, {});
+}
+
+uint32_t TcpConnection::next_new_sequence() const {
+  const bool probing = snd_wnd_ == 0 && persist_backoff_ > 0;
+  return probing ? snd_nxt_ : snd_max_;
 }
 
 void TcpConnection::send_challenge_ack() {
@@ -849,7 +865,7 @@ void TcpConnection::on_retransmission_timeout() {
   }
   if (snd_una_ == snd_max_) return;
   if (backoff_ > settings_.max_retransmissions) {
-    send_rst(snd_max_);  // SND.MAX: see send_ack()
+    send_rst(next_new_sequence());  // see send_ack()
     return terminate(TcpError::TimedOut);
   }
   // RFC 5681 §3.1 eq. 4 and RFC 6582 §4: collapse the window, remember the recovery point.
@@ -880,7 +896,7 @@ void TcpConnection::on_keepalive_timeout() {
       state_ != TcpState::FinWait2)
     return;
   if (keepalive_probes_sent_ >= settings_.keepalive_probes) {
-    send_rst(snd_max_);  // SND.MAX: see send_ack()
+    send_rst(next_new_sequence());  // see send_ack()
     return terminate(TcpError::TimedOut);
   }
   // RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6: SEG.SEQ = SND.NXT - 1 with no data elicits an ACK.

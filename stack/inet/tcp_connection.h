@@ -102,8 +102,6 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint64_t retransmitted_bytes() const { return retransmitted_bytes_; }
   uint64_t timeouts() const { return timeouts_; }
   bool in_recovery() const { return in_recovery_; }
-  // Sequence space sent but not yet acknowledged (SND.MAX - SND.UNA).
-  uint32_t unacknowledged() const { return snd_max_ - snd_una_; }
 
  private:
   friend class TcpLayer;
@@ -133,6 +131,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool send_next_hole();
   void transmit(uint32_t seq, uint8_t flags, BufferList payload, bool retransmission = false);
   void send_ack();
+  // The sequence number for a segment without data, SYN or FIN (see send_ack()).
+  uint32_t next_new_sequence() const;
   void send_challenge_ack();
   void send_rst(uint32_t seq);
   void schedule_ack(bool immediate);

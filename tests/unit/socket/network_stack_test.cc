@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <set>
 
 #include "tests/unit/socket/socket_test_harness.h"
 
@@ -89,6 +90,16 @@ TEST(NetworkStackTest, LeastLoadedWorkerFollowsOpenSockets) {
   EXPECT_EQ(stack->least_loaded_worker(), stack->worker(0));
   stack->worker(0)->open_sockets = 0;
   stack->worker(1)->open_sockets = 0;
+}
+
+TEST(NetworkStackTest, LeastLoadedWorkerTakesTiesInTurn) {
+  // Sockets are counted once their worker opened them, so a burst of picks sees equal counts:
+  // they must still spread over the workers.
+  auto conf = make_test_config({"ms.workers=2"});
+  auto stack = NetworkStack::create(conf);
+  std::set<Worker*> picked;
+  for (int i = 0; i < 2; ++i) picked.insert(stack->least_loaded_worker());
+  EXPECT_EQ(picked.size(), 2u);
 }
 
 TEST(NetworkStackTest, UnknownTransportIsRejected) {
