@@ -155,9 +155,8 @@ TEST_F(MonProbe, BenchToolPrintsTheMonitorsVersions) {
   EXPECT_EQ(bench.out, "monmap " + std::to_string(monmap_epoch_) + "\nosdmap " + std::to_string(osdmap_epoch_) + "\n");
 }
 
-// A port on the monitor's host that nothing listens on: the probe must fail fast with a reason,
-// not wait out its timeout.
-TEST_F(MonProbe, ProbeOfAClosedPortFailsWithAReason) {
+// A port nothing listens on: the probe must fail fast with a reason, not wait out its timeout.
+TEST(MonVersionProbe, ClosedPortFailsFastWithAReason) {
   EntityAddr closed;
   ASSERT_TRUE(EntityAddr::parse("v2:127.0.0.1:1", &closed));
   const auto started = std::chrono::steady_clock::now();
