@@ -9,6 +9,7 @@
 
 #include "config/cli.h"
 #include "config/config.h"
+#include "tools/bypass-bench/ceph_mon_version.h"
 #include "tools/bypass-bench/echo_job.h"
 #include "tools/bypass-bench/job_options.h"
 
@@ -19,7 +20,9 @@ const char* kUsage =
     "       bypass-bench --help | --help-options\n"
     "\n"
     "commands:\n"
-    "  echo    echo server + ping-pong client in one process (bypass-bench echo --help)\n"
+    "  echo              echo server + ping-pong client in one process (bypass-bench echo --help)\n"
+    "  ceph-mon-version  ask a Ceph monitor for its monmap and osdmap versions\n"
+    "                    (bypass-bench ceph-mon-version --help)\n"
     "\n"
     "common options:\n"
     "  -c, --config FILE   load a YAML configuration (repeatable, later files win)\n"
@@ -64,6 +67,16 @@ int run_echo(const bypass::config::CommonArgs& common, const std::vector<std::st
   return results.errors == 0 ? 0 : 1;
 }
 
+int run_ceph_mon_version(const bypass::config::CommonArgs& common, const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << bypass::bench::ceph_mon_version_usage();
+    return 0;
+  }
+  const bypass::config::Config conf = bypass::config::load_config(common);
+  const bypass::bench::CephMonVersionOptions options = bypass::bench::parse_ceph_mon_version_flags(args);
+  return bypass::bench::run_ceph_mon_version(conf, options, std::cout, std::cerr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,6 +97,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (command == "echo") return run_echo(common, args);
+    if (command == "ceph-mon-version") return run_ceph_mon_version(common, args);
     std::cerr << "bypass-bench: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const bypass::config::ConfigError& e) {

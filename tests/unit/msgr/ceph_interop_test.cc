@@ -1,12 +1,14 @@
 // Interop with real Ceph (pacific, Debian's ceph-mon 16.2) on loopback:
 //  - a Bypass client completes the msgr2.1 handshake with a monitor and gets MMonGetVersion
-//    replies for "monmap" and "osdmap" whose versions match `ceph mon dump` / `ceph osd dump`;
+//    replies for "monmap" and "osdmap" whose versions match `ceph mon dump` / `ceph osd dump`,
+//    both in process (probe_mon_versions) and through `bypass-bench ceph-mon-version`;
 //  - the `ceph` CLI pointed at a Bypass server completes the handshake with it, and the server
 //    sees its CLIENT_IDENT and first message.
 // Exits 77 (skip) when ceph-mon or the ceph CLI is not installed.
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,62 +17,37 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "config/config.h"
 #include "msgr/messenger.h"
-#include "msgr/wire/codec.h"
+#include "msgr/mon_get_version.h"
 
 namespace bypass::msgr {
 namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint16_t kMsgMonGetVersion = 19;       // CEPH_MSG_MON_GET_VERSION
-constexpr uint16_t kMsgMonGetVersionReply = 20;  // CEPH_MSG_MON_GET_VERSION_REPLY
-
-// MMonGetVersion: front = __le64 handle, string what ("monmap", "osdmap", ...).
-class MonGetVersion : public Message {
- public:
-  MonGetVersion(uint64_t handle, std::string what) : Message(kMsgMonGetVersion), handle_(handle), what_(std::move(what)) {}
-  void encode_payload(uint64_t) override {
-    wire::Encoder enc(front());
-    enc.u64(handle_);
-    enc.blob(what_);
-  }
-
- private:
-  uint64_t handle_;
-  std::string what_;
-};
-
-// MMonGetVersionReply (HEAD_VERSION 2): __le64 handle, __le64 version, __le64 oldest_version.
-class MonGetVersionReply : public Message {
- public:
-  MonGetVersionReply() : Message(kMsgMonGetVersionReply, 2, 1) {}
-  void decode_payload() override {
-    std::string bytes = front().to_string();
-    wire::Decoder dec(bytes, "MMonGetVersionReply");
-    handle = dec.u64("handle");
-    version = dec.u64("version");
-    if (dec.remaining() >= 8) oldest_version = dec.u64("oldest_version");
-  }
-  uint64_t handle = 0, version = 0, oldest_version = 0;
-};
-
-std::string run(const std::string& cmd) {
+// Runs `cmd` through the shell; its stdout, and its exit status (-1 when it could not run or was
+// killed by a signal).
+struct CommandResult {
   std::string out;
+  int status = -1;
+};
+CommandResult run_with_status(const std::string& cmd) {
+  CommandResult result;
   FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return out;
+  if (!p) return result;
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  return out;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) result.out.append(buf, n);
+  const int wait_status = ::pclose(p);
+  if (wait_status != -1 && WIFEXITED(wait_status)) result.status = WEXITSTATUS(wait_status);
+  return result;
 }
+std::string run(const std::string& cmd) { return run_with_status(cmd).out; }
 
 uint64_t json_epoch(const std::string& json) {
   auto pos = json.find("\"epoch\":");
@@ -102,22 +79,21 @@ struct Mon {
     }
     run("rm -rf " + dir);
   }
+  std::string msgr2_addr() const { return "v2:127.0.0.1:" + std::to_string(port); }
 };
 
-class ReplyCollector : public Dispatcher {
+// Records the type of every message the server receives.
+class MessageTypeCollector : public Dispatcher {
  public:
-  bool ms_can_fast_dispatch(const Message&) const override { return false; }
   bool ms_dispatch(const MessageRef& m) override {
     std::lock_guard<std::mutex> guard(lock);
     types.push_back(m->type());
-    if (auto r = std::dynamic_pointer_cast<MonGetVersionReply>(m)) replies[r->handle] = r->version;
     cv.notify_all();
     return true;
   }
   std::mutex lock;
   std::condition_variable cv;
   std::vector<uint16_t> types;
-  std::map<uint64_t, uint64_t> replies;
 };
 
 config::Config conf_for_interop() {
@@ -127,42 +103,71 @@ config::Config conf_for_interop() {
   return conf;
 }
 
-TEST(CephInterop, MonitorAnswersMonGetVersion) {
-  Mon mon;
-  ASSERT_TRUE(mon.up);
-  uint64_t monmap_epoch = json_epoch(run("timeout 20 ceph -c " + mon.conf + " mon dump -f json 2>/dev/null"));
-  uint64_t osdmap_epoch = json_epoch(run("timeout 20 ceph -c " + mon.conf + " osd dump -f json 2>/dev/null"));
-  ASSERT_NE(monmap_epoch, UINT64_MAX);
-  ASSERT_NE(osdmap_epoch, UINT64_MAX);
-
-  ReplyCollector d;
-  auto msgr = Messenger::create(conf_for_interop(), EntityName{EntityType::Client, -1});
-  msgr->set_default_policy(Policy::lossy_client());
-  msgr->registry().add(kMsgMonGetVersionReply, [] { return std::make_shared<MonGetVersionReply>(); });
-  msgr->add_dispatcher(&d);
-  ASSERT_EQ(msgr->start(), 0);
-  EntityAddr mon_addr;
-  ASSERT_TRUE(EntityAddr::parse("v2:127.0.0.1:" + std::to_string(mon.port) + "/0", &mon_addr));
-  ConnectionRef con = msgr->connect_to(EntityType::Mon, EntityAddrVec{{mon_addr}});
-  con->send_message(std::make_shared<MonGetVersion>(1, "monmap"));
-  con->send_message(std::make_shared<MonGetVersion>(2, "osdmap"));
-  {
-    std::unique_lock<std::mutex> guard(d.lock);
-    d.cv.wait_for(guard, 20s, [&] { return d.replies.size() == 2; });
-    ASSERT_EQ(d.replies.size(), 2u) << msgr->perf_dump_json();
-    EXPECT_EQ(d.replies[1], monmap_epoch);
-    EXPECT_EQ(d.replies[2], osdmap_epoch);
+// One monitor for the probe tests (starting one takes seconds), with the versions the ceph CLI
+// reports, which every probe must match.
+class MonProbe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    mon_ = new Mon();
+    if (!mon_->up) return;
+    // A fresh cluster has monmap and osdmap both at epoch 1; two osdmap changes make them differ,
+    // so a probe that mixed up its two answers would fail.
+    run("timeout 20 ceph -c " + mon_->conf + " osd set noout >/dev/null 2>&1");
+    run("timeout 20 ceph -c " + mon_->conf + " osd unset noout >/dev/null 2>&1");
+    monmap_epoch_ = json_epoch(run("timeout 20 ceph -c " + mon_->conf + " mon dump -f json 2>/dev/null"));
+    osdmap_epoch_ = json_epoch(run("timeout 20 ceph -c " + mon_->conf + " osd dump -f json 2>/dev/null"));
   }
-  EXPECT_TRUE(con->is_connected());
-  EXPECT_EQ(con->peer_name().type, EntityType::Mon);
-  std::printf("monmap epoch %llu, osdmap epoch %llu via Bypass; perf %s\n",
-              static_cast<unsigned long long>(monmap_epoch), static_cast<unsigned long long>(osdmap_epoch),
-              msgr->perf_dump_json().c_str());
-  msgr->shutdown();
+  static void TearDownTestSuite() {
+    delete mon_;
+    mon_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(mon_->up);
+    ASSERT_NE(monmap_epoch_, UINT64_MAX) << "ceph mon dump gave no epoch";
+    ASSERT_NE(osdmap_epoch_, UINT64_MAX) << "ceph osd dump gave no epoch";
+    ASSERT_NE(monmap_epoch_, osdmap_epoch_) << "the osdmap changes did not take";
+  }
+  static Mon* mon_;
+  static uint64_t monmap_epoch_;
+  static uint64_t osdmap_epoch_;
+};
+Mon* MonProbe::mon_ = nullptr;
+uint64_t MonProbe::monmap_epoch_ = UINT64_MAX;
+uint64_t MonProbe::osdmap_epoch_ = UINT64_MAX;
+
+TEST_F(MonProbe, MonitorAnswersMonGetVersion) {
+  EntityAddr mon_addr;
+  ASSERT_TRUE(EntityAddr::parse(mon_->msgr2_addr(), &mon_addr));
+  const MonVersionProbeResult result = probe_mon_versions(conf_for_interop(), mon_addr, 20s);
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(result.versions.monmap, monmap_epoch_);
+  EXPECT_EQ(result.versions.osdmap, osdmap_epoch_);
+  std::printf("monmap epoch %llu, osdmap epoch %llu via Bypass\n",
+              static_cast<unsigned long long>(result.versions.monmap),
+              static_cast<unsigned long long>(result.versions.osdmap));
+}
+
+TEST_F(MonProbe, BenchToolPrintsTheMonitorsVersions) {
+  const CommandResult bench = run_with_status(std::string("timeout 60 ") + BYPASS_BENCH +
+                                              " --set ms.workers=1 ceph-mon-version --mon " +
+                                              mon_->msgr2_addr() + " --timeout 20s");
+  EXPECT_EQ(bench.status, 0) << bench.out;
+  EXPECT_EQ(bench.out, "monmap " + std::to_string(monmap_epoch_) + "\nosdmap " + std::to_string(osdmap_epoch_) + "\n");
+}
+
+// A port nothing listens on: the probe must fail fast with a reason, not wait out its timeout.
+TEST(MonVersionProbe, ClosedPortFailsFastWithAReason) {
+  EntityAddr closed;
+  ASSERT_TRUE(EntityAddr::parse("v2:127.0.0.1:1", &closed));
+  const auto started = std::chrono::steady_clock::now();
+  const MonVersionProbeResult result = probe_mon_versions(conf_for_interop(), closed, 20s);
+  EXPECT_FALSE(result.ok);
+  EXPECT_NE(result.error.find("refused"), std::string::npos) << result.error;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
 }
 
 TEST(CephInterop, CephCliHandshakesWithBypassServer) {
-  ReplyCollector d;
+  MessageTypeCollector d;
   auto msgr = Messenger::create(conf_for_interop(), EntityName{EntityType::Mon, 0});
   msgr->set_default_policy(Policy::stateless_server());
   msgr->add_dispatcher(&d);

@@ -1,16 +1,17 @@
 #!/bin/bash
-# Starts one Ceph monitor (msgr2 only, auth none) on 127.0.0.1:$PORT in $D, in the background.
+# Starts one Ceph monitor (msgr2 only, auth none) on $IP:$PORT (IP defaults to 127.0.0.1) in $D,
+# in the background.
 # Based on shared/notes/ceph-mini-cluster-up.sh, with its own port and directory so several test
 # runs and engineers do not collide. Prints the ceph.conf path. Stop with: kill $(cat $D/mon.pid)
 set -euo pipefail
-D=${1:?dir}; PORT=${2:?port}
+D=${1:?dir}; PORT=${2:?port}; IP=${3:-127.0.0.1}
 rm -rf "$D"; mkdir -p "$D"/{run,log,mon.a}
 FSID=$(uuidgen)
 cat > "$D/ceph.conf" <<CONF
 [global]
 fsid = $FSID
-mon host = v2:127.0.0.1:$PORT
-public addr = 127.0.0.1
+mon host = v2:$IP:$PORT
+public addr = $IP
 auth cluster required = none
 auth service required = none
 auth client required = none
@@ -25,7 +26,7 @@ mon allow pool size one = true
 mon data = $D/mon.a
 CONF
 C="-c $D/ceph.conf"
-monmaptool --create --fsid "$FSID" --addv a "[v2:127.0.0.1:$PORT]" --set-min-mon-release pacific "$D/monmap" >/dev/null
+monmaptool --create --fsid "$FSID" --addv a "[v2:$IP:$PORT]" --set-min-mon-release pacific "$D/monmap" >/dev/null
 ceph-mon $C --mkfs -i a --monmap "$D/monmap"
 setsid ceph-mon $C -i a -f > "$D/log/mon.a.out" 2>&1 < /dev/null &
 echo $! > "$D/mon.pid"

@@ -1,0 +1,124 @@
+#include "msgr/mon_get_version.h"
+
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "msgr/dispatcher.h"
+#include "msgr/messenger.h"
+#include "msgr/policy.h"
+#include "msgr/wire/codec.h"
+
+namespace bypass::msgr {
+
+MonGetVersion::MonGetVersion(uint64_t handle, std::string what)
+    : Message(kMsgMonGetVersion), handle_(handle), what_(std::move(what)) {}
+
+void MonGetVersion::encode_payload(uint64_t) {
+  wire::Encoder enc(front());
+  enc.u64(handle_);
+  enc.blob(what_);
+}
+
+MonGetVersionReply::MonGetVersionReply() : Message(kMsgMonGetVersionReply, 2, 1) {}
+
+void MonGetVersionReply::decode_payload() {
+  std::string bytes = front().to_string();
+  wire::Decoder dec(bytes, "MMonGetVersionReply");
+  handle = dec.u64("handle");
+  version = dec.u64("version");
+  if (dec.remaining() >= 8) oldest_version = dec.u64("oldest_version");
+}
+
+namespace {
+
+constexpr uint64_t kMonmapHandle = 1;
+constexpr uint64_t kOsdmapHandle = 2;
+
+// Collects the two replies, and the first connection failure so the probe can stop waiting early
+// and say why instead of reporting a bare timeout.
+class VersionReplyCollector : public Dispatcher {
+ public:
+  bool ms_dispatch(const MessageRef& m) override {
+    auto reply = std::dynamic_pointer_cast<MonGetVersionReply>(m);
+    if (!reply) return false;
+    std::lock_guard<std::mutex> guard(lock_);
+    versions_[reply->handle] = reply->version;
+    changed_.notify_all();
+    return true;
+  }
+  bool ms_handle_refused(const ConnectionRef&) override {
+    record_failure("connection refused");
+    return true;
+  }
+  bool ms_handle_reset(const ConnectionRef&) override {
+    record_failure("connection dropped before the monitor answered");
+    return true;
+  }
+
+  // True when both versions arrived; false on a connection failure or when `timeout` passed.
+  bool wait(std::chrono::milliseconds timeout, MonMapVersions* out, std::string* failure) {
+    std::unique_lock<std::mutex> guard(lock_);
+    changed_.wait_for(guard, timeout, [&] { return have_both() || !failure_.empty(); });
+    if (!have_both()) {
+      *failure = failure_;
+      return false;
+    }
+    out->monmap = versions_.at(kMonmapHandle);
+    out->osdmap = versions_.at(kOsdmapHandle);
+    return true;
+  }
+
+ private:
+  bool have_both() const { return versions_.count(kMonmapHandle) && versions_.count(kOsdmapHandle); }
+  void record_failure(const std::string& why) {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (failure_.empty()) failure_ = why;
+    changed_.notify_all();
+  }
+
+  std::mutex lock_;
+  std::condition_variable changed_;
+  std::map<uint64_t, uint64_t> versions_;  // handle -> version
+  std::string failure_;
+};
+
+}  // namespace
+
+MonVersionProbeResult probe_mon_versions(const config::Config& conf, const EntityAddr& mon,
+                                         std::chrono::milliseconds timeout) {
+  MonVersionProbeResult result;
+  const std::string where = "monitor " + mon.to_string();
+  VersionReplyCollector collector;
+  std::unique_ptr<Messenger> msgr;
+  try {
+    msgr = Messenger::create(conf, EntityName{EntityType::Client, -1});
+  } catch (const std::exception& e) {
+    result.error = std::string("cannot create the messenger: ") + e.what();
+    return result;
+  }
+  msgr->set_default_policy(Policy::lossy_client());
+  msgr->registry().add(kMsgMonGetVersionReply, [] { return std::make_shared<MonGetVersionReply>(); });
+  msgr->add_dispatcher(&collector);
+  if (int r = msgr->start(); r != 0) {
+    result.error = "cannot start the messenger (error " + std::to_string(r) + ")";
+    return result;
+  }
+  ConnectionRef con = msgr->connect_to(EntityType::Mon, EntityAddrVec{{mon}});
+  con->send_message(std::make_shared<MonGetVersion>(kMonmapHandle, "monmap"));
+  con->send_message(std::make_shared<MonGetVersion>(kOsdmapHandle, "osdmap"));
+  std::string failure;
+  result.ok = collector.wait(timeout, &result.versions, &failure);
+  if (!result.ok) {
+    result.error = failure.empty()
+                       ? where + " did not answer within " + config::format_duration(timeout)
+                       : where + ": " + failure;
+  }
+  msgr->shutdown();
+  msgr->wait();
+  return result;
+}
+
+}  // namespace bypass::msgr

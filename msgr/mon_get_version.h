@@ -1,0 +1,61 @@
+// MMonGetVersion / MMonGetVersionReply (Ceph's CEPH_MSG_MON_GET_VERSION{,_REPLY}) and a probe
+// that asks a real monitor for its current monmap and osdmap versions. The probe is the smallest
+// useful exchange with a Ceph cluster: it needs the msgr2 handshake and one round trip, nothing
+// else (the monitor answers it without a session or authentication when auth is "none").
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+#include "msgr/entity.h"
+#include "msgr/message.h"
+
+namespace bypass::msgr {
+
+constexpr uint16_t kMsgMonGetVersion = 19;       // CEPH_MSG_MON_GET_VERSION
+constexpr uint16_t kMsgMonGetVersionReply = 20;  // CEPH_MSG_MON_GET_VERSION_REPLY
+
+// MMonGetVersion: front = __le64 handle, string what ("monmap", "osdmap", "mdsmap", ...).
+class MonGetVersion : public Message {
+ public:
+  MonGetVersion(uint64_t handle, std::string what);
+  void encode_payload(uint64_t features) override;
+
+ private:
+  uint64_t handle_;
+  std::string what_;
+};
+
+// MMonGetVersionReply (HEAD_VERSION 2): __le64 handle, __le64 version, __le64 oldest_version
+// (the last one only from version 2 on).
+class MonGetVersionReply : public Message {
+ public:
+  MonGetVersionReply();
+  void decode_payload() override;
+
+  uint64_t handle = 0;
+  uint64_t version = 0;
+  uint64_t oldest_version = 0;
+};
+
+struct MonMapVersions {
+  uint64_t monmap = 0;
+  uint64_t osdmap = 0;
+};
+
+struct MonVersionProbeResult {
+  bool ok = false;
+  MonMapVersions versions;  // valid when ok
+  std::string error;        // one line saying what failed, when !ok
+};
+
+// Connects to the monitor at `mon` as a client on a messenger built from `conf` (ms.type picks the
+// transport: posix, dpdk, ...), asks for the "monmap" and "osdmap" versions and waits at most
+// `timeout` for both answers. Never throws: a transport that cannot start, a refused or dropped
+// connection and a silent monitor all come back as !ok with the reason.
+MonVersionProbeResult probe_mon_versions(const config::Config& conf, const EntityAddr& mon,
+                                         std::chrono::milliseconds timeout);
+
+}  // namespace bypass::msgr

@@ -1,0 +1,66 @@
+#!/bin/bash
+# `bypass-bench ceph-mon-version` over the dpdk transport: the userspace stack (10.79.0.2) reaches a
+# real Ceph monitor on the kernel side of a net_tap port (10.79.0.1) and must print the versions
+# `ceph mon dump` / `ceph osd dump` report. The tap is created beforehand as a persistent
+# multi-queue tap that net_tap attaches to, so the monitor can bind the kernel-side address before
+# bypass-bench starts. Needs root; exits 77 when a prerequisite is absent.
+# Args: BYPASS_BENCH CEPH_MON_UP_SH
+set -u
+bench="$1"
+mon_up="$2"
+tap=bmontap0
+kernel_ip=10.79.0.1
+stack_ip=10.79.0.2
+
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (creates the tap $tap)"; exit 77; fi
+for tool in ip ceph-mon ceph monmaptool; do
+  if ! command -v "$tool" >/dev/null 2>&1; then echo "SKIP: $tool is not installed"; exit 77; fi
+done
+if [ ! -c /dev/net/tun ]; then echo "SKIP: no /dev/net/tun"; exit 77; fi
+
+dir=/tmp/bypass-ceph-mon-tap-$$
+cleanup() {
+  if [ -s "$dir/mon.pid" ]; then
+    pid=$(cat "$dir/mon.pid")
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null
+  fi
+  ip link del "$tap" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+ip link del "$tap" 2>/dev/null  # a leftover from a killed run
+ip tuntap add dev "$tap" mode tap multi_queue || { echo "FAIL: cannot create the tap $tap"; exit 1; }
+ip addr add "$kernel_ip/24" dev "$tap" && ip link set "$tap" up || { echo "FAIL: cannot address $tap"; exit 1; }
+
+port=$((20000 + RANDOM % 20000))
+conf=$("$mon_up" "$dir" "$port" "$kernel_ip" 2>&1 | tail -1)
+if [ "$conf" != "$dir/ceph.conf" ]; then echo "FAIL: monitor did not start: $conf"; exit 1; fi
+# Make the osdmap epoch differ from the monmap's, so swapped answers cannot pass.
+timeout 20 ceph -c "$conf" osd set noout >/dev/null 2>&1
+epoch() { grep -o '"epoch":[0-9]*' | head -1 | cut -d: -f2; }
+monmap=$(timeout 20 ceph -c "$conf" mon dump -f json 2>/dev/null | epoch)
+osdmap=$(timeout 20 ceph -c "$conf" osd dump -f json 2>/dev/null | epoch)
+if [ -z "$monmap" ] || [ -z "$osdmap" ] || [ "$monmap" = "$osdmap" ]; then
+  echo "FAIL: ceph reports monmap '$monmap', osdmap '$osdmap' (want two different epochs)"; exit 1
+fi
+
+# Frames the kernel received on the tap: proof the probe went through the userspace stack.
+rx_before=$(cat "/sys/class/net/$tap/statistics/rx_packets")
+timeout 90 "$bench" --set ms.type=dpdk --set ms.workers=1 \
+  --set "dpdk.vdev=[\"net_tap0,iface=$tap\"]" --set dpdk.host_ip=$stack_ip \
+  --set dpdk.netmask=255.255.255.0 --set dpdk.no_huge=auto --set dpdk.memory=256M \
+  ceph-mon-version --mon "v2:$kernel_ip:$port" --timeout 30s >"$dir/out" 2>"$dir/err"
+status=$?
+rx_after=$(cat "/sys/class/net/$tap/statistics/rx_packets")
+echo "bypass-bench exited $status; stdout:"; cat "$dir/out"
+want=$(printf 'monmap %s\nosdmap %s' "$monmap" "$osdmap")
+if [ "$status" -ne 0 ] || [ "$(cat "$dir/out")" != "$want" ]; then
+  echo "FAIL: want exit 0 and:"; echo "$want"; echo "stderr:"; cat "$dir/err"; exit 1
+fi
+if [ "$rx_after" -le "$rx_before" ]; then
+  echo "FAIL: the kernel received no frames on $tap ($rx_before -> $rx_after)"; exit 1
+fi
+echo "PASS: monmap $monmap, osdmap $osdmap over dpdk/net_tap ($((rx_after - rx_before)) frames into the kernel)"
