@@ -32,6 +32,14 @@ void register_rdma_options(Registry& r) {
   r.add({.name = "rdma.qp_depth", .type = OptionType::Int, .default_value = "64",
          .help = "Send work requests per queue pair (and posted receives per QP when rdma.srq is "
                  "false).", .min = 4, .max = 16384});
+  r.add({.name = "rdma.ack_timeout", .type = OptionType::Duration, .default_value = "67ms",
+         .help = "How long a queue pair waits for the peer's transport ACK before retransmitting "
+                 "(rounded up to the verbs encoding, 4.096us * 2^n). With rdma.retry_count it "
+                 "bounds how long a silent peer goes unnoticed; raise both on hosts that stall.",
+         .min = 8'192, .max = 600'000'000'000});
+  r.add({.name = "rdma.retry_count", .type = OptionType::Int, .default_value = "7",
+         .help = "Transport retransmissions before a queue pair declares its peer dead (verbs "
+                 "allow at most 7).", .min = 0, .max = 7});
   r.add({.name = "rdma.drain_timeout", .type = OptionType::Duration, .default_value = "5s",
          .help = "On close, wait this long for posted sends to complete before forcing the QP to "
                  "the error state.", .min = 1'000'000});

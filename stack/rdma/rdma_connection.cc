@@ -238,8 +238,10 @@ int RdmaConnection::move_qp_to_rts(const QpInfo& remote) {
   }
   attr = {};
   attr.qp_state = IBV_QPS_RTS;
-  attr.timeout = 14;    // 4.096 us * 2^14 = 67 ms per transport retry
-  attr.retry_cnt = 7;   // a dead peer is declared after ~0.5 s of silence
+  // rdma.ack_timeout and rdma.retry_count: by default 67 ms per transport retry, 7 retries, so a
+  // dead peer is declared after ~0.5 s of silence.
+  attr.timeout = worker_.tuning().ack_timeout_exponent;
+  attr.retry_cnt = worker_.tuning().retry_count;
   attr.rnr_retry = 7;   // 7 = retry forever: an empty receive queue is backpressure, not an error
   attr.sq_psn = local_psn_;
   attr.max_rd_atomic = 1;

@@ -47,8 +47,13 @@ struct RdmaTuning {
   std::chrono::nanoseconds busy_poll{20000};
   std::chrono::milliseconds drain_timeout{5000};
   int inject_failures = 0;         // ms.inject_socket_failures
+  uint8_t ack_timeout_exponent = 14;  // verbs local ACK timeout: 4.096 us * 2^n (67 ms)
+  uint8_t retry_count = 7;            // transport retries before the QP fails
   static RdmaTuning from(const config::Config& conf);
 };
+
+// The verbs encoding of a local ACK timeout: the smallest n in 1..31 with 4.096 us * 2^n >= `timeout`.
+uint8_t ack_timeout_exponent(std::chrono::nanoseconds timeout);
 
 class RdmaWorker final : public Worker {
  public:

@@ -8,12 +8,33 @@
 
 #include "config/config.h"
 #include "stack/network_stack.h"
+#include "stack/rdma/rdma_worker.h"
 
 namespace bypass::rdma {
 namespace {
 
 using S = ConnState;
 constexpr S kAll[] = {S::Connecting, S::Handshaking, S::Established, S::Draining, S::Failed, S::Destroyed};
+
+TEST(RdmaTuning, AckTimeoutRoundsUpToTheVerbsEncoding) {
+  using std::chrono::nanoseconds;
+  EXPECT_EQ(ack_timeout_exponent(nanoseconds(1)), 1);             // never 0 (= infinite)
+  EXPECT_EQ(ack_timeout_exponent(nanoseconds(8192)), 1);          // 4.096 us * 2
+  EXPECT_EQ(ack_timeout_exponent(nanoseconds(8193)), 2);
+  EXPECT_EQ(ack_timeout_exponent(std::chrono::milliseconds(67)), 14);  // 67.1 ms
+  EXPECT_EQ(ack_timeout_exponent(std::chrono::seconds(1)), 18);        // 1.07 s
+  EXPECT_EQ(ack_timeout_exponent(std::chrono::hours(10)), 31);         // capped
+}
+
+TEST(RdmaTuning, ConfigMapsOntoQueuePairTimeouts) {
+  config::Config conf;
+  conf.set("rdma.ack_timeout", "1s");
+  conf.set("rdma.retry_count", "5");
+  const RdmaTuning t = RdmaTuning::from(conf);
+  EXPECT_EQ(t.ack_timeout_exponent, 18);
+  EXPECT_EQ(t.retry_count, 5);
+  EXPECT_THROW(conf.set("rdma.retry_count", "8"), config::ConfigError);
+}
 
 TEST(ConnectionState, HappyPathAndTeardown) {
   EXPECT_TRUE(transition_allowed(S::Connecting, S::Handshaking));

@@ -73,6 +73,10 @@ class SocketSuite : public ::testing::Test {
 
   void spawn_client(unsigned worker, SocketAddress peer, ClientSpec spec, ClientResult* result,
                     Completion* done) {
+    // A test that does not choose its own connect timeout gets ms.connect_timeout, so a slow
+    // environment (the emulated soft-RoCE guest) can raise it without changing the test.
+    if (spec.options.connect_timeout == SocketOptions{}.connect_timeout)
+      spec.options.connect_timeout = socket_options_from_config(*conf_).connect_timeout;
     Worker& w = *stack_->worker(worker % stack_->num_workers());
     run_on(w, [&] { pool_->spawn<StreamClient>(w, peer, std::move(spec), result, done); });
   }
