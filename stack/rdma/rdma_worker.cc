@@ -43,12 +43,12 @@ RdmaTuning RdmaTuning::from(const config::Config& conf) {
   t.drain_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
       conf.get_duration("rdma.drain_timeout"));
   t.inject_failures = static_cast<int>(conf.get_int("ms.inject_socket_failures"));
-  t.ack_timeout_exponent = ack_timeout_exponent(conf.get_duration("rdma.ack_timeout"));
+  t.ack_timeout_exponent = verbs_ack_timeout_exponent(conf.get_duration("rdma.ack_timeout"));
   t.retry_count = static_cast<uint8_t>(conf.get_int("rdma.retry_count"));
   return t;
 }
 
-uint8_t ack_timeout_exponent(std::chrono::nanoseconds timeout) {
+uint8_t verbs_ack_timeout_exponent(std::chrono::nanoseconds timeout) {
   // IBTA: 0 means "infinite"; 1..31 encode 4.096 us * 2^n. Never choose infinite: a dead peer
   // must surface as an error.
   uint8_t n = 1;

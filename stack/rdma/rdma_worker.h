@@ -53,7 +53,7 @@ struct RdmaTuning {
 };
 
 // The verbs encoding of a local ACK timeout: the smallest n in 1..31 with 4.096 us * 2^n >= `timeout`.
-uint8_t ack_timeout_exponent(std::chrono::nanoseconds timeout);
+uint8_t verbs_ack_timeout_exponent(std::chrono::nanoseconds timeout);
 
 class RdmaWorker final : public Worker {
  public:

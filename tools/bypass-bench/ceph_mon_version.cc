@@ -5,29 +5,16 @@
 
 #include "config/log.h"
 #include "msgr/mon_get_version.h"
+#include "tools/bypass-bench/subcommand_flags.h"
 
 namespace bypass::bench {
 
 CephMonVersionOptions parse_ceph_mon_version_flags(const std::vector<std::string>& args) {
   CephMonVersionOptions options;
   std::string mon_text;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    bool has_value = false;
-    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-      has_value = true;
-    }
-    if (flag != "--mon" && flag != "--timeout") {
-      throw config::ConfigError("ceph-mon-version: unknown argument '" + args[i] +
-                                "' (see bypass-bench ceph-mon-version --help)");
-    }
-    if (!has_value) {
-      if (i + 1 >= args.size()) throw config::ConfigError("ceph-mon-version: " + flag + " needs a value");
-      value = args[++i];
-    }
+  const auto known = [](const std::string& flag) { return flag == "--mon" || flag == "--timeout"; };
+  for (const auto& [flag, value] :
+       split_valued_flags(args, "ceph-mon-version", known, "bypass-bench ceph-mon-version --help")) {
     if (flag == "--mon") {
       mon_text = value;
     } else {

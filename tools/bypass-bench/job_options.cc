@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "tools/bypass-bench/subcommand_flags.h"
+
 namespace bypass::bench {
 
 EchoJobOptions EchoJobOptions::from_config(const config::Config& conf) {
@@ -22,23 +24,10 @@ EchoJobOptions parse_echo_flags(const std::vector<std::string>& args, config::Co
   };
   std::string addr_text = "127.0.0.1:0";
   std::string json_path;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    bool has_value = false;
-    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-      has_value = true;
-    }
-    const bool known = kShorthands.count(flag) != 0 || flag == "--addr" || flag == "--json";
-    if (!known) {
-      throw config::ConfigError("echo: unknown argument '" + args[i] + "' (see bypass-bench --help)");
-    }
-    if (!has_value) {
-      if (i + 1 >= args.size()) throw config::ConfigError("echo: " + flag + " needs a value");
-      value = args[++i];
-    }
+  const auto known = [](const std::string& flag) {
+    return kShorthands.count(flag) != 0 || flag == "--addr" || flag == "--json";
+  };
+  for (const auto& [flag, value] : split_valued_flags(args, "echo", known, "bypass-bench --help")) {
     if (auto it = kShorthands.find(flag); it != kShorthands.end()) {
       conf.set(it->second, value, flag);
     } else if (flag == "--addr") {

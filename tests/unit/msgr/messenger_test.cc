@@ -614,28 +614,14 @@ TEST_F(MessengerSuite, SecureSessionRekeysByReauthenticating) {
 }  // namespace
 }  // namespace bypass::msgr
 
-// The transport comes from BYPASS_MS_TYPE; when it cannot run here the whole suite is skipped.
+// The transport comes from BYPASS_MS_TYPE (see run_transport_suite).
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  try {
-    bypass::testing::test_listen_address();
-  } catch (const std::runtime_error& e) {
-    std::fprintf(stderr, "bad test configuration: %s\n", e.what());
-    return 1;
-  }
-  try {
+  return bypass::testing::run_transport_suite(argc, argv, [] {
     // The probe also covers a messenger that builds (and owns) its stack. Same worker count as
     // the tests: a process keeps its DPDK port and queue layout.
     bypass::config::Config conf;
     conf.apply_environment();
     conf.set("ms.workers", "2");
     auto probe = bypass::msgr::Messenger::create(conf, bypass::msgr::EntityName{bypass::msgr::EntityType::Client, 0});
-  } catch (const bypass::config::ConfigError& e) {
-    std::fprintf(stderr, "bad test configuration: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::printf("SKIP: messenger transport unavailable: %s\n", e.what());
-    return 77;
-  }
-  return RUN_ALL_TESTS();
+  });
 }

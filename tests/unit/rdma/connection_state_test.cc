@@ -18,12 +18,12 @@ constexpr S kAll[] = {S::Connecting, S::Handshaking, S::Established, S::Draining
 
 TEST(RdmaTuning, AckTimeoutRoundsUpToTheVerbsEncoding) {
   using std::chrono::nanoseconds;
-  EXPECT_EQ(ack_timeout_exponent(nanoseconds(1)), 1);             // never 0 (= infinite)
-  EXPECT_EQ(ack_timeout_exponent(nanoseconds(8192)), 1);          // 4.096 us * 2
-  EXPECT_EQ(ack_timeout_exponent(nanoseconds(8193)), 2);
-  EXPECT_EQ(ack_timeout_exponent(std::chrono::milliseconds(67)), 14);  // 67.1 ms
-  EXPECT_EQ(ack_timeout_exponent(std::chrono::seconds(1)), 18);        // 1.07 s
-  EXPECT_EQ(ack_timeout_exponent(std::chrono::hours(10)), 31);         // capped
+  EXPECT_EQ(verbs_ack_timeout_exponent(nanoseconds(1)), 1);             // never 0 (= infinite)
+  EXPECT_EQ(verbs_ack_timeout_exponent(nanoseconds(8192)), 1);          // 4.096 us * 2
+  EXPECT_EQ(verbs_ack_timeout_exponent(nanoseconds(8193)), 2);
+  EXPECT_EQ(verbs_ack_timeout_exponent(std::chrono::milliseconds(67)), 14);  // 67.1 ms
+  EXPECT_EQ(verbs_ack_timeout_exponent(std::chrono::seconds(1)), 18);        // 1.07 s
+  EXPECT_EQ(verbs_ack_timeout_exponent(std::chrono::hours(10)), 31);         // capped
 }
 
 TEST(RdmaTuning, ConfigMapsOntoQueuePairTimeouts) {

@@ -2,7 +2,11 @@
 
 #include <arpa/inet.h>
 
+#include <gtest/gtest.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <stdexcept>
 
@@ -167,6 +171,41 @@ void TestListener::close() {
       servers_[i].abort_accept();
     });
   }
+}
+
+namespace {
+
+bool machine_has_rdma_device() {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/sys/class/infiniband", ec);
+  return !ec && it != std::filesystem::directory_iterator();
+}
+
+}  // namespace
+
+int run_transport_suite(int argc, char** argv, const std::function<void()>& probe) {
+  ::testing::InitGoogleTest(&argc, argv);
+  try {
+    test_listen_address();
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "bad test configuration: %s\n", e.what());
+    return 1;
+  }
+  try {
+    probe();
+  } catch (const config::ConfigError& e) {
+    std::fprintf(stderr, "bad test configuration: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    const char* type = std::getenv("BYPASS_MS_TYPE");
+    if (type != nullptr && std::string(type) == "rdma" && !machine_has_rdma_device()) {
+      std::printf("SKIP: no RDMA device on this machine: %s\n", e.what());
+      return 77;
+    }
+    std::fprintf(stderr, "the transport cannot start: %s\n", e.what());
+    return 1;
+  }
+  return RUN_ALL_TESTS();
 }
 
 }  // namespace bypass::testing
