@@ -8,8 +8,9 @@ cd "$root"
 build=${BYPASS_RELEASE_BUILD:-build/release}
 
 tools/setup.sh build
+mkdir -p "$root/build"
 if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" --buildtype=release >"$root/.meson-release.log" 2>&1 || { tail -30 "$root/.meson-release.log" >&2; exit 1; }
+  meson setup "$build" --buildtype=release >"$root/build/meson-release.log" 2>&1 || { tail -30 "$root/build/meson-release.log" >&2; exit 1; }
 fi
 echo "run.sh: building $build"
 ninja -C "$build" >"$build/ninja.log" 2>&1 || { grep -E 'error' -A3 "$build/ninja.log" | head -60 >&2; echo "run.sh: build failed (log: $build/ninja.log)" >&2; exit 1; }
