@@ -179,11 +179,7 @@ class RdmaTransport : public ::testing::Test {
     ~StopFirst() { t->TearDown(); }
   };
   void TearDown() override {
-    if (listener_) listener_->close();
-    if (pool_) pool_->clear();
-    listener_.reset();
-    pool_.reset();
-    if (stack_) stack_->stop();
+    tear_down_transport(listener_, pool_, stack_);
   }
   RdmaNetworkStack& rdma() { return static_cast<RdmaNetworkStack&>(*stack_); }
   SocketAddress listen(TestListener::AcceptCallback cb) {

@@ -226,11 +226,7 @@ class MessengerSuite : public ::testing::Test {
   void TearDown() override {
     // Messengers (test-body locals) are gone by now; the raw-socket helpers go on their workers
     // before the stack stops.
-    if (listener_) listener_->close();
-    if (pool_) pool_->clear();
-    listener_.reset();
-    pool_.reset();
-    if (stack_) stack_->stop();
+    testing::tear_down_transport(listener_, pool_, stack_);
   }
 
   std::unique_ptr<Messenger> make_server(const config::Config& conf, Dispatcher* d, Policy policy) {

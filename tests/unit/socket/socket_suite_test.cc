@@ -49,11 +49,7 @@ class SocketSuite : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (listener_) listener_->close();
-    if (pool_) pool_->clear();
-    listener_.reset();
-    pool_.reset();
-    if (stack_) stack_->stop();
+    tear_down_transport(listener_, pool_, stack_);
   }
 
   // Starts a listener whose accepted sockets become `Server` handlers; returns where to connect.

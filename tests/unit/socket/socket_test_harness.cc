@@ -173,6 +173,15 @@ void TestListener::close() {
   }
 }
 
+void tear_down_transport(std::unique_ptr<TestListener>& listener, std::unique_ptr<HandlerPool>& pool,
+                         const std::shared_ptr<NetworkStack>& stack) {
+  if (listener) listener->close();
+  if (pool) pool->clear();
+  listener.reset();
+  pool.reset();
+  if (stack) stack->stop();
+}
+
 namespace {
 
 bool machine_has_rdma_device() {

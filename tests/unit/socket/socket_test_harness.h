@@ -128,4 +128,9 @@ class TestListener {
 // Runs `fn` on worker `w`'s thread and waits for it.
 void run_on(Worker& w, std::function<void()> fn);
 
+// A test fixture's teardown, in the only safe order: stop accepting, retire the handlers on
+// their workers, then stop the stack they ran on.
+void tear_down_transport(std::unique_ptr<TestListener>& listener, std::unique_ptr<HandlerPool>& pool,
+                         const std::shared_ptr<NetworkStack>& stack);
+
 }  // namespace bypass::testing
