@@ -92,18 +92,14 @@ std::string Registry::unknown_option_message(std::string_view name) const {
   if (is_section(name)) return "is a section, not an option";
   if (auto near = suggest(name)) return "unknown option; did you mean '" + *near + "'?";
   const size_t dot = name.rfind('.');
-  const std::string_view section = dot == std::string_view::npos ? std::string_view() : name.substr(0, dot);
+  if (dot == std::string_view::npos || !is_section(name.substr(0, dot)))
+    return "unknown option (see --help-options for every option)";
+  const std::string section(name.substr(0, dot));
+  const std::string dotted = section + ".";
   std::string listed;
-  size_t count = 0;
-  for (const OptionSpec& spec : options_) {
-    const bool in_section = !section.empty() && spec.name.size() > section.size() &&
-                            spec.name.compare(0, section.size(), section) == 0 &&
-                            spec.name[section.size()] == '.';
-    if (!in_section) continue;
-    listed += (count++ ? ", " : "") + spec.name;
-  }
-  if (count > 0) return "unknown option (options in '" + std::string(section) + "': " + listed + ")";
-  return "unknown option (see --help-options for every option)";
+  for (const OptionSpec& spec : options_)  // registration order: related options stay together
+    if (spec.name.rfind(dotted, 0) == 0) listed += (listed.empty() ? "" : ", ") + spec.name;
+  return "unknown option (options in '" + section + "': " + listed + ")";
 }
 
 void Registry::add(OptionSpec spec) {

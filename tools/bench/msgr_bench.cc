@@ -1,7 +1,7 @@
 // Messenger benchmark: one client and one server messenger in this process, one connection over
 // the configured transport (posix loopback by default), fixed-size messages at a fixed queue depth.
 //
-//   msgr_bench --mode pingpong|stream --depth N [--size BYTES] [--count N] [--warmup N] [--set k=v]...
+//   msgr_bench [-c FILE] [--set k=v]... --mode pingpong|stream --depth N [--size BYTES] [--count N] [--warmup N]
 //
 // pingpong: the client keeps N requests outstanding; the server answers each with a message of the
 //           same size; latency is request sent -> reply dispatched. msgs/s counts round trips and
@@ -37,6 +37,7 @@
 #define BENCH_CALLGRIND_STOP() ((void)0)
 #endif
 
+#include "config/cli.h"
 #include "config/config.h"
 #include "config/log.h"
 #include "msgr/messenger.h"
@@ -56,37 +57,56 @@ struct Options {
   size_t size = 4096;
   uint64_t count = 100000;
   uint64_t warmup = 10000;
-  std::vector<std::string> sets;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "msgr_bench: %s\n"
-               "usage: msgr_bench --mode pingpong|stream --depth N [--size BYTES] [--count N] [--warmup N] "
-               "[--set key=value]...\n",
+               "usage: msgr_bench [-c FILE] [--set key=value]... --mode pingpong|stream --depth N [--size BYTES] "
+               "[--count N] [--warmup N]\n",
                why);
   std::exit(2);
 }
 
-Options parse(int argc, char** argv) {
+// The benchmark's own flags, after the common ones (-c, --set) were taken out; bad values are a
+// ConfigError naming the flag.
+Options parse(const std::vector<std::string>& args) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (i + 1 >= argc) usage(("missing value for " + arg).c_str());
-    std::string value = argv[++i];
+  // Parse errors name the flag: "--depth: 'abc' is not an integer".
+  auto flag_error = [](const std::string& flag, const config::ConfigError& e) {
+    return config::ConfigError(flag + ": " + e.what());
+  };
+  auto number = [&](const std::string& flag, const std::string& value) {
+    try {
+      const int64_t n = config::parse_int(value);
+      if (n < 0) throw config::ConfigError("'" + value + "' must not be negative");
+      return static_cast<uint64_t>(n);
+    } catch (const config::ConfigError& e) {
+      throw flag_error(flag, e);
+    }
+  };
+  auto size = [&](const std::string& flag, const std::string& value) {
+    try {
+      return static_cast<size_t>(config::parse_size(value));
+    } catch (const config::ConfigError& e) {
+      throw flag_error(flag, e);
+    }
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (i + 1 >= args.size()) usage(("missing value for " + arg).c_str());
+    const std::string& value = args[++i];
     if (arg == "--mode") {
       if (value != "pingpong" && value != "stream") usage("--mode is pingpong or stream");
       o.pingpong = value == "pingpong";
     } else if (arg == "--depth") {
-      o.depth = std::strtoull(value.c_str(), nullptr, 10);
+      o.depth = number(arg, value);
     } else if (arg == "--size") {
-      o.size = std::strtoull(value.c_str(), nullptr, 10);
+      o.size = size(arg, value);
     } else if (arg == "--count") {
-      o.count = std::strtoull(value.c_str(), nullptr, 10);
+      o.count = number(arg, value);
     } else if (arg == "--warmup") {
-      o.warmup = std::strtoull(value.c_str(), nullptr, 10);
-    } else if (arg == "--set") {
-      o.sets.push_back(value);
+      o.warmup = number(arg, value);
     } else {
       usage(("unknown argument " + arg).c_str());
     }
@@ -228,16 +248,14 @@ double percentile_us(std::vector<uint32_t>& sorted, double p) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Options o = parse(argc, argv);
+int main(int argc, char** argv) try {
+  config::CommonArgs common = config::parse_common_args(argc, argv);
+  const Options o = parse(common.rest);
   log::set_threshold(log::Level::Warn);
-  config::Config conf;
-  conf.apply_environment();
   // One worker per messenger: the two ends then fit the two threads a loopback pair needs, and
-  // per-message CPU is not inflated by idle workers polling.
-  conf.set("ms.workers", "1", "msgr_bench");
-  conf.set("ms.keepalive_interval", "0s", "msgr_bench");
-  for (const auto& s : o.sets) conf.set_assignment(s);
+  // per-message CPU is not inflated by idle workers polling. Ahead of the user's --set, which win.
+  common.assignments.insert(common.assignments.begin(), {"ms.workers=1", "ms.keepalive_interval=0s"});
+  const config::Config conf = config::load_config(common);
 
   BufferList payload;
   payload.append_copy(std::string(o.size, 'x'));
@@ -279,4 +297,7 @@ int main(int argc, char** argv) {
   client->wait();
   server->wait();
   return 0;
+} catch (const config::ConfigError& e) {
+  std::fprintf(stderr, "msgr_bench: %s\n", e.what());
+  return 2;
 }

@@ -155,16 +155,6 @@ std::vector<std::string> in_netns(const std::string& ns, std::vector<std::string
   return argv;
 }
 
-uint64_t summary_field(const std::string& json_lines, const std::string& field) {
-  // The last line of `fwd --json` is {"type":"summary",...,"ports":[{...}]}.
-  const size_t at = json_lines.rfind("\"type\":\"summary\"");
-  if (at == std::string::npos) return UINT64_MAX;
-  const std::string key = "\"" + field + "\":";
-  const size_t value = json_lines.find(key, at);
-  if (value == std::string::npos) return UINT64_MAX;
-  return std::stoull(json_lines.substr(value + key.size()));
-}
-
 // Waits (bounded) until a memif server listens on the abstract socket `path`: a client started
 // earlier fails at once, and a fixed sleep is not enough when the machine is busy.
 bool wait_for_memif_server(const std::string& path, Process& server) {
@@ -196,6 +186,11 @@ JsonValue fwd_summary(const std::string& out) {
   const std::vector<JsonValue> docs = parse_json_lines(out);
   if (docs.empty() || docs.back().at("type").text != "summary") throw std::runtime_error("no fwd summary in: " + out);
   return docs.back();
+}
+
+// One counter of the first port in the `fwd --json` summary.
+uint64_t summary_field(const std::string& out, const std::string& field) {
+  return fwd_summary(out).at("ports").at(0).at(field).count();
 }
 
 // ---- pcap files: net_pcap replays a file we write and records what the port sends, so a test can
