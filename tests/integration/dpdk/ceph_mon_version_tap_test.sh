@@ -35,9 +35,9 @@ ip link del "$tap" 2>/dev/null  # a leftover from a killed run
 ip tuntap add dev "$tap" mode tap multi_queue || { echo "FAIL: cannot create the tap $tap"; exit 1; }
 ip addr add "$kernel_ip/24" dev "$tap" && ip link set "$tap" up || { echo "FAIL: cannot address $tap"; exit 1; }
 
-port=$((20000 + RANDOM % 20000))
-conf=$("$mon_up" "$dir" "$port" "$kernel_ip" 2>&1 | tail -1)
+conf=$("$mon_up" "$dir" auto "$kernel_ip" 2>&1 | tail -1)
 if [ "$conf" != "$dir/ceph.conf" ]; then echo "FAIL: monitor did not start: $conf"; exit 1; fi
+port=$(sed -n 's/^mon host = v2:.*:\([0-9]*\)$/\1/p' "$conf")
 # Make the osdmap epoch differ from the monmap's, so swapped answers cannot pass.
 timeout 20 ceph -c "$conf" osd set noout >/dev/null 2>&1
 epoch() { grep -o '"epoch":[0-9]*' | head -1 | cut -d: -f2; }

@@ -18,7 +18,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "config/config.h"
@@ -61,13 +60,21 @@ struct Mon {
   std::string conf;
   bool up = false;
   Mon() {
-    std::mt19937 rng(static_cast<unsigned>(::getpid()) ^ static_cast<unsigned>(time(nullptr)));
-    port = 20000 + static_cast<int>(rng() % 20000);
     dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid());
-    std::string out = run(std::string(BYPASS_CEPH_MON_UP) + " " + dir + " " + std::to_string(port) + " 2>&1");
+    // The script picks a free port (and another one if that is taken) and writes it into ceph.conf.
+    std::string out = run(std::string(BYPASS_CEPH_MON_UP) + " " + dir + " auto 2>&1");
     conf = dir + "/ceph.conf";
-    up = out.find(conf) != std::string::npos;
+    if (out.find(conf) != std::string::npos) port = mon_port(conf);
+    up = port > 0;
     if (!up) std::fprintf(stderr, "monitor start failed:\n%s\n", out.c_str());
+  }
+  // The port of the "mon host = v2:IP:PORT" line of `conf_path`, or 0.
+  static int mon_port(const std::string& conf_path) {
+    std::ifstream in(conf_path);
+    const std::string key = "mon host = v2:";
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(key, 0) == 0) return std::atoi(line.c_str() + line.rfind(':') + 1);
+    return 0;
   }
   ~Mon() {
     std::ifstream pidfile(dir + "/mon.pid");

@@ -1,13 +1,19 @@
 #!/bin/bash
 # Starts one Ceph monitor (msgr2 only, auth none) on $IP:$PORT (IP defaults to 127.0.0.1) in $D,
 # in the background.
+#   ceph_mon_up.sh DIR PORT|auto [IP]
 # Based on shared/notes/ceph-mini-cluster-up.sh, with its own port and directory so several test
-# runs and engineers do not collide. Prints the ceph.conf path. Stop with: kill $(cat $D/mon.pid)
+# runs and engineers do not collide. "auto" picks a random port below the kernel's ephemeral range
+# (so no client socket of a parallel test holds it) and tries another one when it is taken anyway.
+# Prints the ceph.conf path; its "mon host" line has the port. Stop with: kill $(cat $D/mon.pid)
 set -euo pipefail
-D=${1:?dir}; PORT=${2:?port}; IP=${3:-127.0.0.1}
-rm -rf "$D"; mkdir -p "$D"/{run,log,mon.a}
-FSID=$(uuidgen)
-cat > "$D/ceph.conf" <<CONF
+D=${1:?dir}; PORT_ARG=${2:?port or auto}; IP=${3:-127.0.0.1}
+
+# Starts the monitor on $PORT; returns 0 once it answers, 2 when it exited (its port was taken).
+start_mon() {
+  rm -rf "$D"; mkdir -p "$D"/{run,log,mon.a}
+  FSID=$(uuidgen)
+  cat > "$D/ceph.conf" <<CONF
 [global]
 fsid = $FSID
 mon host = v2:$IP:$PORT
@@ -25,14 +31,33 @@ mon allow pool size one = true
 [mon.a]
 mon data = $D/mon.a
 CONF
-C="-c $D/ceph.conf"
-monmaptool --create --fsid "$FSID" --addv a "[v2:$IP:$PORT]" --set-min-mon-release pacific "$D/monmap" >/dev/null
-ceph-mon $C --mkfs -i a --monmap "$D/monmap"
-setsid ceph-mon $C -i a -f > "$D/log/mon.a.out" 2>&1 < /dev/null &
-echo $! > "$D/mon.pid"
-for i in $(seq 1 150); do
-  if timeout 5 ceph $C -s >/dev/null 2>&1; then echo "$D/ceph.conf"; exit 0; fi
-  sleep 0.2
+  C="-c $D/ceph.conf"
+  monmaptool --create --fsid "$FSID" --addv a "[v2:$IP:$PORT]" --set-min-mon-release pacific "$D/monmap" >/dev/null || return 1
+  ceph-mon $C --mkfs -i a --monmap "$D/monmap" || return 1
+  setsid ceph-mon $C -i a -f > "$D/log/mon.a.out" 2>&1 < /dev/null &
+  local pid=$!
+  echo "$pid" > "$D/mon.pid"
+  for _ in $(seq 1 150); do
+    if timeout 5 ceph $C -s >/dev/null 2>&1; then return 0; fi
+    kill -0 "$pid" 2>/dev/null || return 2  # it gave up: no point asking it for 13 more minutes
+    sleep 0.2
+  done
+  return 1
+}
+
+ephemeral_low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+span=$((ephemeral_low > 21000 ? ephemeral_low - 20000 : 10000))
+for attempt in 1 2 3 4 5; do
+  if [ "$PORT_ARG" = auto ]; then PORT=$((20000 + RANDOM % span)); else PORT=$PORT_ARG; fi
+  status=0
+  start_mon || status=$?
+  [ "$status" = 0 ] && { echo "$D/ceph.conf"; exit 0; }
+  if [ "$status" = 2 ] && [ "$PORT_ARG" = auto ] && grep -q "Address already in use" "$D/log/mon.a.out"; then
+    echo "port $PORT is taken (attempt $attempt); trying another" >&2
+    continue
+  fi
+  break
 done
-echo "monitor did not come up; see $D/log" >&2
+echo "monitor did not come up on $IP:$PORT; last lines of its output:" >&2
+tail -5 "$D/log/mon.a.out" >&2
 exit 1
