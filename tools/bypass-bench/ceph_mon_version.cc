@@ -1,6 +1,7 @@
 #include "tools/bypass-bench/ceph_mon_version.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -121,6 +122,11 @@ int run_rate_mode(const config::Config& conf, const CephMonVersionOptions& optio
     results.config.emplace_back(spec.name, conf.to_string(spec.name));
   const MonRateRun run = run_mon_rate(conf, options.mon, options.rate, options.timeout, out);
   if (!run.ok) {
+    // No result: leave no empty file behind for compare to stumble over later.
+    if (file.is_open()) {
+      file.close();
+      std::remove(options.output_path.c_str());
+    }
     err << "bypass-bench: ceph-mon-version: " << run.error << "\n";
     return 1;
   }
