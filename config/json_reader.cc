@@ -212,11 +212,11 @@ class Parser {
 std::string JsonValue::type_name() const {
   switch (type) {
     case Type::Null: return "null";
-    case Type::Bool: return boolean ? "true" : "false";
-    case Type::Number: return "number";
-    case Type::String: return "string";
-    case Type::Array: return "array";
-    case Type::Object: return "object";
+    case Type::Bool: return "a boolean";
+    case Type::Number: return "a number";
+    case Type::String: return "a string";
+    case Type::Array: return "an array";
+    case Type::Object: return "an object";
   }
   return "?";
 }
@@ -228,14 +228,14 @@ const JsonValue* JsonValue::find(std::string_view key) const {
 }
 
 const JsonValue& JsonValue::at(std::string_view key) const {
-  if (!is_object()) throw JsonError("looked up '" + std::string(key) + "' in a " + type_name() + ", not an object");
+  if (!is_object()) throw JsonError("looked up '" + std::string(key) + "' in " + type_name() + ", not an object");
   const JsonValue* v = find(key);
   if (!v) throw JsonError("no member '" + std::string(key) + "'");
   return *v;
 }
 
 const JsonValue& JsonValue::at(size_t index) const {
-  if (!is_array()) throw JsonError("looked up item " + std::to_string(index) + " in a " + type_name() + ", not an array");
+  if (!is_array()) throw JsonError("looked up item " + std::to_string(index) + " in " + type_name() + ", not an array");
   if (index >= items.size())
     throw JsonError("no item " + std::to_string(index) + " in an array of " + std::to_string(items.size()));
   return items[index];
@@ -243,7 +243,7 @@ const JsonValue& JsonValue::at(size_t index) const {
 
 uint64_t JsonValue::count() const {
   if (!is_number() || text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    throw JsonError("'" + (is_number() ? text : type_name()) + "' is not a non-negative integer");
+    throw JsonError((is_number() ? "'" + text + "'" : type_name()) + " is not a non-negative integer");
   errno = 0;
   const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
   if (errno == ERANGE) throw JsonError("'" + text + "' does not fit in 64 bits");
@@ -251,7 +251,7 @@ uint64_t JsonValue::count() const {
 }
 
 double JsonValue::number() const {
-  if (!is_number()) throw JsonError("a " + type_name() + " is not a number");
+  if (!is_number()) throw JsonError(type_name() + " is not a number");
   // The grammar was checked while parsing; strtod accepts every JSON number (an overflow gives inf).
   return std::strtod(text.c_str(), nullptr);
 }

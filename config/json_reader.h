@@ -32,7 +32,8 @@ struct JsonValue {
   bool is_array() const { return type == Type::Array; }
   bool is_string() const { return type == Type::String; }
   bool is_number() const { return type == Type::Number; }
-  // "object", "array", "string", "number", "true"/"false" or "null": for error messages.
+  // "an object", "an array", "a string", "a number", "a boolean" or "null": for error messages
+  // ("is an array, expected an object").
   std::string type_name() const;
 
   // The member `key`, or nullptr when absent (or when this is not an object).

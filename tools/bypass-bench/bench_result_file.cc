@@ -38,21 +38,21 @@ class Field {
     return v != nullptr && !v->is_null();
   }
   Field member(const std::string& key) const {
-    if (!value_.is_object()) fail("is a " + value_.type_name() + ", expected an object");
+    if (!value_.is_object()) fail("is " + value_.type_name() + ", expected an object");
     const JsonValue* v = value_.find(key);
     const std::string child = path_.empty() ? key : path_ + "." + key;
     if (v == nullptr) Field(value_, child, file_).fail("missing");
     return Field(*v, child, file_);
   }
   std::vector<Field> items() const {
-    if (!value_.is_array()) fail("is a " + value_.type_name() + ", expected an array");
+    if (!value_.is_array()) fail("is " + value_.type_name() + ", expected an array");
     std::vector<Field> out;
     for (size_t i = 0; i < value_.items.size(); ++i)
       out.emplace_back(value_.items[i], path_ + "[" + std::to_string(i) + "]", file_);
     return out;
   }
   std::string text() const {
-    if (!value_.is_string()) fail("is a " + value_.type_name() + ", expected a string");
+    if (!value_.is_string()) fail("is " + value_.type_name() + ", expected a string");
     return value_.text;
   }
   std::string nonempty_text() const {
@@ -62,13 +62,13 @@ class Field {
   }
   // A finite number >= 0 (every measured quantity in the file is one).
   double amount() const {
-    if (!value_.is_number()) fail("is a " + value_.type_name() + ", expected a number");
+    if (!value_.is_number()) fail("is " + value_.type_name() + ", expected a number");
     const double v = value_.number();
     if (!std::isfinite(v) || v < 0) fail("'" + value_.text + "' is not a finite number >= 0");
     return v;
   }
   uint64_t count() const {
-    if (!value_.is_number()) fail("is a " + value_.type_name() + ", expected a non-negative integer");
+    if (!value_.is_number()) fail("is " + value_.type_name() + ", expected a non-negative integer");
     try {
       return value_.count();
     } catch (const config::JsonError& e) {
@@ -257,9 +257,9 @@ ResultFile parse_result_file(const std::string& text, const std::string& path) {
   }
   if (top.has("config")) {
     const Field conf = top.member("config");
-    if (!conf.json().is_object()) conf.fail("is a " + conf.json().type_name() + ", expected an object");
+    if (!conf.json().is_object()) conf.fail("is " + conf.json().type_name() + ", expected an object");
     for (const auto& [key, value] : conf.json().members) {
-      if (!value.is_string()) conf.member(key).fail("is a " + value.type_name() + ", expected a string");
+      if (!value.is_string()) conf.member(key).fail("is " + value.type_name() + ", expected a string");
       file.config.emplace_back(key, value.text);
     }
   }
