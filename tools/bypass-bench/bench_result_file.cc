@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -270,6 +271,9 @@ ResultFile parse_result_file(const std::string& text, const std::string& path) {
 }
 
 ResultFile load_result_file(const std::string& path) {
+  std::error_code ec;
+  // An ifstream opens a directory and then reads nothing, which would pass for empty JSON.
+  if (std::filesystem::is_directory(path, ec)) throw ResultFileError(path + ": cannot read: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ResultFileError(path + ": cannot read: " + std::strerror(errno));
   std::ostringstream text;

@@ -102,9 +102,12 @@ expect_error "wrong type" 2 "$p $data/bad-wrong-type.json: cases[0].totals.messa
   compare "$data/bad-wrong-type.json"
 expect_error "decreasing CDF" 2 "$p $data/bad-cdf.json: cases[0].latency_us.cdf[2]: is below the point before it (a CDF never decreases)" \
   compare "$data/bad-cdf.json"
+printf '' >"$dir/empty.json"
+expect_error "empty file" 2 "$p $dir/empty.json: not valid JSON: line 1, column 1 (byte offset 0): unexpected end of input, expected a value" \
+  compare "$dir/empty.json"
 expect_error "no cases" 2 "$p $data/bad-no-cases.json: cases: is empty: the file has no results" \
   compare "$data/bad-no-cases.json"
-expect_error "a directory" 2 "$p $data: not valid JSON: line 1, column 1 (byte offset 0): unexpected end of input, expected a value" \
+expect_error "a directory" 2 "$p $data: cannot read: it is a directory" \
   compare "$data"
 expect_error "baseline past the end" 2 "$p --baseline 4 is past the last column (there are 3 cases)" \
   compare "$data/posix.json" "$data/dpdk.json" --baseline 4
