@@ -83,8 +83,9 @@ std::string tick_label(double value) {
 ChartAxis zero_based_axis(double max, std::string label) {
   if (!(max > 0) || !std::isfinite(max)) return {0, 1, false, std::move(label)};
   const double step = nice_step(max, 5);
-  // A hair over a tick (3.004 s of samples) does not earn a whole empty step.
-  return {0, std::ceil(max / step - 0.01) * step, false, std::move(label)};
+  // A hair over a tick (a last partial second ending at 3.04 s) does not earn a whole empty step;
+  // the curve's last few pixels are pinned to the edge instead.
+  return {0, std::ceil(max / step - 0.05) * step, false, std::move(label)};
 }
 
 ChartAxis decade_axis(double min_positive, double max, std::string label) {
