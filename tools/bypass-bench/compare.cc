@@ -11,25 +11,15 @@
 #include "config/config.h"
 #include "tools/bypass-bench/compare_plot.h"
 #include "tools/bypass-bench/results_table.h"
+#include "tools/bypass-bench/subcommand_flags.h"
 
 namespace bypass::bench {
 
 CompareOptions parse_compare_flags(const std::vector<std::string>& args) {
   CompareOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    if (flag.rfind("--", 0) != 0) {
-      options.files.push_back(flag);
-      continue;
-    }
-    std::string value;
-    if (const size_t eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-    } else if (flag == "--baseline" || flag == "--plot") {
-      if (i + 1 >= args.size()) throw config::ConfigError("compare: " + flag + " needs a value");
-      value = args[++i];
-    }
+  const auto known = [](const std::string& flag) { return flag == "--baseline" || flag == "--plot"; };
+  for (const auto& [flag, value] :
+       split_valued_flags(args, "compare", known, "bypass-bench compare --help", &options.files)) {
     if (flag == "--baseline") {
       char* end = nullptr;
       errno = 0;
@@ -38,11 +28,9 @@ CompareOptions parse_compare_flags(const std::vector<std::string>& args) {
         throw config::ConfigError("compare: --baseline: '" + value + "' is not a column number (1 is the first)");
       }
       options.baseline = static_cast<size_t>(n);
-    } else if (flag == "--plot") {
+    } else {
       if (value.empty()) throw config::ConfigError("compare: --plot needs a file name");
       options.plot_path = value;
-    } else {
-      throw config::ConfigError("compare: unknown argument '" + args[i] + "' (see bypass-bench compare --help)");
     }
   }
   if (options.files.empty()) throw config::ConfigError("compare: no result files given (see bypass-bench compare --help)");
