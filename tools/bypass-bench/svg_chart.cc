@@ -47,7 +47,9 @@ std::vector<double> axis_ticks(const ChartAxis& axis) {
   if (axis.log_scale) {
     // Powers of ten, and 2 and 5 times them too when there are few decades to show.
     const bool fine = std::log10(axis.high / axis.low) <= 3.01;
-    for (double decade = std::pow(10.0, std::floor(std::log10(axis.low))); decade <= axis.high * 1.0001; decade *= 10) {
+    // Bounded in count too: near DBL_MAX, high * 1.0001 is infinite and so is the decade after.
+    for (double decade = std::pow(10.0, std::floor(std::log10(axis.low)));
+         decade <= axis.high * 1.0001 && std::isfinite(decade) && ticks.size() < 64; decade *= 10) {
       for (double m : {1.0, 2.0, 5.0}) {
         if (m != 1.0 && !fine) continue;
         const double t = decade * m;

@@ -24,6 +24,10 @@ TEST(SvgChartTest, LogAxisSnapsToOneTwoFiveAndTicksDecades) {
   const ChartAxis wide = decade_axis(57, 461126, "");
   EXPECT_EQ(wide.high, 500000);
   EXPECT_EQ(axis_ticks(wide), (std::vector<double>{100, 1000, 10000, 100000}));
+  // Extreme values end in finite, bounded tick lists.
+  const ChartAxis huge = decade_axis(1e-300, 1e308, "");
+  EXPECT_LE(axis_ticks(huge).size(), 64u);
+  EXPECT_FALSE(axis_ticks(decade_axis(1e300, 1e308, "")).empty());
   // No positive value (every latency rounded to 0): a default decade rather than log(0).
   const ChartAxis none = decade_axis(0, 0, "");
   EXPECT_EQ(none.low, 1);
