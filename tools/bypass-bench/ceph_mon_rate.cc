@@ -28,8 +28,8 @@ double process_cpu_seconds() {
 
 double to_seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Keeps `depth` requests in flight: each reply (fast-dispatched on the connection's worker) is
-// timed and answered with the next request. The main thread flips the phases and takes the
+// Keeps requests in flight: each reply (fast-dispatched on the connection's worker) is timed and
+// answered with the next request. The main thread flips the phases and takes the
 // per-second samples, all under one lock, which a reply holds only for a few map operations.
 class RequestPump : public msgr::Dispatcher {
  public:
@@ -47,6 +47,7 @@ class RequestPump : public msgr::Dispatcher {
     {
       std::lock_guard<std::mutex> guard(lock_);
       last_reply_ = now;
+      ++replies_;
       const auto sent = in_flight_.find(reply->handle);
       if (sent == in_flight_.end()) {
         // Not a handle we sent (or one answered twice): the monitor got the protocol wrong.
@@ -77,13 +78,23 @@ class RequestPump : public msgr::Dispatcher {
     return true;
   }
 
-  void start(msgr::ConnectionRef connection, uint32_t depth) {
+  // Sends the first request on `connection`: the msgr2 handshake happens under it.
+  void start(msgr::ConnectionRef connection) {
     {
       std::lock_guard<std::mutex> guard(lock_);
       connection_ = std::move(connection);
       last_reply_ = Clock::now();
     }
-    for (uint32_t i = 0; i < depth; ++i) send_request();
+    send_request();
+  }
+  // Puts `n` more requests in flight (each reply is answered with a new request).
+  void add_in_flight(uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) send_request();
+  }
+  // Every reply so far, measured or not.
+  uint64_t replies() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return replies_;
   }
 
   // Starts measuring: replies from now on count (the warm-up ends).
@@ -171,6 +182,7 @@ class RequestPump : public msgr::Dispatcher {
   bool measuring_ = false;
   LatencyHistogram total_;
   LatencyHistogram interval_;
+  uint64_t replies_ = 0;
   uint64_t measured_ = 0;
   uint64_t errors_ = 0;
   std::string failure_;
@@ -206,16 +218,24 @@ MonRateRun run_mon_rate(const config::Config& conf, const msgr::EntityAddr& mon,
     run.error = client.error;
     return run;
   }
-  const Clock::time_point started = Clock::now();
-  pump.start(client.connection, options.depth);
-
-  const Clock::time_point measure_from = started + options.warmup;
   const bool by_duration = options.count == 0;
-  Clock::time_point measure_until = measure_from + options.duration;
   Clock::time_point measured_at{};
+  Clock::time_point measure_until{};
   Clock::time_point interval_start{};
   double cpu_at_start = 0;
   bool measuring = false;
+  auto begin_measuring = [&](Clock::time_point now) {
+    pump.begin_measuring();
+    measuring = true;
+    measured_at = interval_start = now;
+    measure_until = now + options.duration;
+    cpu_at_start = process_cpu_seconds();
+  };
+  // One request first: it waits out the session's handshake, which is no part of the request
+  // rate. Its reply brings the queue to `depth` and starts the warm-up.
+  pump.start(client.connection);
+  bool session_up = false;
+  Clock::time_point measure_from{};
   ResultCase& result = run.result;
   auto take_sample = [&](Clock::time_point now) {
     const RequestPump::Interval interval = pump.take_interval();
@@ -246,13 +266,12 @@ MonRateRun run_mon_rate(const config::Config& conf, const msgr::EntityAddr& mon,
       run.error = where + " did not answer within " + config::format_duration(timeout);
       break;
     }
-    if (!measuring && now >= measure_from) {
-      pump.begin_measuring();
-      measuring = true;
-      measured_at = interval_start = now;
-      measure_until = now + options.duration;
-      cpu_at_start = process_cpu_seconds();
+    if (!session_up && pump.replies() > 0) {
+      session_up = true;
+      measure_from = now + options.warmup;
+      pump.add_in_flight(options.depth - 1);
     }
+    if (session_up && !measuring && now >= measure_from) begin_measuring(now);
     if (measuring && by_duration && now >= measure_until) pump.stop();
     if (pump.finished()) {
       result.seconds = to_seconds(now - measured_at);

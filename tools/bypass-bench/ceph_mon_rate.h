@@ -19,7 +19,7 @@ struct MonRateOptions {
   std::chrono::nanoseconds duration{0};  // measure this long, or
   uint64_t count = 0;                    // this many replies (exactly one of the two is set)
   uint32_t depth = 1;                    // requests in flight
-  std::chrono::nanoseconds warmup{0};    // replies before this are not measured
+  std::chrono::nanoseconds warmup{0};    // unmeasured time once the session is up
 };
 
 struct MonRateRun {

@@ -185,7 +185,8 @@ const char* ceph_mon_version_usage() {
          "  --duration DUR    measure for this long, or\n"
          "  --count N         until N replies were measured\n"
          "  --depth N         requests in flight (default 1, at most 1024)\n"
-         "  --warmup DUR      run this long before measuring (default 0s)\n"
+         "  --warmup DUR      run this long before measuring (default 0s); the session's\n"
+         "                    handshake is never measured\n"
          "  --output FILE     also write the result as JSON (schema bypass-bench/1, one case,\n"
          "                    mode reqrep) for bypass-bench compare\n"
          "  --timeout DUR     then fails when no reply arrives for this long\n";
