@@ -273,7 +273,13 @@ MonRateRun run_mon_rate(const config::Config& conf, const msgr::EntityAddr& mon,
     }
     if (session_up && !measuring && now >= measure_from) begin_measuring(now);
     if (measuring && by_duration && now >= measure_until) pump.stop();
-    if (pump.finished()) {
+    // A failure also stops the pump: only a stop with no failure (checked again, as one may have
+    // landed since the check above) is the end of the run.
+    if (pump.finished() && pump.failure().empty()) {
+      if (!measuring) {  // cannot happen (only the count or the clock stop it), but never spin
+        run.error = where + ": the run stopped before its measurement began";
+        break;
+      }
       result.seconds = to_seconds(now - measured_at);
       result.client_cpu_seconds = process_cpu_seconds() - cpu_at_start;
       // The last partial second, unless it is too short to say anything.
