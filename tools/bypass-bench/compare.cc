@@ -171,6 +171,15 @@ int run_compare(const CompareOptions& options, std::ostream& out, std::ostream& 
         << columns.size() << " cases)\n";
     return 2;
   }
+  // Where each file came from: the same job on another host or kernel is another experiment.
+  for (const ResultFile& f : files) {
+    out << f.path << ": " << f.cases.size() << (f.cases.size() == 1 ? " case" : " cases");
+    if (!f.job.empty()) out << ", job " << f.job;
+    if (!f.started.empty()) out << ", started " << f.started;
+    if (!f.hostname.empty()) out << " on " << f.hostname << " (" << f.cpus << " CPUs, kernel " << f.kernel << ")";
+    out << "\n";
+  }
+  out << "\n";
   print_comparison(columns, options.baseline, out);
   if (!options.plot_path.empty()) {
     std::string error;

@@ -27,7 +27,9 @@ if ! "$bench" compare "$data/posix.json" "$data/dpdk.json" "$data/posix-tuned.js
 fi
 cat "$dir/table"
 grep -q '^baseline: column 1 (posix:posix 4KiB d1)' "$dir/table" || fail "baseline line missing"
-header=$(sed -n 4p "$dir/table" | sed -E 's/ {2,}/|/g')
+grep -qx "$data/posix.json: 2 cases, job posix.yaml, started 2026-11-23T22:00:00Z on fixture (2 CPUs, kernel 6.1.0)" \
+  "$dir/table" || fail "file line of posix.json missing"
+header=$(grep '^metric ' "$dir/table" | sed -E 's/ {2,}/|/g')
 [ "$header" = "metric|posix:posix 4KiB d1 [baseline]|posix 64KiB d1|x of baseline|dpdk 4KiB d1|x of baseline|posix-tuned:posix 4KiB d1|x of baseline" ] ||
   fail "header: '$header'"
 expect_row "$dir/table" "messages/s" 10000.0 5000.0 0.50x 25000.0 2.50x 12000.0 1.20x
