@@ -206,7 +206,9 @@ TEST_F(MonProbe, BenchToolMeasuresTheMonitorsRequestRate) {
 
   const config::JsonValue duration_doc = config::parse_json(read_file(dir + "/duration.json"));
   const config::JsonValue& d = duration_doc.at("cases").at(0);
-  EXPECT_NEAR(d.at("seconds").number(), 2.0, 0.2);
+  // At least the asked-for time; the loop notices the end within 50 ms, a loaded machine later.
+  EXPECT_GE(d.at("seconds").number(), 2.0);
+  EXPECT_LT(d.at("seconds").number(), 5.0);
   EXPECT_GE(d.at("samples").items.size(), 2u);
   EXPECT_GT(d.at("totals").at("messages").count(), 0u);
 
