@@ -1,0 +1,399 @@
+// inet_peer: one end of a multi-process or multi-host test of a transport, on the socket interface
+// (so the same program is a userspace-stack host with ms.type=dpdk and a kernel host with posix).
+//
+//   inet_peer [-c FILE]... [--set key=value]... echo-server --listen IP:PORT [--serve N] [--lifetime T]
+//   inet_peer [-c FILE]... [--set key=value]... echo-client --to IP:PORT [--to IP:PORT]... --bytes N
+//             [--connections K] [--seed S] [--timeout T] [--show-arp IP[,IP]...]
+//
+// The server prints "ready IP:PORT" once it listens and echoes every byte back; it exits 0 after N
+// connections were served (or on SIGTERM/SIGINT when N is 0) and 1 when its lifetime ends first.
+// The client sends N seeded random bytes, split over K connections to each target, checks the echo
+// byte-exact and exits 0, or 1 with the connection, target and what went wrong.
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/cli.h"
+#include "config/config.h"
+#include "stack/dpdk/dpdk_stack.h"
+#include "stack/network_stack.h"
+#include "tests/unit/socket/socket_test_handlers.h"
+#include "tests/unit/socket/socket_test_harness.h"
+#include "tools/bypass-bench/subcommand_flags.h"
+
+namespace bypass {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using testing::ClientResult;
+using testing::ClientSpec;
+using testing::Completion;
+using testing::HandlerPool;
+using testing::StreamClient;
+using testing::TestListener;
+
+const char* kUsage =
+    "usage: inet_peer [-c FILE]... [--set key=value]... <command> [flags]\n"
+    "  echo-server --listen IP:PORT [--serve N] [--lifetime T]\n"
+    "      echo every byte back; print 'ready IP:PORT' once listening; exit 0 after N connections\n"
+    "      were served (N=0, the default: on SIGTERM/SIGINT), 1 when T (default 120s) passes first\n"
+    "  echo-client --to IP:PORT [--to IP:PORT]... --bytes N [--connections K] [--seed S]\n"
+    "              [--timeout T] [--wait-for-server T] [--show-arp IP[,IP]...]\n"
+    "      send N seeded random bytes (default seed 1) split over K connections (default 1) to each\n"
+    "      target, check the echo byte-exact within T (default 60s); with --wait-for-server, first\n"
+    "      retry connecting (for up to T) until each target listens; then print 'arp IP MAC' or\n"
+    "      'arp IP unresolved' for each --show-arp address from worker 0's ARP table (ms.type=dpdk)\n";
+
+constexpr auto kPollInterval = 100ms;
+
+// The value parsers below throw ConfigError describing the value; for_each_flag names the flag.
+std::chrono::milliseconds parse_positive_duration(const std::string& text) {
+  const auto d = std::chrono::duration_cast<std::chrono::milliseconds>(config::parse_duration(text));
+  if (d <= 0ms) throw config::ConfigError("'" + text + "' must be a positive duration");
+  return d;
+}
+
+uint64_t parse_count(const std::string& text, int64_t min, int64_t max) {
+  const int64_t v = config::parse_int(text);
+  if (v < min || v > max) {
+    throw config::ConfigError(text + " is out of range [" + std::to_string(min) + ", " +
+                              std::to_string(max) + "]");
+  }
+  return static_cast<uint64_t>(v);
+}
+
+SocketAddress parse_address(const std::string& text) {
+  SocketAddress addr;
+  if (!SocketAddress::parse(text, &addr)) throw config::ConfigError("'" + text + "' is not IP:PORT");
+  return addr;
+}
+
+// Splits `args` into the flags `known` lists and hands each (flag, value) to `apply`; a bad value
+// becomes "COMMAND: --flag: what is wrong".
+void for_each_flag(const std::vector<std::string>& args, const std::string& command,
+                   const std::vector<std::string>& known,
+                   const std::function<void(const std::string&, const std::string&)>& apply) {
+  const auto flags = bench::split_valued_flags(
+      args, command,
+      [&known](const std::string& f) { return std::find(known.begin(), known.end(), f) != known.end(); },
+      "inet_peer --help");
+  for (const auto& [flag, value] : flags) {
+    try {
+      apply(flag, value);
+    } catch (const config::ConfigError& e) {
+      throw config::ConfigError(command + ": " + flag + ": " + e.what());
+    }
+  }
+}
+
+// Builds and starts the configured stack; stops it (after the handlers) on every exit path.
+class RunningStack {
+ public:
+  explicit RunningStack(const config::Config& conf) : stack_(NetworkStack::create(conf)) {
+    stack_->start();
+    pool_ = std::make_unique<HandlerPool>(*stack_);
+  }
+  ~RunningStack() { testing::tear_down_transport(listener_, pool_, stack_); }
+  RunningStack(const RunningStack&) = delete;
+  RunningStack& operator=(const RunningStack&) = delete;
+
+  NetworkStack& stack() { return *stack_; }
+  HandlerPool& pool() { return *pool_; }
+  std::unique_ptr<TestListener>& listener() { return listener_; }
+
+ private:
+  std::shared_ptr<NetworkStack> stack_;
+  std::unique_ptr<HandlerPool> pool_;
+  std::unique_ptr<TestListener> listener_;
+};
+
+// ------------------------------------------------------------------------------------------------
+
+struct ServerOptions {
+  SocketAddress listen;
+  uint64_t serve = 0;
+  std::chrono::milliseconds lifetime = 120s;
+};
+
+ServerOptions parse_server_flags(const std::vector<std::string>& args) {
+  ServerOptions o;
+  bool have_listen = false;
+  for_each_flag(args, "echo-server", {"--listen", "--serve", "--lifetime"},
+                [&](const std::string& flag, const std::string& value) {
+                  if (flag == "--listen") {
+                    o.listen = parse_address(value);
+                    have_listen = true;
+                  } else if (flag == "--serve") {
+                    o.serve = parse_count(value, 0, 1'000'000);
+                  } else {
+                    o.lifetime = parse_positive_duration(value);
+                  }
+                });
+  if (!have_listen) throw config::ConfigError("echo-server: --listen IP:PORT is required");
+  return o;
+}
+
+int run_echo_server(const config::Config& conf, const ServerOptions& o, const sigset_t& stop_signals) {
+  std::atomic<uint64_t> accepted{0};  // outlives the stack: the accept callback counts here
+  RunningStack running(conf);
+  running.listener() = std::make_unique<TestListener>(
+      running.stack(), [&running, &accepted](Worker& w, ConnectedSocket socket) {
+        accepted.fetch_add(1);
+        running.pool().spawn<testing::EchoServer>(w, std::move(socket));
+      });
+  const int rc = running.listener()->listen(o.listen, listen_options_from_config(conf),
+                                            socket_options_from_config(conf));
+  if (rc != 0) {
+    std::cerr << "inet_peer: echo-server: listen on " << o.listen.to_string() << ": "
+              << socket_error_name(rc) << "\n";
+    return 1;
+  }
+  std::cout << "ready " << running.listener()->address().to_string() << std::endl;
+
+  const auto deadline = Clock::now() + o.lifetime;
+  const timespec poll_interval{0, std::chrono::nanoseconds(kPollInterval).count()};
+  while (Clock::now() < deadline) {
+    if (const int sig = sigtimedwait(&stop_signals, nullptr, &poll_interval); sig > 0) {
+      std::cout << "stopped by signal " << sig << " after " << accepted.load() << " connections"
+                << std::endl;
+      return 0;
+    }
+    // live_count() runs on each worker, so a connection accepted before the check is counted.
+    if (o.serve > 0 && accepted.load() >= o.serve && running.pool().live_count() == 0) {
+      std::cout << "served " << accepted.load() << " connections" << std::endl;
+      return 0;
+    }
+  }
+  std::cerr << "inet_peer: echo-server: lifetime " << o.lifetime.count() << " ms ended after "
+            << accepted.load() << " of " << o.serve << " connections\n";
+  return 1;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+struct ClientOptions {
+  std::vector<SocketAddress> targets;
+  uint64_t bytes = 0;
+  uint64_t connections = 1;
+  uint64_t seed = 1;
+  std::chrono::milliseconds timeout = 60s;
+  std::chrono::milliseconds wait_for_server = 0ms;
+  std::vector<std::string> show_arp;
+};
+
+ClientOptions parse_client_flags(const std::vector<std::string>& args) {
+  ClientOptions o;
+  bool have_bytes = false;
+  for_each_flag(args, "echo-client",
+                {"--to", "--bytes", "--connections", "--seed", "--timeout", "--wait-for-server",
+                 "--show-arp"},
+                [&](const std::string& flag, const std::string& value) {
+                  if (flag == "--to") {
+                    o.targets.push_back(parse_address(value));
+                  } else if (flag == "--bytes") {
+                    o.bytes = config::parse_size(value);
+                    have_bytes = true;
+                  } else if (flag == "--connections") {
+                    o.connections = parse_count(value, 1, 1024);
+                  } else if (flag == "--seed") {
+                    o.seed = parse_count(value, 0, INT64_MAX);
+                  } else if (flag == "--timeout") {
+                    o.timeout = parse_positive_duration(value);
+                  } else if (flag == "--wait-for-server") {
+                    o.wait_for_server = parse_positive_duration(value);
+                  } else {
+                    std::stringstream list(value);
+                    for (std::string ip; std::getline(list, ip, ',');) {
+                      config::parse_ipv4(ip);  // throws ConfigError describing a bad address
+                      o.show_arp.push_back(ip);
+                    }
+                  }
+                });
+  if (o.targets.empty()) throw config::ConfigError("echo-client: --to IP:PORT is required");
+  if (!have_bytes || o.bytes == 0) throw config::ConfigError("echo-client: --bytes N (N > 0) is required");
+  if (o.bytes < o.connections * o.targets.size()) {
+    throw config::ConfigError("echo-client: --bytes " + std::to_string(o.bytes) +
+                              " gives some of the connections nothing to send");
+  }
+  return o;
+}
+
+std::shared_ptr<const std::string> seeded_bytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto bytes = std::make_shared<std::string>(n, '\0');
+  for (char& c : *bytes) c = static_cast<char>(rng());
+  return bytes;
+}
+
+// Prints worker 0's view of each address (the ARP replicas of a dpdk stack's workers agree).
+void print_arp_entries(DpdkWorker* worker, const std::vector<std::string>& ips) {
+  testing::run_on(*worker, [&] {
+    for (const std::string& ip : ips) {
+      const auto mac = worker->inet().arp().lookup(inet::Ipv4Address{config::parse_ipv4(ip).host_order});
+      std::cout << "arp " << ip << " " << (mac ? mac->to_string() : "unresolved") << "\n";
+    }
+  });
+  std::cout.flush();
+}
+
+// Connects to `target` (and closes again) until one attempt succeeds: a peer whose link comes up
+// together with ours (memif) starts listening a moment after we could first connect. Returns the
+// last attempt's error, 0 once connected.
+int wait_until_listening(RunningStack& running, const SocketAddress& target, std::chrono::milliseconds limit,
+                         const SocketOptions& options) {
+  constexpr auto kRetryPause = 200ms;
+  const auto deadline = Clock::now() + limit;
+  int error = -ETIMEDOUT;
+  Worker& w = *running.stack().worker(0);
+  while (Clock::now() < deadline) {
+    ClientResult result;
+    Completion attempt;
+    ClientSpec spec;
+    spec.connect_only = true;
+    spec.options = options;
+    testing::run_on(w, [&] { running.pool().spawn<StreamClient>(w, target, std::move(spec), &result, &attempt); });
+    if (!attempt.wait_for(1, options.connect_timeout + 1s)) {
+      running.pool().clear();  // the attempt's handler points at `result`: retire it first
+      return -ETIMEDOUT;
+    }
+    testing::run_on(w, [&] { error = result.connected ? 0 : result.error; });
+    if (error == 0) return 0;
+    std::this_thread::sleep_for(kRetryPause);
+  }
+  return error;
+}
+
+int run_echo_client(const config::Config& conf, const ClientOptions& o) {
+  // Declared before the stack: the client handlers write here until the stack's teardown.
+  const auto data = seeded_bytes(o.bytes, o.seed);
+  const size_t total = o.connections * o.targets.size();
+  std::vector<ClientResult> results(total);
+  std::vector<std::pair<size_t, size_t>> slices(total);  // [offset, length) of `data` per connection
+  Completion done;
+  RunningStack running(conf);
+  auto* arp_worker = dynamic_cast<DpdkWorker*>(running.stack().worker(0));
+  if (!o.show_arp.empty() && arp_worker == nullptr) {
+    std::cerr << "inet_peer: echo-client: --show-arp needs ms.type=dpdk (this stack is "
+              << running.stack().type() << ")\n";
+    return 2;
+  }
+  const SocketOptions socket_options = socket_options_from_config(conf);
+  if (o.wait_for_server > 0ms) {
+    for (const SocketAddress& target : o.targets) {
+      if (const int rc = wait_until_listening(running, target, o.wait_for_server, socket_options); rc != 0) {
+        std::cerr << "inet_peer: echo-client: " << target.to_string() << " did not accept a connection within "
+                  << o.wait_for_server.count() << " ms (last attempt: " << socket_error_name(rc) << ")\n";
+        return 1;
+      }
+    }
+  }
+  const auto started = Clock::now();
+  for (size_t i = 0; i < total; ++i) {
+    slices[i] = {o.bytes * i / total, o.bytes * (i + 1) / total - o.bytes * i / total};
+    ClientSpec spec;
+    spec.payload.append(BufferSegment::borrow(data->data() + slices[i].first, slices[i].second));
+    spec.expected = data;
+    spec.expected_offset = slices[i].first;
+    spec.expected_length = slices[i].second;
+    spec.zero_copy = true;
+    spec.read_max = 1 << 20;
+    spec.options = socket_options;
+    Worker& w = *running.stack().worker(static_cast<unsigned>(i % running.stack().num_workers()));
+    const SocketAddress target = o.targets[i % o.targets.size()];
+    testing::run_on(w, [&, i] {
+      running.pool().spawn<StreamClient>(w, target, std::move(spec), &results[i], &done);
+    });
+  }
+  const bool finished = done.wait_for(static_cast<int>(total), o.timeout);
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  // Results are written on the workers: read them there (also when some are still running).
+  std::vector<ClientResult> seen(total);
+  for (size_t i = 0; i < total; ++i) {
+    testing::run_on(*running.stack().worker(static_cast<unsigned>(i % running.stack().num_workers())),
+                    [&, i] { seen[i] = results[i]; });
+  }
+  int failures = 0;
+  for (size_t i = 0; i < total; ++i) {
+    const ClientResult& r = seen[i];
+    if (r.verified && r.error == 0) continue;
+    ++failures;
+    std::cerr << "inet_peer: echo-client: connection " << i << " to "
+              << o.targets[i % o.targets.size()].to_string() << ": ";
+    if (r.error != 0) {
+      std::cerr << socket_error_name(r.error);
+    } else if (!finished) {
+      std::cerr << "timed out after " << o.timeout.count() << " ms";
+    } else {
+      std::cerr << "closed early";
+    }
+    std::cerr << " (connected " << (r.connected ? "yes" : "no") << ", " << r.received << " of "
+              << slices[i].second << " bytes echoed back" << (r.detail.empty() ? "" : "; " + r.detail)
+              << ")\n";
+  }
+  if (failures > 0) return 1;
+  std::cout << "ok " << o.bytes << " bytes echoed byte-exact over " << total << " connections in "
+            << seconds << " s" << std::endl;
+  if (!o.show_arp.empty()) print_arp_entries(arp_worker, o.show_arp);
+  return 0;
+}
+
+bool wants_help(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+}  // namespace
+}  // namespace bypass
+
+int main(int argc, char** argv) {
+  // Block the stop signals before any thread starts, so only the server's sigtimedwait sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  try {
+    const bypass::config::CommonArgs common = bypass::config::parse_common_args(argc, argv);
+    if (common.rest.empty()) {
+      std::cerr << bypass::kUsage;
+      return 2;
+    }
+    const std::string& command = common.rest.front();
+    const std::vector<std::string> args(common.rest.begin() + 1, common.rest.end());
+    if (command == "--help" || command == "-h" || bypass::wants_help(args)) {
+      std::cout << bypass::kUsage;
+      return 0;
+    }
+    if (command != "echo-server" && command != "echo-client") {
+      std::cerr << "inet_peer: unknown command '" << command << "'\n" << bypass::kUsage;
+      return 2;
+    }
+    const bypass::config::Config conf = bypass::config::load_config(common);
+    if (command == "echo-server") {
+      return bypass::run_echo_server(conf, bypass::parse_server_flags(args), stop_signals);
+    }
+    return bypass::run_echo_client(conf, bypass::parse_client_flags(args));
+  } catch (const bypass::config::ConfigError& e) {
+    std::cerr << "inet_peer: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "inet_peer: error: " << e.what() << "\n";
+    return 1;
+  }
+}
