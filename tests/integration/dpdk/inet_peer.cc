@@ -121,6 +121,37 @@ class RunningStack {
   std::unique_ptr<TestListener> listener_;
 };
 
+// Prints every TCP connection of a dpdk stack (one line each, to stderr): what a stalled transfer
+// looked like from this side. Other transports keep their state in the kernel (ss -tin).
+void dump_tcp_connections(NetworkStack& stack) {
+  for (unsigned i = 0; i < stack.num_workers(); ++i) {
+    auto* worker = dynamic_cast<DpdkWorker*>(stack.worker(i));
+    if (worker == nullptr) return;
+    testing::run_on(*worker, [&] {
+      worker->inet().tcp().for_each_connection([&](const inet::TcpConnection& c) {
+        std::cerr << "  worker " << i << ": " << c.describe() << "\n";
+      });
+    });
+  }
+}
+
+// TCP connections of a dpdk stack that still have work to do (all but TIME-WAIT). A closed socket
+// hands its unsent bytes and FIN to the userspace stack, which sends them only while this process
+// runs: unlike the kernel, nothing delivers them after exit. Other transports: 0.
+size_t unfinished_tcp_connections(NetworkStack& stack) {
+  size_t unfinished = 0;
+  for (unsigned i = 0; i < stack.num_workers(); ++i) {
+    auto* worker = dynamic_cast<DpdkWorker*>(stack.worker(i));
+    if (worker == nullptr) return 0;
+    testing::run_on(*worker, [&] {
+      worker->inet().tcp().for_each_connection([&](const inet::TcpConnection& c) {
+        if (c.state() != inet::TcpState::TimeWait) ++unfinished;
+      });
+    });
+  }
+  return unfinished;
+}
+
 // ------------------------------------------------------------------------------------------------
 
 struct ServerOptions {
@@ -170,16 +201,19 @@ int run_echo_server(const config::Config& conf, const ServerOptions& o, const si
     if (const int sig = sigtimedwait(&stop_signals, nullptr, &poll_interval); sig > 0) {
       std::cout << "stopped by signal " << sig << " after " << accepted.load() << " connections"
                 << std::endl;
+      if (o.serve > 0) dump_tcp_connections(running.stack());  // stopped before it served all
       return 0;
     }
     // live_count() runs on each worker, so a connection accepted before the check is counted.
-    if (o.serve > 0 && accepted.load() >= o.serve && running.pool().live_count() == 0) {
+    if (o.serve > 0 && accepted.load() >= o.serve && running.pool().live_count() == 0 &&
+        unfinished_tcp_connections(running.stack()) == 0) {
       std::cout << "served " << accepted.load() << " connections" << std::endl;
       return 0;
     }
   }
   std::cerr << "inet_peer: echo-server: lifetime " << o.lifetime.count() << " ms ended after "
             << accepted.load() << " of " << o.serve << " connections\n";
+  dump_tcp_connections(running.stack());
   return 1;
 }
 
@@ -344,7 +378,10 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
               << slices[i].second << " bytes echoed back" << (r.detail.empty() ? "" : "; " + r.detail)
               << ")\n";
   }
-  if (failures > 0) return 1;
+  if (failures > 0) {
+    dump_tcp_connections(running.stack());
+    return 1;
+  }
   std::cout << "ok " << o.bytes << " bytes echoed byte-exact over " << total << " connections in "
             << seconds << " s" << std::endl;
   if (!o.show_arp.empty()) print_arp_entries(arp_worker, o.show_arp);
