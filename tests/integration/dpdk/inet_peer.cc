@@ -9,6 +9,7 @@
 // connections were served (or on SIGTERM/SIGINT when N is 0) and 1 when its lifetime ends first.
 // The client sends N seeded random bytes, split over K connections to each target, checks the echo
 // byte-exact and exits 0, or 1 with the connection, target and what went wrong.
+#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -49,14 +50,16 @@ using testing::TestListener;
 const char* kUsage =
     "usage: inet_peer [-c FILE]... [--set key=value]... <command> [flags]\n"
     "  echo-server --listen IP:PORT [--serve N] [--lifetime T]\n"
-    "      echo every byte back; print 'ready IP:PORT' once listening; exit 0 after N connections\n"
-    "      were served (N=0, the default: on SIGTERM/SIGINT), 1 when T (default 120s) passes first\n"
+    "      echo every byte back; print 'worker I cpus LIST' per worker and 'ready IP:PORT' once\n"
+    "      listening; exit 0 after N connections were served and their TCP connections finished\n"
+    "      (N=0, the default: on SIGTERM/SIGINT), 1 when T (default 120s) passes first\n"
     "  echo-client --to IP:PORT [--to IP:PORT]... --bytes N [--connections K] [--seed S]\n"
     "              [--timeout T] [--wait-for-server T] [--show-arp IP[,IP]...]\n"
-    "      send N seeded random bytes (default seed 1) split over K connections (default 1) to each\n"
-    "      target, check the echo byte-exact within T (default 60s); with --wait-for-server, first\n"
-    "      retry connecting (for up to T) until each target listens; then print 'arp IP MAC' or\n"
-    "      'arp IP unresolved' for each --show-arp address from worker 0's ARP table (ms.type=dpdk)\n";
+    "      print 'worker I cpus LIST' per worker; send N seeded random bytes (default seed 1) split\n"
+    "      over K connections (default 1) to each target and check the echo byte-exact within T\n"
+    "      (default 60s); with --wait-for-server, first retry connecting (for up to T) until each\n"
+    "      target listens; then print 'arp IP MAC' or 'arp IP unresolved' for each --show-arp\n"
+    "      address from worker 0's ARP table (ms.type=dpdk)\n";
 
 constexpr auto kPollInterval = 100ms;
 
@@ -135,6 +138,24 @@ void dump_tcp_connections(NetworkStack& stack) {
   }
 }
 
+// Prints "worker I cpus LIST" for each worker: the CPUs its thread may run on (the test checks
+// that ms.cpus pinned the lcores apart).
+void print_worker_cpus(NetworkStack& stack) {
+  for (unsigned i = 0; i < stack.num_workers(); ++i) {
+    std::string cpus;
+    testing::run_on(*stack.worker(i), [&] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      if (sched_getaffinity(0, sizeof(set), &set) != 0) return;
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (CPU_ISSET(cpu, &set)) cpus += (cpus.empty() ? "" : ",") + std::to_string(cpu);
+      }
+    });
+    std::cout << "worker " << i << " cpus " << (cpus.empty() ? "unknown" : cpus) << "\n";
+  }
+  std::cout.flush();
+}
+
 // TCP connections of a dpdk stack that still have work to do (all but TIME-WAIT). A closed socket
 // hands its unsent bytes and FIN to the userspace stack, which sends them only while this process
 // runs: unlike the kernel, nothing delivers them after exit. Other transports: 0.
@@ -193,6 +214,7 @@ int run_echo_server(const config::Config& conf, const ServerOptions& o, const si
               << socket_error_name(rc) << "\n";
     return 1;
   }
+  print_worker_cpus(running.stack());
   std::cout << "ready " << running.listener()->address().to_string() << std::endl;
 
   const auto deadline = Clock::now() + o.lifetime;
@@ -299,7 +321,9 @@ int wait_until_listening(RunningStack& running, const SocketAddress& target, std
     ClientSpec spec;
     spec.connect_only = true;
     spec.options = options;
-    testing::run_on(w, [&] { running.pool().spawn<StreamClient>(w, target, std::move(spec), &result, &attempt); });
+    testing::run_on(w, [&] {
+      running.pool().spawn<StreamClient>(w, target, std::move(spec), &result, &attempt);
+    });
     if (!attempt.wait_for(1, options.connect_timeout + 1s)) {
       running.pool().clear();  // the attempt's handler points at `result`: retire it first
       return -ETIMEDOUT;
@@ -329,12 +353,14 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
   if (o.wait_for_server > 0ms) {
     for (const SocketAddress& target : o.targets) {
       if (const int rc = wait_until_listening(running, target, o.wait_for_server, socket_options); rc != 0) {
-        std::cerr << "inet_peer: echo-client: " << target.to_string() << " did not accept a connection within "
-                  << o.wait_for_server.count() << " ms (last attempt: " << socket_error_name(rc) << ")\n";
+        std::cerr << "inet_peer: echo-client: " << target.to_string()
+                  << " did not accept a connection within " << o.wait_for_server.count()
+                  << " ms (last attempt: " << socket_error_name(rc) << ")\n";
         return 1;
       }
     }
   }
+  print_worker_cpus(running.stack());
   const auto started = Clock::now();
   for (size_t i = 0; i < total; ++i) {
     slices[i] = {o.bytes * i / total, o.bytes * (i + 1) / total - o.bytes * i / total};

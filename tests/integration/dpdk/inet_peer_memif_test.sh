@@ -66,6 +66,7 @@ fi
 end=$(date +%s.%N)
 cat "$work/client.out"
 grep -q "^ok " "$work/client.out" || fail "client printed no ok line"
+grep -qx "worker 0 cpus 0" "$work/client.out" || fail "the client's worker is not pinned to CPU 0 alone"
 # --wait-for-server's probe is the server's extra connection: it exits by itself after serving all.
 rc=0
 wait "$server_pid" || rc=$?
@@ -73,6 +74,7 @@ server_pid=
 cat "$work/server.out"
 [ "$rc" = 0 ] || { cat "$work/server.err" >&2; fail "memif echo server exited with $rc"; }
 grep -q "^ready $server_ip:$port\$" "$work/server.out" || fail "server printed no ready line"
+grep -qx "worker 0 cpus 1" "$work/server.out" || fail "the server's worker is not pinned to CPU 1 alone"
 grep -q "^served $((connections + 1)) connections\$" "$work/server.out" || fail "server did not serve every connection"
 echo "memif echo: $bytes in $(echo "$end - $start" | bc) s wall clock (both EAL start-ups included)"
 
