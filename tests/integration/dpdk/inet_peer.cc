@@ -17,7 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <functional>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -27,13 +27,12 @@
 #include <thread>
 #include <vector>
 
-#include "config/cli.h"
 #include "config/config.h"
 #include "stack/dpdk/dpdk_stack.h"
 #include "stack/network_stack.h"
+#include "tests/integration/dpdk/peer_cli.h"
 #include "tests/unit/socket/socket_test_handlers.h"
 #include "tests/unit/socket/socket_test_harness.h"
-#include "tools/bypass-bench/subcommand_flags.h"
 
 namespace bypass {
 namespace {
@@ -46,6 +45,9 @@ using testing::Completion;
 using testing::HandlerPool;
 using testing::StreamClient;
 using testing::TestListener;
+using testing::for_each_flag;
+using testing::parse_count;
+using testing::parse_positive_duration;
 
 const char* kUsage =
     "usage: inet_peer [-c FILE]... [--set key=value]... <command> [flags]\n"
@@ -62,45 +64,13 @@ const char* kUsage =
     "      address from worker 0's ARP table (ms.type=dpdk)\n";
 
 constexpr auto kPollInterval = 100ms;
+const char* kHelp = "inet_peer --help";
 
-// The value parsers below throw ConfigError describing the value; for_each_flag names the flag.
-std::chrono::milliseconds parse_positive_duration(const std::string& text) {
-  const auto d = std::chrono::duration_cast<std::chrono::milliseconds>(config::parse_duration(text));
-  if (d <= 0ms) throw config::ConfigError("'" + text + "' must be a positive duration");
-  return d;
-}
-
-uint64_t parse_count(const std::string& text, int64_t min, int64_t max) {
-  const int64_t v = config::parse_int(text);
-  if (v < min || v > max) {
-    throw config::ConfigError(text + " is out of range [" + std::to_string(min) + ", " +
-                              std::to_string(max) + "]");
-  }
-  return static_cast<uint64_t>(v);
-}
-
+// Throws ConfigError describing the value (for_each_flag names the flag).
 SocketAddress parse_address(const std::string& text) {
   SocketAddress addr;
   if (!SocketAddress::parse(text, &addr)) throw config::ConfigError("'" + text + "' is not IP:PORT");
   return addr;
-}
-
-// Splits `args` into the flags `known` lists and hands each (flag, value) to `apply`; a bad value
-// becomes "COMMAND: --flag: what is wrong".
-void for_each_flag(const std::vector<std::string>& args, const std::string& command,
-                   const std::vector<std::string>& known,
-                   const std::function<void(const std::string&, const std::string&)>& apply) {
-  const auto flags = bench::split_valued_flags(
-      args, command,
-      [&known](const std::string& f) { return std::find(known.begin(), known.end(), f) != known.end(); },
-      "inet_peer --help");
-  for (const auto& [flag, value] : flags) {
-    try {
-      apply(flag, value);
-    } catch (const config::ConfigError& e) {
-      throw config::ConfigError(command + ": " + flag + ": " + e.what());
-    }
-  }
 }
 
 // Builds and starts the configured stack; stops it (after the handlers) on every exit path.
@@ -156,6 +126,38 @@ void print_worker_cpus(NetworkStack& stack) {
   std::cout.flush();
 }
 
+// Prints "stats worker I: name=value ..." with each dpdk worker's non-zero drop and recovery
+// counters, and the port's: where a slow or stalled transfer lost its packets.
+void print_inet_stats(NetworkStack& stack, std::ostream& out) {
+  for (unsigned i = 0; i < stack.num_workers(); ++i) {
+    auto* worker = dynamic_cast<DpdkWorker*>(stack.worker(i));
+    if (worker == nullptr) return;
+    testing::run_on(*worker, [&] {
+      const inet::InetStats& s = worker->inet().stats();
+      const std::pair<const char*, uint64_t> counters[] = {
+          {"rx_frames", s.rx_frames}, {"tx_frames", s.tx_frames},
+          {"tcp_segments_received", s.tcp_segments_received}, {"tcp_segments_sent", s.tcp_segments_sent},
+          {"tcp_retransmitted_segments", s.tcp_retransmitted_segments}, {"tcp_timeouts", s.tcp_timeouts},
+          {"tcp_fast_retransmits", s.tcp_fast_retransmits}, {"tcp_bad_checksum", s.tcp_bad_checksum},
+          {"rx_malformed_tcp", s.rx_malformed_tcp}, {"rx_malformed_ipv4", s.rx_malformed_ipv4},
+          {"tcp_dropped_out_of_window", s.tcp_dropped_out_of_window}, {"tcp_dropped_paws", s.tcp_dropped_paws},
+          {"tcp_dropped_no_connection", s.tcp_dropped_no_connection}, {"rx_not_for_us", s.rx_not_for_us},
+          {"arp_requests_sent", s.arp_requests_sent}, {"tx_no_route", s.tx_no_route}};
+      out << "stats worker " << i << ":";
+      for (const auto& [name, value] : counters) {
+        if (value != 0) out << " " << name << "=" << value;
+      }
+      out << "\n";
+    });
+  }
+  if (auto* dpdk = dynamic_cast<DpdkStack*>(&stack)) {
+    const pmd::PortStats p = dpdk->ports().port(0).stats();
+    out << "stats port: rx_missed=" << p.rx_missed << " rx_errors=" << p.rx_errors
+        << " tx_errors=" << p.tx_errors << " rx_nombuf=" << p.rx_nombuf << "\n";
+  }
+  out.flush();
+}
+
 // TCP connections of a dpdk stack that still have work to do (all but TIME-WAIT). A closed socket
 // hands its unsent bytes and FIN to the userspace stack, which sends them only while this process
 // runs: unlike the kernel, nothing delivers them after exit. Other transports: 0.
@@ -184,7 +186,7 @@ struct ServerOptions {
 ServerOptions parse_server_flags(const std::vector<std::string>& args) {
   ServerOptions o;
   bool have_listen = false;
-  for_each_flag(args, "echo-server", {"--listen", "--serve", "--lifetime"},
+  for_each_flag(args, "echo-server", {"--listen", "--serve", "--lifetime"}, kHelp,
                 [&](const std::string& flag, const std::string& value) {
                   if (flag == "--listen") {
                     o.listen = parse_address(value);
@@ -223,19 +225,24 @@ int run_echo_server(const config::Config& conf, const ServerOptions& o, const si
     if (const int sig = sigtimedwait(&stop_signals, nullptr, &poll_interval); sig > 0) {
       std::cout << "stopped by signal " << sig << " after " << accepted.load() << " connections"
                 << std::endl;
-      if (o.serve > 0) dump_tcp_connections(running.stack());  // stopped before it served all
+      if (o.serve > 0) {  // stopped before it served all
+        dump_tcp_connections(running.stack());
+        print_inet_stats(running.stack(), std::cerr);
+      }
       return 0;
     }
     // live_count() runs on each worker, so a connection accepted before the check is counted.
     if (o.serve > 0 && accepted.load() >= o.serve && running.pool().live_count() == 0 &&
         unfinished_tcp_connections(running.stack()) == 0) {
       std::cout << "served " << accepted.load() << " connections" << std::endl;
+      print_inet_stats(running.stack(), std::cout);
       return 0;
     }
   }
   std::cerr << "inet_peer: echo-server: lifetime " << o.lifetime.count() << " ms ended after "
             << accepted.load() << " of " << o.serve << " connections\n";
   dump_tcp_connections(running.stack());
+  print_inet_stats(running.stack(), std::cerr);
   return 1;
 }
 
@@ -257,7 +264,7 @@ ClientOptions parse_client_flags(const std::vector<std::string>& args) {
   for_each_flag(args, "echo-client",
                 {"--to", "--bytes", "--connections", "--seed", "--timeout", "--wait-for-server",
                  "--show-arp"},
-                [&](const std::string& flag, const std::string& value) {
+                kHelp, [&](const std::string& flag, const std::string& value) {
                   if (flag == "--to") {
                     o.targets.push_back(parse_address(value));
                   } else if (flag == "--bytes") {
@@ -291,7 +298,10 @@ ClientOptions parse_client_flags(const std::vector<std::string>& args) {
 std::shared_ptr<const std::string> seeded_bytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto bytes = std::make_shared<std::string>(n, '\0');
-  for (char& c : *bytes) c = static_cast<char>(rng());
+  for (size_t i = 0; i < n; i += sizeof(uint64_t)) {  // 8 bytes per draw: cheap in -O0 builds
+    const uint64_t draw = rng();
+    std::memcpy(&(*bytes)[i], &draw, std::min(sizeof(draw), n - i));
+  }
   return bytes;
 }
 
@@ -406,57 +416,28 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
   }
   if (failures > 0) {
     dump_tcp_connections(running.stack());
+    print_inet_stats(running.stack(), std::cerr);
     return 1;
   }
   std::cout << "ok " << o.bytes << " bytes echoed byte-exact over " << total << " connections in "
             << seconds << " s" << std::endl;
+  print_inet_stats(running.stack(), std::cout);
   if (!o.show_arp.empty()) print_arp_entries(arp_worker, o.show_arp);
   return 0;
-}
-
-bool wants_help(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
 }
 
 }  // namespace
 }  // namespace bypass
 
 int main(int argc, char** argv) {
-  // Block the stop signals before any thread starts, so only the server's sigtimedwait sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  try {
-    const bypass::config::CommonArgs common = bypass::config::parse_common_args(argc, argv);
-    if (common.rest.empty()) {
-      std::cerr << bypass::kUsage;
-      return 2;
-    }
-    const std::string& command = common.rest.front();
-    const std::vector<std::string> args(common.rest.begin() + 1, common.rest.end());
-    if (command == "--help" || command == "-h" || bypass::wants_help(args)) {
-      std::cout << bypass::kUsage;
-      return 0;
-    }
-    if (command != "echo-server" && command != "echo-client") {
-      std::cerr << "inet_peer: unknown command '" << command << "'\n" << bypass::kUsage;
-      return 2;
-    }
-    const bypass::config::Config conf = bypass::config::load_config(common);
-    if (command == "echo-server") {
-      return bypass::run_echo_server(conf, bypass::parse_server_flags(args), stop_signals);
-    }
-    return bypass::run_echo_client(conf, bypass::parse_client_flags(args));
-  } catch (const bypass::config::ConfigError& e) {
-    std::cerr << "inet_peer: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "inet_peer: error: " << e.what() << "\n";
-    return 1;
-  }
+  using bypass::config::Config;
+  return bypass::testing::run_peer_main(
+      argc, argv, "inet_peer", bypass::kUsage,
+      {{"echo-server",
+        [](const Config& conf, const std::vector<std::string>& args, const sigset_t& stop_signals) {
+          return bypass::run_echo_server(conf, bypass::parse_server_flags(args), stop_signals);
+        }},
+       {"echo-client", [](const Config& conf, const std::vector<std::string>& args, const sigset_t&) {
+          return bypass::run_echo_client(conf, bypass::parse_client_flags(args));
+        }}});
 }

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Two Bypass processes over net_memif, each on its own lcore (server pinned to CPU 1, client to
-# CPU 0): 64 MiB of seeded random bytes echoed byte-exact over 4 connections, then a client to a
-# port nobody listens on must fail with ECONNREFUSED (the check above can fail).
+# CPU 0): 64 MiB of seeded random bytes echoed byte-exact over 4 connections; then a client to a
+# port nobody listens on must fail with ECONNREFUSED (so the checks can fail); then two messengers
+# (msgr2, lossless client) exchange requests and replies checked byte-exact.
 #
-#   inet_peer_memif_test.sh INET_PEER_BINARY CONFIG_EXAMPLES_DIR
+#   inet_peer_memif_test.sh INET_PEER_BINARY MSGR_PEER_BINARY CONFIG_EXAMPLES_DIR
 # Needs root (DPDK memory and the memif socket); fails when it is missing.
 set -euo pipefail
 
 peer=$1
-examples=$2
+msgr_peer=$2
+examples=$3
 name=G  # this suite's tag: every resource it creates carries it
 socket=/run/bypass-memif-$name.sock  # abstract (DPDK's default): nothing on disk to clean up
 port=7300
@@ -31,6 +33,7 @@ trap cleanup EXIT
 
 [ "$(id -u)" = 0 ] || fail "needs root (DPDK memory and the memif socket)"
 [ -x "$peer" ] || fail "inet_peer binary '$peer' is not executable"
+[ -x "$msgr_peer" ] || fail "msgr_peer binary '$msgr_peer' is not executable"
 [ "$(nproc)" -ge 2 ] || fail "needs 2 CPUs to pin the two processes apart (have $(nproc))"
 
 # A memif client fails at once when no server listens on the socket: start it only after the
@@ -89,4 +92,28 @@ timeout 60 "$peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" --set ms
 cat "$work/client.err"
 [ "$rc" = 1 ] || fail "client to a closed port exited with $rc, expected 1"
 grep -q "ECONNREFUSED" "$work/client.err" || fail "client to a closed port did not report ECONNREFUSED"
+kill "$server_pid" 2>/dev/null || true
+wait "$server_pid" 2>/dev/null || true
+server_pid=
+
+# The messenger: a lossless client retries a refused connect itself, so it needs no wait for the
+# server's listener; the server exits 0 on SIGTERM once the client checked every reply.
+messages=1000
+timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" --set ms.cpus=1 \
+  server --bind "$server_ip:$port" --lifetime 120s >"$work/server.out" 2>"$work/server.err" &
+server_pid=$!
+wait_for_memif_socket
+if ! timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" --set ms.cpus=0 \
+       client --to "$server_ip:$port" --messages $messages --max-size 64K --depth 8 --seed 71 \
+       --timeout 90s >"$work/client.out" 2>"$work/client.err"; then
+  cat "$work/client.out" "$work/client.err" "$work/server.out" "$work/server.err" >&2
+  fail "messenger client over memif failed"
+fi
+cat "$work/client.out"
+grep -q "^ok $messages replies" "$work/client.out" || fail "messenger client printed no ok line"
+kill "$server_pid"
+rc=0
+wait "$server_pid" || rc=$?
+server_pid=
+[ "$rc" = 0 ] || { cat "$work/server.out" "$work/server.err" >&2; fail "messenger server exited with $rc"; }
 echo "PASS"
