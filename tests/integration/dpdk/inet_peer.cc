@@ -16,21 +16,19 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <random>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "config/config.h"
-#include "stack/dpdk/dpdk_stack.h"
 #include "stack/network_stack.h"
 #include "tests/integration/dpdk/peer_cli.h"
+#include "tests/integration/dpdk/stack_inspection.h"
 #include "tests/unit/socket/socket_test_handlers.h"
 #include "tests/unit/socket/socket_test_harness.h"
 
@@ -48,6 +46,10 @@ using testing::TestListener;
 using testing::for_each_flag;
 using testing::parse_count;
 using testing::parse_positive_duration;
+using testing::print_arp_entries;
+using testing::print_inet_stats;
+using testing::print_tcp_connections;
+using testing::unfinished_tcp_connections;
 
 const char* kUsage =
     "usage: inet_peer [-c FILE]... [--set key=value]... <command> [flags]\n"
@@ -94,20 +96,6 @@ class RunningStack {
   std::unique_ptr<TestListener> listener_;
 };
 
-// Prints every TCP connection of a dpdk stack (one line each, to stderr): what a stalled transfer
-// looked like from this side. Other transports keep their state in the kernel (ss -tin).
-void dump_tcp_connections(NetworkStack& stack) {
-  for (unsigned i = 0; i < stack.num_workers(); ++i) {
-    auto* worker = dynamic_cast<DpdkWorker*>(stack.worker(i));
-    if (worker == nullptr) return;
-    testing::run_on(*worker, [&] {
-      worker->inet().tcp().for_each_connection([&](const inet::TcpConnection& c) {
-        std::cerr << "  worker " << i << ": " << c.describe() << "\n";
-      });
-    });
-  }
-}
-
 // Prints "worker I cpus LIST" for each worker: the CPUs its thread may run on (the test checks
 // that ms.cpus pinned the lcores apart).
 void print_worker_cpus(NetworkStack& stack) {
@@ -124,55 +112,6 @@ void print_worker_cpus(NetworkStack& stack) {
     std::cout << "worker " << i << " cpus " << (cpus.empty() ? "unknown" : cpus) << "\n";
   }
   std::cout.flush();
-}
-
-// Prints "stats worker I: name=value ..." with each dpdk worker's non-zero drop and recovery
-// counters, and the port's: where a slow or stalled transfer lost its packets.
-void print_inet_stats(NetworkStack& stack, std::ostream& out) {
-  for (unsigned i = 0; i < stack.num_workers(); ++i) {
-    auto* worker = dynamic_cast<DpdkWorker*>(stack.worker(i));
-    if (worker == nullptr) return;
-    testing::run_on(*worker, [&] {
-      const inet::InetStats& s = worker->inet().stats();
-      const std::pair<const char*, uint64_t> counters[] = {
-          {"rx_frames", s.rx_frames}, {"tx_frames", s.tx_frames},
-          {"tcp_segments_received", s.tcp_segments_received}, {"tcp_segments_sent", s.tcp_segments_sent},
-          {"tcp_retransmitted_segments", s.tcp_retransmitted_segments}, {"tcp_timeouts", s.tcp_timeouts},
-          {"tcp_fast_retransmits", s.tcp_fast_retransmits}, {"tcp_bad_checksum", s.tcp_bad_checksum},
-          {"rx_malformed_tcp", s.rx_malformed_tcp}, {"rx_malformed_ipv4", s.rx_malformed_ipv4},
-          {"tcp_dropped_out_of_window", s.tcp_dropped_out_of_window}, {"tcp_dropped_paws", s.tcp_dropped_paws},
-          {"tcp_dropped_no_connection", s.tcp_dropped_no_connection}, {"rx_not_for_us", s.rx_not_for_us},
-          {"arp_requests_sent", s.arp_requests_sent}, {"tx_no_route", s.tx_no_route}};
-      out << "stats worker " << i << ":";
-      for (const auto& [name, value] : counters) {
-        if (value != 0) out << " " << name << "=" << value;
-      }
-      out << "\n";
-    });
-  }
-  if (auto* dpdk = dynamic_cast<DpdkStack*>(&stack)) {
-    const pmd::PortStats p = dpdk->ports().port(0).stats();
-    out << "stats port: rx_missed=" << p.rx_missed << " rx_errors=" << p.rx_errors
-        << " tx_errors=" << p.tx_errors << " rx_nombuf=" << p.rx_nombuf << "\n";
-  }
-  out.flush();
-}
-
-// TCP connections of a dpdk stack that still have work to do (all but TIME-WAIT). A closed socket
-// hands its unsent bytes and FIN to the userspace stack, which sends them only while this process
-// runs: unlike the kernel, nothing delivers them after exit. Other transports: 0.
-size_t unfinished_tcp_connections(NetworkStack& stack) {
-  size_t unfinished = 0;
-  for (unsigned i = 0; i < stack.num_workers(); ++i) {
-    auto* worker = dynamic_cast<DpdkWorker*>(stack.worker(i));
-    if (worker == nullptr) return 0;
-    testing::run_on(*worker, [&] {
-      worker->inet().tcp().for_each_connection([&](const inet::TcpConnection& c) {
-        if (c.state() != inet::TcpState::TimeWait) ++unfinished;
-      });
-    });
-  }
-  return unfinished;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -226,7 +165,7 @@ int run_echo_server(const config::Config& conf, const ServerOptions& o, const si
       std::cout << "stopped by signal " << sig << " after " << accepted.load() << " connections"
                 << std::endl;
       if (o.serve > 0) {  // stopped before it served all
-        dump_tcp_connections(running.stack());
+        print_tcp_connections(running.stack(), std::cerr);
         print_inet_stats(running.stack(), std::cerr);
       }
       return 0;
@@ -241,7 +180,7 @@ int run_echo_server(const config::Config& conf, const ServerOptions& o, const si
   }
   std::cerr << "inet_peer: echo-server: lifetime " << o.lifetime.count() << " ms ended after "
             << accepted.load() << " of " << o.serve << " connections\n";
-  dump_tcp_connections(running.stack());
+  print_tcp_connections(running.stack(), std::cerr);
   print_inet_stats(running.stack(), std::cerr);
   return 1;
 }
@@ -305,17 +244,6 @@ std::shared_ptr<const std::string> seeded_bytes(size_t n, uint64_t seed) {
   return bytes;
 }
 
-// Prints worker 0's view of each address (the ARP replicas of a dpdk stack's workers agree).
-void print_arp_entries(DpdkWorker* worker, const std::vector<std::string>& ips) {
-  testing::run_on(*worker, [&] {
-    for (const std::string& ip : ips) {
-      const auto mac = worker->inet().arp().lookup(inet::Ipv4Address{config::parse_ipv4(ip).host_order});
-      std::cout << "arp " << ip << " " << (mac ? mac->to_string() : "unresolved") << "\n";
-    }
-  });
-  std::cout.flush();
-}
-
 // Connects to `target` (and closes again) until one attempt succeeds: a peer whose link comes up
 // together with ours (memif) starts listening a moment after we could first connect. Returns the
 // last attempt's error, 0 once connected.
@@ -353,8 +281,7 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
   std::vector<std::pair<size_t, size_t>> slices(total);  // [offset, length) of `data` per connection
   Completion done;
   RunningStack running(conf);
-  auto* arp_worker = dynamic_cast<DpdkWorker*>(running.stack().worker(0));
-  if (!o.show_arp.empty() && arp_worker == nullptr) {
+  if (!o.show_arp.empty() && !testing::is_dpdk_stack(running.stack())) {
     std::cerr << "inet_peer: echo-client: --show-arp needs ms.type=dpdk (this stack is "
               << running.stack().type() << ")\n";
     return 2;
@@ -415,14 +342,14 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
               << ")\n";
   }
   if (failures > 0) {
-    dump_tcp_connections(running.stack());
+    print_tcp_connections(running.stack(), std::cerr);
     print_inet_stats(running.stack(), std::cerr);
     return 1;
   }
   std::cout << "ok " << o.bytes << " bytes echoed byte-exact over " << total << " connections in "
             << seconds << " s" << std::endl;
   print_inet_stats(running.stack(), std::cout);
-  if (!o.show_arp.empty()) print_arp_entries(arp_worker, o.show_arp);
+  if (!o.show_arp.empty()) print_arp_entries(running.stack(), o.show_arp, std::cout);
   return 0;
 }
 
