@@ -237,7 +237,7 @@ ClientOptions parse_client_flags(const std::vector<std::string>& args) {
 std::shared_ptr<const std::string> seeded_bytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto bytes = std::make_shared<std::string>(n, '\0');
-  for (size_t i = 0; i < n; i += sizeof(uint64_t)) {  // 8 bytes per draw: cheap in -O0 builds
+  for (size_t i = 0; i < n; i += sizeof(uint64_t)) {  // 8 bytes per draw, not 1
     const uint64_t draw = rng();
     std::memcpy(&(*bytes)[i], &draw, std::min(sizeof(draw), n - i));
   }

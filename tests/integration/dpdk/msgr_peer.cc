@@ -56,7 +56,7 @@ BufferList request_data(uint64_t seed, uint64_t tid, size_t max_size) {
   std::mt19937_64 rng(seed * 1'000'003u + tid);
   const size_t size = 1 + rng() % max_size;
   std::string bytes(size, '\0');
-  for (size_t i = 0; i < size; i += sizeof(uint64_t)) {  // 8 bytes per draw: cheap in -O0 builds
+  for (size_t i = 0; i < size; i += sizeof(uint64_t)) {  // 8 bytes per draw, not 1
     const uint64_t draw = rng();
     std::memcpy(&bytes[i], &draw, std::min(sizeof(draw), size - i));
   }
