@@ -39,7 +39,7 @@ class SingleListenerTable {
 class DpdkWorker final : public Worker {
  public:
   DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac, const inet::InetSettings& settings,
-             uint64_t secret_seed);
+             uint64_t secret_seed, const TxChainOptions& tx = {});
   ~DpdkWorker() override;
 
   int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
