@@ -285,6 +285,14 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
   TxChainOptions tx;
   tx.zero_copy = conf.get_bool("dpdk.zero_copy_send");
   tx.zero_copy_threshold = conf.get_size("dpdk.zero_copy_threshold");
+  // memif's own zero-copy mode transmits only from the memory regions it shares with the peer
+  // (the mempool), so an external buffer would reach the peer as an offset into nothing.
+  for (const std::string& vdev : conf.get_list("dpdk.vdev")) {
+    if (tx.zero_copy && vdev.find("zero-copy=yes") != std::string::npos) {
+      BYPASS_LOG(Info, "dpdk", "dpdk.zero_copy_send off: the memif port '%s' runs in zero-copy mode", vdev.c_str());
+      tx.zero_copy = false;
+    }
+  }
   std::random_device seed;
   std::vector<DpdkWorker*> all;
   for (unsigned i = 0; i < port.workers(); ++i) {
