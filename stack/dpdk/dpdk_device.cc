@@ -9,19 +9,9 @@ namespace bypass {
 
 namespace {
 
-// Frees a multi-segment chain once every segment's view is released.
-struct MbufChainOwner {
-  rte_mbuf* head;
-  ~MbufChainOwner() { rte_pktmbuf_free(head); }
-};
-
 // Frames kept for a later flush when the TX queue is full; beyond this the stack's
 // retransmission covers the loss better than an ever-growing queue.
 constexpr size_t kMaxBacklog = 8192;
-
-}  // namespace
-
-namespace {
 
 TxChainOptions with_port_limits(TxChainOptions tx, const pmd::PortInfo& info) {
   tx.multi_seg = info.offloads.enabled.multi_seg;
@@ -76,16 +66,21 @@ inet::Packet DpdkDevice::packet_from_mbuf(rte_mbuf* mbuf) {
                                   RTE_MBUF_F_RX_IP_CKSUM_BAD, RTE_MBUF_F_RX_IP_CKSUM_NONE);
   packet.rx_l4_checksum = verdict(mbuf->ol_flags, RTE_MBUF_F_RX_L4_CKSUM_MASK, RTE_MBUF_F_RX_L4_CKSUM_GOOD,
                                   RTE_MBUF_F_RX_L4_CKSUM_BAD, RTE_MBUF_F_RX_L4_CKSUM_NONE);
-  if (mbuf->nb_segs == 1) {
-    packet.data.append(BufferSegment::wrap(rte_pktmbuf_mtod(mbuf, char*), mbuf->data_len,
-                                           [mbuf] { rte_pktmbuf_free(mbuf); }));
-    return packet;
-  }
-  auto owner = std::make_shared<MbufChainOwner>(MbufChainOwner{mbuf});
-  for (rte_mbuf* seg = mbuf; seg != nullptr; seg = seg->next) {
-    if (seg->data_len == 0) continue;
-    packet.data.append(
-        BufferSegment::wrap(rte_pktmbuf_mtod(seg, char*), seg->data_len, [owner] {}));
+  // Each segment is owned on its own, so the one holding only headers (the stack trims them at
+  // once) goes back to the pool while the payload segments wait in the receive queue: a chain
+  // pinned whole would hold twice the mbufs of what the application has not read yet.
+  for (rte_mbuf* seg = mbuf; seg != nullptr;) {
+    rte_mbuf* next = seg->next;
+    seg->next = nullptr;
+    seg->nb_segs = 1;
+    seg->pkt_len = seg->data_len;
+    if (seg->data_len == 0) {
+      rte_pktmbuf_free_seg(seg);
+    } else {
+      packet.data.append(BufferSegment::wrap(rte_pktmbuf_mtod(seg, char*), seg->data_len,
+                                             [seg] { rte_pktmbuf_free_seg(seg); }));
+    }
+    seg = next;
   }
   return packet;
 }

@@ -98,15 +98,30 @@ class TxChainBuilder::Chain {
 };
 
 TxChainBuilder::TxChainBuilder(rte_mempool* pool, const TxChainOptions& options)
-    : pool_(pool), options_(options), iova_is_va_(rte_eal_iova_mode() == RTE_IOVA_VA) {
+    : pool_(pool),
+      options_(options),
+      iova_is_va_(rte_eal_iova_mode() == RTE_IOVA_VA),
+      low_water_(pool->size / 4) {
   // Attaching means chaining; and a DMA-ing NIC in physical-address mode could not follow a piece
   // across non-contiguous pages with the single IOVA an mbuf carries.
   if (!options_.multi_seg || (options_.dma_needs_registered_memory && !iova_is_va_)) options_.zero_copy = false;
   options_.zero_copy_threshold = std::max<size_t>(options_.zero_copy_threshold, 1);
 }
 
+bool TxChainBuilder::pool_has_room() {
+  if (frames_until_pool_check_ == 0) {
+    frames_until_pool_check_ = kPoolCheckInterval;
+    pool_has_room_ = rte_mempool_avail_count(pool_) >= low_water_;
+  }
+  return pool_has_room_;
+}
+
 bool TxChainBuilder::attachable(const BufferSegment& piece) {
   if (!options_.zero_copy || piece.length() < options_.zero_copy_threshold) return false;
+  if (!pool_has_room()) {
+    ++counters_.low_pool_copies;
+    return false;
+  }
   if (!options_.dma_needs_registered_memory) return true;
   const char* last = piece.data() + piece.length() - 1;
   const rte_memseg_list* list = rte_mem_virt2memseg_list(piece.data());
@@ -136,6 +151,7 @@ rte_mbuf* TxChainBuilder::attach(const BufferSegment& piece) {
 }
 
 rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
+  if (frames_until_pool_check_ > 0) --frames_until_pool_check_;
   Chain chain(pool_);
   if (!chain.start()) return nullptr;
   const auto& segments = frame.data.segments();

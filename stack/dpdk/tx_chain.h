@@ -9,6 +9,11 @@
 // done with the mbuf, so the memory outlives both the NIC's use and the TCP retransmission queue,
 // whichever lets go last; a retransmission attaches the same memory again.
 //
+// Mbufs: an attachment costs one mbuf more than a copy (the payload no longer shares the header
+// mbuf), and on a looped or shared-memory port the receiver may hold those mbufs until its
+// application reads. So attaching stops while the pool is below a quarter free: copying then keeps
+// the frames, and the ACKs that release memory, flowing instead of starving the pool.
+//
 // DMA: a virtual device (memif, tap, ring, af_packet) reads buffers with the CPU, so any address
 // works. A NIC that DMAs needs IOVA-as-VA (VFIO) and a buffer inside memory DPDK has mapped for the
 // device (its hugepages, or areas added with rte_extmem_register + rte_dev_dma_map); anything else
@@ -39,6 +44,7 @@ struct TxChainCounters {
   uint64_t attached_bytes = 0;
   uint64_t copied_bytes = 0;      // headers included
   uint64_t unregistered_copies = 0;  // pieces copied only because the NIC could not DMA from them
+  uint64_t low_pool_copies = 0;      // pieces copied because the mempool was running low
   uint64_t checksum_offloads = 0;    // frames whose IPv4/TCP checksum the port completes
 };
 
@@ -56,12 +62,18 @@ class TxChainBuilder {
  private:
   class Chain;
   bool attachable(const BufferSegment& piece);
+  // Re-evaluated every kPoolCheckInterval frames (counting free mbufs walks the lcore caches).
+  bool pool_has_room();
+  static constexpr unsigned kPoolCheckInterval = 16;
   // A fresh mbuf whose external buffer is `piece` (at most 65535 bytes: buf_len is 16 bits).
   rte_mbuf* attach(const BufferSegment& piece);
 
   rte_mempool* pool_;
   TxChainOptions options_;
   bool iova_is_va_;
+  unsigned low_water_;  // free mbufs below which pieces are copied
+  unsigned frames_until_pool_check_ = 0;
+  bool pool_has_room_ = true;
   TxChainCounters counters_;
 };
 

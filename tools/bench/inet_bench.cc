@@ -31,6 +31,7 @@
 #include "config/cli.h"
 #include "config/config.h"
 #include "config/log.h"
+#include "stack/dpdk/dpdk_stack.h"
 #include "stack/network_stack.h"
 
 using namespace bypass;
@@ -519,12 +520,34 @@ class Client {
   bool shut_ = false, finished_ = false;
 };
 
+// The dpdk worker's data-path counters, so a slow run shows why (losses, timeouts, copies).
+void print_dpdk_counters(Worker& worker, const char* role) {
+  auto* dpdk = dynamic_cast<DpdkWorker*>(&worker);
+  if (dpdk == nullptr) return;
+  worker.center().submit_and_wait([&] {
+    const inet::InetStats& s = dpdk->inet().stats();
+    const TxChainCounters& tx = dpdk->device().tx_counters();
+    std::printf("role=%s counters: tcp_sent=%llu tcp_received=%llu retransmitted=%llu timeouts=%llu "
+                "fast_retransmits=%llu bad_checksum=%llu tx_frames=%llu attached_bytes=%llu copied_bytes=%llu "
+                "checksum_offloads=%llu tx_queue_drops=%llu tx_mbuf_failures=%llu\n",
+                role, static_cast<unsigned long long>(s.tcp_segments_sent),
+                static_cast<unsigned long long>(s.tcp_segments_received),
+                static_cast<unsigned long long>(s.tcp_retransmitted_segments),
+                static_cast<unsigned long long>(s.tcp_timeouts), static_cast<unsigned long long>(s.tcp_fast_retransmits),
+                static_cast<unsigned long long>(s.tcp_bad_checksum), static_cast<unsigned long long>(tx.frames),
+                static_cast<unsigned long long>(tx.attached_bytes), static_cast<unsigned long long>(tx.copied_bytes),
+                static_cast<unsigned long long>(tx.checksum_offloads),
+                static_cast<unsigned long long>(dpdk->device().tx_dropped()),
+                static_cast<unsigned long long>(dpdk->device().tx_alloc_failures()));
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   config::CommonArgs common = config::parse_common_args(argc, argv);
   const Options o = parse(common.rest);
-  log::set_threshold(log::Level::Warn);
+  if (std::getenv("BYPASS_LOG") == nullptr) log::set_threshold(log::Level::Warn);
   // One worker, no keepalive chatter; ahead of the user's --set, which win.
   common.assignments.insert(common.assignments.begin(), {"ms.workers=1"});
   const config::Config conf = config::load_config(common);
@@ -556,6 +579,7 @@ int main(int argc, char** argv) try {
                   static_cast<double>(server.accepted) / server.accept_seconds);
     if (!ok) std::printf("role=server error=%s\n", interrupted ? "interrupted" : "timed out");
     status = ok ? 0 : 1;
+    print_dpdk_counters(worker, "server");
     server.stop();
   } else {
     Client client(worker, o, conf);
@@ -571,6 +595,7 @@ int main(int argc, char** argv) try {
     if (line.empty()) line = interrupted ? "error=interrupted" : "error=timed out after --timeout";
     std::printf("role=client transport=%s %s\n", stack->type().c_str(), line.c_str());
     status = line.rfind("error=", 0) == 0 ? 1 : 0;
+    print_dpdk_counters(worker, "client");
     client.stop();
   }
   std::fflush(stdout);

@@ -190,6 +190,7 @@ TEST_F(TxChainTest, EmptyPoolReturnsNullAndReleasesEverything) {
   TxChainBuilder builder(pool_, TxChainOptions{});
   inet::Packet p = frame({1000, 1000, 1000});
   const BufferSegment payload = p.data.segments()[2];
+  rte_pktmbuf_free(builder.build(p));  // the pool looked roomy: the next frames attach
   std::vector<rte_mbuf*> hoard;
   while (rte_mbuf* m = rte_pktmbuf_alloc(pool_)) hoard.push_back(m);
   // Give back room for a head and two attachments: the third attachment fails mid-chain.
@@ -201,6 +202,21 @@ TEST_F(TxChainTest, EmptyPoolReturnsNullAndReleasesEverything) {
   EXPECT_EQ(tx_pieces_outstanding(), 0u);
   EXPECT_EQ(payload.use_count(), 2);  // the packet's view and ours, none left in a lost mbuf
   for (rte_mbuf* m : hoard) rte_pktmbuf_free(m);
+}
+
+// Attachments cost an extra mbuf each; with the pool under a quarter free they stop.
+TEST_F(TxChainTest, LowPoolCopiesInsteadOfAttaching) {
+  std::vector<rte_mbuf*> hoard;
+  while (rte_mempool_avail_count(pool_) > pool_->size / 8) hoard.push_back(rte_pktmbuf_alloc(pool_));
+  TxChainBuilder builder(pool_, TxChainOptions{});
+  inet::Packet p = frame({1200});
+  rte_mbuf* m = builder.build(p);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->nb_segs, 1);
+  EXPECT_EQ(chain_bytes(m), p.data.to_string());
+  EXPECT_EQ(builder.counters().low_pool_copies, 1u);
+  rte_pktmbuf_free(m);
+  for (rte_mbuf* h : hoard) rte_pktmbuf_free(h);
 }
 
 TEST_F(TxChainTest, ChecksumOffloadFieldsFollowThePacket) {
@@ -249,6 +265,24 @@ TEST_F(TxChainTest, ReceivedChecksumVerdictsReachThePacket) {
     EXPECT_EQ(p.rx_ip_checksum, c.ip) << std::hex << c.flags;
     EXPECT_EQ(p.rx_l4_checksum, c.l4) << std::hex << c.flags;
   }
+}
+
+// A received chain: each segment is its own owner, so the header mbuf returns to the pool as soon
+// as the stack trims the headers, while the payload mbuf stays until it is read.
+TEST_F(TxChainTest, ReceivedChainReleasesEachSegmentOnItsOwn) {
+  const unsigned free_before = rte_mempool_avail_count(pool_);
+  TxChainBuilder builder(pool_, TxChainOptions{});
+  inet::Packet sent = frame({1000});
+  rte_mbuf* m = builder.build(sent);  // head (headers) + attached payload, as a looped port delivers it
+  ASSERT_NE(m, nullptr);
+  inet::Packet received = DpdkDevice::packet_from_mbuf(m);
+  EXPECT_EQ(received.data.to_string(), sent.data.to_string());
+  EXPECT_EQ(rte_mempool_avail_count(pool_), free_before - 2);
+  received.data.trim_front(kHeaders);
+  EXPECT_EQ(rte_mempool_avail_count(pool_), free_before - 1);  // the header mbuf is back
+  EXPECT_EQ(received.data.to_string(), pattern(1000, 'a'));
+  received.data.clear();
+  EXPECT_EQ(rte_mempool_avail_count(pool_), free_before);
 }
 
 }  // namespace
