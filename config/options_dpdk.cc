@@ -91,6 +91,10 @@ void register_dpdk_options(Registry& r) {
          .help = "Use large receive offload when the port supports it."});
   r.add({.name = "dpdk.multi_seg", .type = OptionType::Bool, .default_value = "true",
          .help = "Transmit chained mbufs when the port supports it (otherwise chains are linearised)."});
+  r.add({.name = "dpdk.idle_sleep", .type = OptionType::Duration, .default_value = "1ms",
+         .help = "A worker that found no work for this long sleeps in the kernel (at most 250 us at a time) "
+                 "instead of spinning; 0 spins always (lowest latency and highest rate on dedicated CPUs; "
+                 "on shared CPUs a sleeping worker may wait milliseconds to be scheduled again)."});
   r.add({.name = "dpdk.zero_copy_send", .type = OptionType::Bool, .default_value = "true",
          .help = "Transmit payload buffers of at least dpdk.zero_copy_threshold bytes by attaching them to "
                  "mbufs as external buffers instead of copying (needs tx-multi-seg; on a NIC that DMAs, "

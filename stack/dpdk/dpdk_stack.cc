@@ -18,9 +18,8 @@ namespace bypass {
 
 namespace {
 
-// After this long without packets the worker sleeps in the kernel instead of spinning (the
+// After dpdk.idle_sleep without packets the worker sleeps in the kernel instead of spinning (the
 // machine is shared); the tick timer bounds each sleep so received frames wait at most a tick.
-constexpr std::chrono::microseconds kIdleSleep{1000};
 constexpr std::chrono::microseconds kIdleTick{250};
 constexpr uint16_t kEtherTypeArp = 0x0806;
 constexpr uint64_t kTicksPerArpRefresh = 4000;  // one second of kIdleTick
@@ -140,8 +139,9 @@ void drain_port(pmd::Port& port) {
 }  // namespace
 
 DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
-                       const inet::InetSettings& settings, uint64_t secret_seed, const TxChainOptions& tx)
-    : Worker(id, make_polling_driver(kIdleSleep)),
+                       const inet::InetSettings& settings, uint64_t secret_seed, const TxChainOptions& tx,
+                       std::chrono::nanoseconds idle_sleep)
+    : Worker(id, make_polling_driver(idle_sleep)),
       port_(port),
       settings_(settings),
       device_(port, id, mac, tx),
@@ -282,6 +282,7 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
     port.set_owner_function(&steer_with_single_listeners, steering_context_.get());
   }
   const int inject = static_cast<int>(conf.get_int("ms.inject_socket_failures"));
+  const std::chrono::nanoseconds idle_sleep = conf.get_duration("dpdk.idle_sleep");
   TxChainOptions tx;
   tx.zero_copy = conf.get_bool("dpdk.zero_copy_send");
   tx.zero_copy_threshold = conf.get_size("dpdk.zero_copy_threshold");
@@ -297,7 +298,7 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
   std::vector<DpdkWorker*> all;
   for (unsigned i = 0; i < port.workers(); ++i) {
     const uint64_t secret = uint64_t{seed()} << 32 | seed();
-    auto worker = std::make_unique<DpdkWorker>(i, port, mac, settings, secret, tx);
+    auto worker = std::make_unique<DpdkWorker>(i, port, mac, settings, secret, tx, idle_sleep);
     worker->set_inject_socket_failures(inject);
     if (port.info().software_redirect) worker->set_single_listeners(single_listeners_.get());
     all.push_back(worker.get());
