@@ -48,7 +48,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "n/a"; else printf 
 row() { printf '%-34s %14s %14s %8s  %s\n' "$@"; }
 
 # dpdk over memif: common options, then server/client halves. Extra --set flags follow.
-dpdk_common=(--set ms.type=dpdk --set dpdk.netmask=255.255.255.0 --set tcp.msl=1s)
+# Workers spin (dpdk.idle_sleep=0) as on dedicated CPUs; a larger pool holds 10,000 connections.
+dpdk_common=(--set ms.type=dpdk --set dpdk.netmask=255.255.255.0 --set tcp.msl=1s --set dpdk.idle_sleep=0
+             --set dpdk.mbufs=65535)
 dpdk_server() {
   "$bench" "${dpdk_common[@]}" --set "dpdk.vdev=[\"net_memif0,role=server,socket=$sock\"]" \
     --set dpdk.host_ip=10.70.0.1 --set ms.cpus=$server_cpu --role server --addr 10.70.0.1:7000 "$@"

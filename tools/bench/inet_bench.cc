@@ -13,7 +13,7 @@
 //   accept       for --duration, the client keeps --concurrency connections opening; the server
 //                accepts and closes each at once; both print connections per second.
 // The server runs until the client is done (bulk/pingpong/connections: its last connection
-// closed; accept: --duration after the first accept) or --timeout. Every line printed is
+// closed; accept: a second after the last accept) or --timeout. Every line printed is
 // key=value pairs; tools/bench/inet-vs-kernel.sh puts runs side by side.
 #include <algorithm>
 #include <atomic>
@@ -260,9 +260,10 @@ class Server {
     });
   }
   std::promise<void> done;
-  uint64_t accepted = 0;
+  // accept mode: written on the worker thread, read by main() to tell when the client stopped.
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<double> accept_seconds{0};  // first to latest accept
   Clock::time_point first_accept;
-  double accept_seconds = 0;
 
  private:
   void accept_all() {
@@ -270,11 +271,10 @@ class Server {
       ConnectedSocket sock;
       SocketAddress peer;
       if (listener_.accept(&sock, SocketOptions{}, &peer, &worker_) != 0) return;
-      if (accepted++ == 0) first_accept = Clock::now();
+      if (accepted.fetch_add(1, std::memory_order_relaxed) == 0) first_accept = Clock::now();
       if (o_.mode == Mode::Accept) {
         sock.close();  // the accept path only: the client sees EOF and closes its side
-        accept_seconds = seconds_since(first_accept);
-        if (!finished_ && Clock::now() - first_accept > o_.duration) finish();
+        accept_seconds.store(seconds_since(first_accept), std::memory_order_relaxed);
         continue;
       }
       auto conn = std::make_unique<Conn>(worker_, std::move(sock));
@@ -357,8 +357,11 @@ class Client {
     auto conn = std::make_unique<Conn>(worker_, std::move(sock));
     Conn* c = conn.get();
     c->on_connected = [this, cb = std::move(on_connected)](Conn& c) {
-      if (c.failed()) return fail("connection to the server failed");
-      cb(c);
+      if (!c.failed()) return cb(c);
+      if (o_.mode != Mode::Accept) return fail("connection to the server failed");
+      ++refused_;  // e.g. the accept queue overflowed: counted, not fatal
+      --in_flight_;
+      retire(c);
     };
     c->on_readable = std::move(on_readable);
     conns_.emplace(c, std::move(conn));
@@ -467,22 +470,8 @@ class Client {
     }
     if (o_.mode == Mode::Accept) {
       if (!c.eof() && !c.failed()) return;
-      // The server closed it: done with this one. Destroyed after this callback has returned.
-      if (auto it = conns_.find(&c); it != conns_.end()) {
-        c.close();
-        graveyard_.push_back(std::move(it->second));
-        conns_.erase(it);
-        if (graveyard_.size() == 1) worker_.center().dispatch_external([this] { graveyard_.clear(); });
-      }
-      ++completed_;
-      open_more();
-      if (!want_more() && conns_.empty()) {
-        char line[200];
-        const double secs = seconds_since(began_);
-        std::snprintf(line, sizeof(line), "mode=accept connections=%llu secs=%.3f conn_per_s=%.0f",
-                      static_cast<unsigned long long>(completed_), secs, static_cast<double>(completed_) / secs);
-        finish(line);
-      }
+      ++completed_;  // the server closed it: done with this one
+      retire(c);
       return;
     }
     if (c.eof() || c.failed()) return fail("a connection closed early");
@@ -495,6 +484,25 @@ class Client {
     std::snprintf(line, sizeof(line),
                   "mode=connections connections=%zu connect_secs=%.3f conn_per_s=%.0f ping_all_ms=%.2f",
                   conns_.size(), connect_secs_, static_cast<double>(established_) / connect_secs_, round_secs * 1e3);
+    finish(line);
+  }
+
+  // accept mode: drop a finished connection (destroyed after the current callback returns), open
+  // the next, report once the duration is over and the last one is gone.
+  void retire(Conn& c) {
+    if (auto it = conns_.find(&c); it != conns_.end()) {
+      c.close();
+      graveyard_.push_back(std::move(it->second));
+      conns_.erase(it);
+      if (graveyard_.size() == 1) worker_.center().dispatch_external([this] { graveyard_.clear(); });
+    }
+    open_more();
+    if (want_more() || !conns_.empty()) return;
+    char line[200];
+    const double secs = seconds_since(began_);
+    std::snprintf(line, sizeof(line), "mode=accept connections=%llu refused=%llu secs=%.3f conn_per_s=%.0f",
+                  static_cast<unsigned long long>(completed_), static_cast<unsigned long long>(refused_), secs,
+                  static_cast<double>(completed_) / secs);
     finish(line);
   }
 
@@ -513,7 +521,7 @@ class Client {
   Clock::time_point began_, round_began_;
   BufferList payload_, block_;
   std::vector<double> rtts_;
-  uint64_t round_trips_ = 0, sent_ = 0, opened_ = 0, in_flight_ = 0, established_ = 0, completed_ = 0;
+  uint64_t round_trips_ = 0, sent_ = 0, opened_ = 0, in_flight_ = 0, established_ = 0, completed_ = 0, refused_ = 0;
   size_t pending_echoes_ = 0;
   uint64_t rounds_ = 0;
   double connect_secs_ = 0;
@@ -569,14 +577,26 @@ int main(int argc, char** argv) try {
     std::printf("listening=%s transport=%s\n", o.addr.to_string().c_str(), stack->type().c_str());
     std::fflush(stdout);
     auto finished = server.done.get_future();
-    while (!interrupted && Clock::now() < deadline &&
-           finished.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    // accept mode ends once the client stopped connecting: a second without a new connection.
+    uint64_t last_count = 0;
+    auto last_change = Clock::now();
+    bool ok = false;
+    while (!interrupted && Clock::now() < deadline && !ok) {
+      ok = finished.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready;
+      if (o.mode != Mode::Accept) continue;
+      const uint64_t count = server.accepted.load(std::memory_order_relaxed);
+      if (count != last_count) {
+        last_count = count;
+        last_change = Clock::now();
+      } else if (count > 0 && Clock::now() - last_change > std::chrono::seconds(1)) {
+        ok = true;
+      }
     }
-    const bool ok = finished.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    if (o.mode == Mode::Accept && server.accept_seconds > 0)
+    const double accept_seconds = server.accept_seconds.load(std::memory_order_relaxed);
+    if (o.mode == Mode::Accept && accept_seconds > 0)
       std::printf("role=server mode=accept accepted=%llu secs=%.3f accept_per_s=%.0f\n",
-                  static_cast<unsigned long long>(server.accepted), server.accept_seconds,
-                  static_cast<double>(server.accepted) / server.accept_seconds);
+                  static_cast<unsigned long long>(server.accepted.load()), accept_seconds,
+                  static_cast<double>(server.accepted.load()) / accept_seconds);
     if (!ok) std::printf("role=server error=%s\n", interrupted ? "interrupted" : "timed out");
     status = ok ? 0 : 1;
     print_dpdk_counters(worker, "server");
