@@ -140,9 +140,9 @@ for mode in "${modes[@]}"; do
     bulk)
       # net_memif in DPDK 22.11 reports a 1518-byte max frame, so its MTU stays 1500 unless
       # BENCH_MTU says otherwise (for a build whose memif takes jumbo frames).
-      mtu=(--set dpdk.mtu=${BENCH_MTU:-1500} --set dpdk.mbuf_size=$(( ${BENCH_MTU:-1500} + 640 )))
+      mtu=(--set dpdk.mtu=${BENCH_MTU:-1500} --set dpdk.mbuf_size=$(( ${BENCH_MTU:-1500} + 676 )))
       line=$(pair dpdk_server "${mtu[@]}" --set tcp.rcv_buffer=8M --mode bulk --timeout 120s -- \
-             dpdk_client "${mtu[@]}" --set tcp.snd_buffer=8M --mode bulk --bytes $((seconds * 2))G --timeout 100s)
+             dpdk_client "${mtu[@]}" --set tcp.snd_buffer=8M --mode bulk --bytes 1T --duration "${seconds}s" --timeout 100s)
       b=$(field "$line" gbit_per_s)
       lo=$(iperf3_gbit "" "" 127.0.0.1)
       setup_veth

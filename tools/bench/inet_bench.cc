@@ -6,8 +6,9 @@
 // Modes (the server must run the same mode):
 //   pingpong     one connection, --size bytes each way, --count round trips after --warmup;
 //                latency printed as one-way (RTT/2, as sockperf reports it) and as RTT.
-//   bulk         one connection, the client sends --bytes as fast as it can, then shuts down; the
-//                server answers with the byte count once it read everything (end-to-end rate).
+//   bulk         one connection, the client sends as fast as it can until --bytes are sent or
+//                --duration is over, then shuts down; the server answers with the byte count once
+//                it read everything (end-to-end rate).
 //   connections  the client opens --connections connections (at most --concurrency handshakes at
 //                a time), then pings every one of them --rounds times while all stay open.
 //   accept       for --duration, the client keeps --concurrency connections opening; the server
@@ -408,12 +409,17 @@ class Client {
     refill(c);
   }
   void refill(Conn& c) {
+    bool time_up = false;
     while (sent_ < o_.bytes && c.send_drained()) {
+      if (Clock::now() - began_ >= o_.duration) {
+        time_up = true;
+        break;
+      }
       const uint64_t n = std::min<uint64_t>(block_.length(), o_.bytes - sent_);
       sent_ += n;
       c.send(block_.sub(0, n));
     }
-    if (sent_ >= o_.bytes && c.send_drained() && !shut_) {
+    if ((time_up || sent_ >= o_.bytes) && c.send_drained() && !shut_) {
       shut_ = true;
       c.shutdown();
     }
