@@ -10,8 +10,8 @@
 #include <deque>
 
 #include "pmd/port.h"
-#include "stack/inet/device.h"
 #include "stack/dpdk/tx_chain.h"
+#include "stack/inet/device.h"
 #include "stack/inet/packet.h"
 
 namespace bypass {
@@ -26,10 +26,10 @@ class DpdkDevice final : public inet::PacketDevice {
   DpdkDevice(const DpdkDevice&) = delete;
   DpdkDevice& operator=(const DpdkDevice&) = delete;
 
-  // Wraps every segment of `mbuf` (a chain) as BufferSegments without copying; the chain is freed
-  // when the last view on any of its segments is gone (possibly on another thread:
-  // rte_pktmbuf_free is safe there since the pools are multi-producer). The device's checksum
-  // verdicts (RTE_MBUF_F_RX_*_CKSUM_*) become Packet::rx_*_checksum.
+  // Wraps every segment of `mbuf` (a chain) as a BufferSegment without copying; each segment is
+  // freed when the last view on it is gone (possibly on another thread: rte_pktmbuf_free_seg is
+  // safe there since the pools are multi-producer). The device's checksum verdicts
+  // (RTE_MBUF_F_RX_*_CKSUM_*) become Packet::rx_*_checksum.
   static inet::Packet packet_from_mbuf(rte_mbuf* mbuf);
   // packet_from_mbuf, counting the frames whose TCP checksum the device already verified.
   inet::Packet receive(rte_mbuf* mbuf);

@@ -143,9 +143,10 @@ rte_mbuf* TxChainBuilder::attach(const BufferSegment& piece) {
   owned->shinfo.fcb_opaque = owned;
   rte_mbuf_ext_refcnt_set(&owned->shinfo, 1);
   pieces_outstanding.fetch_add(1, std::memory_order_relaxed);
-  // The IOVA matters only to a device that DMAs, which gets pieces from DPDK memory only.
-  const rte_iova_t iova = iova_is_va_ ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(piece.data()))
-                                      : rte_mem_virt2iova(piece.data());
+  // The IOVA matters only to a device that DMAs, and such a port attaches only with IOVA as VA
+  // (see the constructor). Never rte_mem_virt2iova here: in PA mode it reads /proc/self/pagemap,
+  // four syscalls per piece.
+  const auto iova = static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(piece.data()));
   rte_pktmbuf_attach_extbuf(m, piece.data(), iova, static_cast<uint16_t>(piece.length()), &owned->shinfo);
   return m;
 }
