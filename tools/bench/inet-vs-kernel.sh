@@ -50,13 +50,13 @@ row() { printf '%-34s %14s %14s %8s  %s\n' "$@"; }
 # dpdk over memif: common options, then server/client halves. Extra --set flags follow.
 # Workers spin (dpdk.idle_sleep=0) as on dedicated CPUs; a larger pool holds 10,000 connections.
 dpdk_common=(--set ms.type=dpdk --set dpdk.netmask=255.255.255.0 --set tcp.msl=1s --set dpdk.idle_sleep=0
-             --set dpdk.mbufs=65535)
+             --set dpdk.mbufs=65535 --set dpdk.link_wait=30s)
 dpdk_server() {
-  "$bench" "${dpdk_common[@]}" --set "dpdk.vdev=[\"net_memif0,role=server,socket=$sock\"]" \
+  "$bench" "${dpdk_common[@]}" --set "dpdk.vdev=[\"net_memif0,role=server,socket=$sock,socket-abstract=no\"]" \
     --set dpdk.host_ip=10.70.0.1 --set ms.cpus=$server_cpu --role server --addr 10.70.0.1:7000 "$@"
 }
 dpdk_client() {
-  "$bench" "${dpdk_common[@]}" --set "dpdk.vdev=[\"net_memif0,role=client,socket=$sock\"]" \
+  "$bench" "${dpdk_common[@]}" --set "dpdk.vdev=[\"net_memif0,role=client,socket=$sock,socket-abstract=no\"]" \
     --set dpdk.host_ip=10.70.0.2 --set ms.cpus=$client_cpu --role client --addr 10.70.0.1:7000 "$@"
 }
 # Runs a server (function + args up to "--") in the background, then the client; prints the
@@ -70,7 +70,14 @@ pair() {
   "${server[@]}" >/tmp/bypass-F-bench-server.$$ 2>&1 &
   local spid=$!
   pids+=("$spid")
-  sleep 2
+  # Start the client once the server can take it: a memif server creates its socket file
+  # (EAL start-up takes seconds on a busy host), a kernel server prints listening=.
+  for _ in $(seq 300); do
+    [ -S "$sock" ] && break
+    grep -q '^listening=' /tmp/bypass-F-bench-server.$$ 2>/dev/null && break
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
   local line
   line=$("${client[@]}" 2>/tmp/bypass-F-bench-client.$$ | grep '^role=client' || true)
   wait "$spid" 2>/dev/null || true
