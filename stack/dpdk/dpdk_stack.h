@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <atomic>
 #include <memory>
 #include <utility>
@@ -39,7 +40,8 @@ class SingleListenerTable {
 class DpdkWorker final : public Worker {
  public:
   DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac, const inet::InetSettings& settings,
-             uint64_t secret_seed);
+             uint64_t secret_seed, const TxChainOptions& tx = {},
+             std::chrono::nanoseconds idle_sleep = std::chrono::milliseconds(1));
   ~DpdkWorker() override;
 
   int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,

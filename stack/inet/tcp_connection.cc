@@ -30,7 +30,7 @@ constexpr uint32_t kDupThresh = 3;                // RFC 5681 §3.2, RFC 6675 §
 }  // namespace
 
 TcpConnection::TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpSettings& settings)
-    : layer_(layer), tuple_(tuple), settings_(settings), rto_(settings.rto_initial),
+    : layer_(layer), tuple_(tuple), settings_(settings), nagle_(settings.nagle), rto_(settings.rto_initial),
       cc_(make_congestion_control(settings.congestion, 536)),
       rto_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
       delack_timer_(layer.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
@@ -49,6 +49,12 @@ TcpConnection::~TcpConnection() = default;
 size_t TcpConnection::send_space() const {
   if (fin_queued_ || state_ == TcpState::Closed || state_ == TcpState::TimeWait) return 0;
   return send_buffer_.length() >= settings_.snd_buffer ? 0 : settings_.snd_buffer - send_buffer_.length();
+}
+
+void TcpConnection::set_nagle(bool on) {
+  const bool releases_held_data = nagle_ && !on;
+  nagle_ = on;
+  if (releases_held_data) output();  // output() itself checks the state may send
 }
 
 size_t TcpConnection::send(BufferList& data) {
@@ -702,7 +708,7 @@ void TcpConnection::output() {
       // short segment goes out only if nothing is outstanding, unless it ends the queued data
       // and Nagle is off.
       bool ends_data = len == avail;
-      if (in_flight > 0 && (!ends_data || settings_.nagle)) break;
+      if (in_flight > 0 && (!ends_data || nagle_)) break;
     }
     uint8_t flags = kTcpAck;
     if (len == avail) flags |= kTcpPsh;

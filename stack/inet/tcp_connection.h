@@ -83,6 +83,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void close();            // shutdown both directions (RST if unread data, RFC 9293 §3.10.4)
   void abort();            // RST now
   void set_event_handler(EventHandler handler) { handler_ = std::move(handler); }
+  // Per-connection Nagle switch (the socket's TCP_NODELAY is its negation); starts as tcp.nagle.
+  // Turning it off sends what it held back at once, like Linux's TCP_NODELAY (tcp(7)).
+  void set_nagle(bool on);
+  bool nagle() const { return nagle_; }
 
   TcpState state() const { return state_; }
   TcpError error() const { return error_; }
@@ -171,6 +175,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   TcpError error_ = TcpError::None;
   EventHandler handler_;
   bool passive_ = false;
+  bool nagle_;
   bool user_closed_ = false;
 
   // Send sequence space (RFC 9293 §3.3.1).
