@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "stack/inet/device.h"
 #include "stack/inet/inet_options.h"
@@ -18,6 +19,18 @@
 #include "stack/inet/wire/arp.h"
 
 namespace bypass::inet {
+
+// A snapshot of one ARP cache line for diagnostics (bypass-pmd stack arp).
+struct ArpEntryInfo {
+  enum class State { Reachable, Expired, Incomplete };
+  Ipv4Address ip;
+  MacAddress mac;         // zero while Incomplete
+  State state = State::Incomplete;
+  Duration age{0};        // since learned (Reachable, Expired) or since the first request (Incomplete)
+  size_t queued_packets = 0;
+  int requests_sent = 0;  // Incomplete only
+};
+const char* to_string(ArpEntryInfo::State state);
 
 class ArpResolver {
  public:
@@ -39,15 +52,19 @@ class ArpResolver {
 
   std::optional<MacAddress> lookup(Ipv4Address ip) const;
   size_t pending_packets() const { return pending_total_; }
+  // Resolved and unresolved addresses, ordered by IP. Expired lines stay listed until replaced.
+  std::vector<ArpEntryInfo> entries() const;
   void set_learn_hook(LearnHook hook) { learn_hook_ = std::move(hook); }
 
  private:
   struct Entry {
     MacAddress mac;
+    TimePoint learned;
     TimePoint expires;
   };
   struct Pending {
     std::deque<Packet> packets;
+    TimePoint first_request;
     int requests_sent = 0;
     TimerService::TimerId retry_timer = 0;
   };
