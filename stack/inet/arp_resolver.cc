@@ -74,15 +74,22 @@ void ArpResolver::send_ipv4(Ipv4Address next_hop, Packet&& frame) {
     pending.packets.push_back(std::move(frame));
     ++pending_total_;
   }
-  if (pending.requests_sent == 0) {
-    // Book-keeping first: the device may deliver the reply before send_request() returns, and
-    // insert() then cancels the timer and erases `pending` (the reference dangles afterwards).
-    pending.requests_sent = 1;
-    pending.first_request = timers_.now();
-    pending.retry_timer = timers_.schedule(settings_.arp_retry_interval,
-                                           [this, next_hop] { on_retry(next_hop); });
-    send_request(next_hop);
-  }
+  start_resolution(next_hop, pending);
+}
+
+void ArpResolver::resolve(Ipv4Address ip) {
+  if (ip.is_zero() || ip.is_broadcast() || lookup(ip)) return;
+  start_resolution(ip, pending_[ip.value]);
+}
+
+void ArpResolver::start_resolution(Ipv4Address target, Pending& pending) {
+  if (pending.requests_sent != 0) return;
+  // Book-keeping first: the device may deliver the reply before send_request() returns, and
+  // insert() then cancels the timer and erases `pending` (the reference dangles afterwards).
+  pending.requests_sent = 1;
+  pending.first_request = timers_.now();
+  pending.retry_timer = timers_.schedule(settings_.arp_retry_interval, [this, target] { on_retry(target); });
+  send_request(target);
 }
 
 void ArpResolver::on_retry(Ipv4Address target) {

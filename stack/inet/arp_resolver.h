@@ -47,6 +47,9 @@ class ArpResolver {
   void receive(const BufferList& payload);
   // Insert or refresh an entry (from another worker's replica, or a static configuration).
   void learn(Ipv4Address ip, MacAddress mac);
+  // Start resolving `ip` without queueing a packet (diagnostics), unless it is cached or already
+  // being resolved.
+  void resolve(Ipv4Address ip);
   // Gratuitous ARP (RFC 5227 §3 announcement): a request for our own address.
   void announce();
 
@@ -69,6 +72,8 @@ class ArpResolver {
     TimerService::TimerId retry_timer = 0;
   };
 
+  // Sends the first request for `target` and arms the retries, once per pending line.
+  void start_resolution(Ipv4Address target, Pending& pending);
   void send_request(Ipv4Address target);
   void send_arp(uint16_t operation, MacAddress eth_destination, MacAddress target_mac,
                 Ipv4Address target_ip);
