@@ -292,7 +292,8 @@ ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const co
       throw UsageError(e.what());
     }
   } else if (command.name == "stack") {
-    command.stack = parse_stack_command(args, command.json);
+    if (!args.empty() && (args[0] == "help" || args[0] == "--help" || args[0] == "-h")) command.name = "help";
+    else command.stack = parse_stack_command(args, command.json);
   } else if (command.name == "quit" || command.name == "exit") {
     throw UsageError(command.name + ": only inside the interactive shell (-i)");
   } else {

@@ -427,8 +427,10 @@ int StackSession::send() {
     rc = connection->connect(c.peer, socket_options_from_config(config_));
     connections.add(*worker, std::move(connection));
   });
-  if (rc < 0)
+  if (rc < 0) {
+    connections.clear();  // on the worker's thread, like every connection
     throw std::runtime_error("stack send: connect to " + c.peer.to_string() + ": " + socket_error_name(rc));
+  }
   const auto start = Clock::now();
   const int64_t start_ns = steady_now_ns();
   // Bounded: connecting and sending stop at the connect timeout plus the time the bytes need at
@@ -488,14 +490,14 @@ int StackSession::send() {
 }  // namespace
 
 std::string stack_help() {
-  return "stack commands (the userspace TCP/IP stack on the port; dpdk.host_ip, netmask, gateway, vdev):\n"
-         "  stack ping IP [-c N] [-s BYTES] [-i INTERVAL] [-W TIMEOUT]   ICMP echo from the stack, ping(8) output\n"
-         "  stack arp IP... [-W TIMEOUT]              resolve addresses, print the ARP cache (IP, MAC, state, age)\n"
+  return "stack commands (the userspace TCP/IP stack on the port: dpdk.host_ip, netmask, gateway, vdev):\n"
+         "  stack ping IP [-c N] [-s BYTES] [-i 1s] [-W 1s]   ICMP echo from the stack, ping(8) output\n"
+         "  stack arp IP... [-W 3s]                 resolve; print the ARP cache (IP, MAC, state, age)\n"
          "  stack echo-server PORT [--stats-interval D]   echo every byte back until SIGINT/SIGTERM\n"
-         "  stack discard-server PORT [--stats-interval D] read and drop until SIGINT/SIGTERM\n"
-         "  stack send IP:PORT --bytes N [-W TIMEOUT] send N random bytes, wait for the peer to close, print bytes/s\n"
-         "  every stack command takes --state (print ARP cache and TCP connections before exiting) and --json;\n"
-         "  running servers print both on SIGUSR1 and every --stats-interval\n";
+         "  stack discard-server PORT [--stats-interval D]   read and drop until SIGINT/SIGTERM\n"
+         "  stack send IP:PORT --bytes N [-W 10s]   send N random bytes, wait for the peer to close, bytes/s\n"
+         "  each takes --state (ARP cache and TCP connections before exiting) and --json; a running\n"
+         "  server prints both on SIGUSR1 and every --stats-interval\n";
 }
 
 StackCommand parse_stack_command(const std::vector<std::string>& args, bool json) {
