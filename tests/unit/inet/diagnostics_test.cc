@@ -55,6 +55,24 @@ TEST(ArpEntriesTest, SortedByAddress) {
   EXPECT_EQ(entries[2].mac, mac_of(9));
 }
 
+TEST(ArpEntriesTest, ResolveWithoutAPacket) {
+  TwoHosts hosts;
+  hosts.a->arp().resolve(ip_of(2));
+  auto entries = hosts.a->arp().entries();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].state, ArpEntryInfo::State::Incomplete);
+  EXPECT_EQ(entries[0].queued_packets, 0u);
+  EXPECT_EQ(entries[0].requests_sent, 1);
+  hosts.a->arp().resolve(ip_of(2));  // already being resolved: no second request
+  EXPECT_EQ(hosts.a->stats().arp_requests_sent, 1u);
+  ASSERT_TRUE(hosts.run_until([&] { return hosts.a->arp().lookup(ip_of(2)).has_value(); }, 1s));
+  EXPECT_EQ(hosts.a->arp().entries()[0].state, ArpEntryInfo::State::Reachable);
+  hosts.a->arp().resolve(ip_of(2));  // cached: nothing to do
+  hosts.run_for(5s);
+  EXPECT_EQ(hosts.a->stats().arp_requests_sent, 1u);
+  EXPECT_EQ(hosts.a->arp().entries().size(), 1u);
+}
+
 // A device whose peer answers ARP requests before transmit() returns (a synchronous in-process
 // wire): the resolver must not touch its pending line after send_request(), which the reply
 // erases. Under AddressSanitizer the old code fails here with heap-use-after-free.
