@@ -26,7 +26,12 @@ namespace {
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_dump{false};  // SIGUSR1: a running stack command prints its ARP cache and connections
 
-void on_signal(int) { g_stop.store(true); }
+std::atomic<int> g_stop_signal{0};  // which signal raised g_stop (reported by the stack servers)
+
+void on_signal(int signal) {
+  g_stop_signal.store(signal);
+  g_stop.store(true);
+}
 void on_dump_signal(int) { g_dump.store(true); }
 
 void usage(FILE* out) {
@@ -191,7 +196,7 @@ int main(int argc, char** argv) {
       struct sigaction dump {};
       dump.sa_handler = on_dump_signal;
       sigaction(SIGUSR1, &dump, nullptr);
-      const int status = bypass::tools::run_stack_command(parsed->stack, config, g_stop, g_dump);
+      const int status = bypass::tools::run_stack_command(parsed->stack, config, g_stop, g_dump, g_stop_signal);
       bypass::pmd::stop_eal();
       return status;
     }

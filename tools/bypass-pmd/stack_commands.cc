@@ -1,5 +1,6 @@
 #include "tools/bypass-pmd/stack_commands.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,8 +34,8 @@ std::string ip_text(uint32_t host_order) { return inet::Ipv4Address{host_order}.
 class StackSession {
  public:
   StackSession(const StackCommand& command, const config::Config& config, std::atomic<bool>& stop,
-               std::atomic<bool>& dump)
-      : command_(command), config_(config), stop_(stop), dump_(dump) {
+               std::atomic<bool>& dump, const std::atomic<int>& stop_signal)
+      : command_(command), config_(config), stop_(stop), dump_(dump), stop_signal_(stop_signal) {
     stack_ = std::make_shared<DpdkStack>(config);
     stack_->start();
   }
@@ -96,6 +97,7 @@ class StackSession {
   const config::Config& config_;
   std::atomic<bool>& stop_;
   std::atomic<bool>& dump_;
+  const std::atomic<int>& stop_signal_;
   std::shared_ptr<DpdkStack> stack_;
 };
 
@@ -334,16 +336,18 @@ int StackSession::serve() {
   }
   connections.clear();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const int signal = stop_signal_.load();
+  const char* signal_name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal";
   if (c.json) {
     Json j;
     j.begin_object().field("type", "summary").field("mode", echo ? "echo" : "discard")
         .field("connections", totals.accepted.load()).field("bytes_received", totals.received.load())
-        .field("seconds", seconds).end_object();
+        .field("seconds", seconds).field("signal", signal_name).end_object();
     say(j.str());
   } else {
     char line[200];
-    std::snprintf(line, sizeof line, "%s stopped after %.1f s: %lu connections, %lu bytes received%s", c.name.c_str(),
-                  seconds, static_cast<unsigned long>(totals.accepted.load()),
+    std::snprintf(line, sizeof line, "%s stopped by %s after %.1f s: %lu connections, %lu bytes received%s",
+                  c.name.c_str(), signal_name, seconds, static_cast<unsigned long>(totals.accepted.load()),
                   static_cast<unsigned long>(totals.received.load()), echo ? " and echoed" : "");
     say(line);
   }
@@ -425,8 +429,8 @@ int StackSession::send() {
 }  // namespace
 
 int run_stack_command(const StackCommand& command, const config::Config& config, std::atomic<bool>& stop,
-                      std::atomic<bool>& dump) {
-  StackSession session(command, config, stop, dump);
+                      std::atomic<bool>& dump, const std::atomic<int>& stop_signal) {
+  StackSession session(command, config, stop, dump, stop_signal);
   return session.run();
 }
 

@@ -38,8 +38,9 @@ StackCommand parse_stack_command(const std::vector<std::string>& args, bool json
 std::string stack_help();
 
 // Brings the stack up, runs `command` and tears everything down. `stop` is raised by SIGINT and
-// SIGTERM, `dump` by SIGUSR1 (print the ARP cache and TCP connections now). Returns the exit status.
+// SIGTERM (`stop_signal` says which), `dump` by SIGUSR1 (print the ARP cache and TCP connections
+// now). Returns the exit status.
 int run_stack_command(const StackCommand& command, const config::Config& config, std::atomic<bool>& stop,
-                      std::atomic<bool>& dump);
+                      std::atomic<bool>& dump, const std::atomic<int>& stop_signal);
 
 }  // namespace bypass::tools

@@ -200,7 +200,7 @@ EOF
   fi
   touch "$dir/release"; wait $client
   stop_server INT
-  grep -Eq "^echo-server stopped after [0-9.]+ s: 2 connections, 2000005 bytes received and echoed$" "$dir/server.out" &&
+  grep -Eq "^echo-server stopped by SIGINT after [0-9.]+ s: 2 connections, 2000005 bytes received and echoed$" "$dir/server.out" &&
     ok "echo-server summary" || fail "echo-server summary: $(tail -2 "$dir/server.out")"
 fi
 
@@ -222,7 +222,7 @@ assert lines[0]["type"] == "ready" and lines[0]["mode"] == "discard", lines[0]
 assert any(l["type"] == "conns" and l["listening"] == [9] for l in lines), "no conns dump"
 assert any(l["type"] == "arp" for l in lines), "no arp dump"
 s = lines[-1]
-assert s["type"] == "summary" and s["connections"] == 1 and s["bytes_received"] == 3000000, s
+assert s["type"] == "summary" and s["connections"] == 1 and s["bytes_received"] == 3000000 and s["signal"] == "SIGTERM", s
 ' "$dir/server.out"; then ok "discard-server --json: ready, periodic dumps, summary 3000000 bytes"
   else fail "discard-server --json output: $(cat "$dir/server.out")"; fi
 fi
