@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <memory>
@@ -101,15 +100,14 @@ class StackSession {
   std::shared_ptr<DpdkStack> stack_;
 };
 
-// Echo results cross from the worker thread to the tool thread here.
+// Echo results cross from the worker thread to the tool thread here (the tool polls every 10 ms,
+// between its checks for signals).
 struct EchoResults {
   std::mutex mutex;
-  std::condition_variable ready;
   std::deque<inet::EchoResult> results;
   void push(const inet::EchoResult& r) {
     std::lock_guard lock(mutex);
     results.push_back(r);
-    ready.notify_one();
   }
   std::vector<inet::EchoResult> take() {
     std::lock_guard lock(mutex);
