@@ -11,6 +11,7 @@
 
 #include "config/log.h"
 #include "pmd/error.h"
+#include "pmd/toeplitz.h"
 #include "stack/dpdk/dpdk_socket.h"
 #include "stack/inet/inet_config.h"
 
@@ -323,6 +324,26 @@ DpdkStack::~DpdkStack() {
 
 std::shared_ptr<NetworkStack> make_dpdk_stack(const config::Config& conf) {
   return std::make_shared<DpdkStack>(conf);
+}
+
+void DpdkStack::run_on_worker(unsigned i, const std::function<void(inet::InetStack&)>& work) {
+  DpdkWorker& w = dpdk_worker(i);
+  w.center().submit_and_wait([&w, &work] { work(w.inet()); });
+}
+
+unsigned DpdkStack::worker_for_peer(uint32_t peer_ip) {
+  pmd::Port& port = ports_->port(0);
+  if (port.workers() <= 1) return 0;
+  const uint32_t host = dpdk_worker(0).host_ip();
+  const uint8_t addrs[8] = {uint8_t(peer_ip >> 24), uint8_t(peer_ip >> 16), uint8_t(peer_ip >> 8), uint8_t(peer_ip),
+                            uint8_t(host >> 24),    uint8_t(host >> 16),    uint8_t(host >> 8),    uint8_t(host)};
+  return port.steering().worker_for_hash(pmd::toeplitz_hash(port.steering().key(), addrs));
+}
+
+void release_dpdk_ports() {
+  SharedPorts& shared = shared_ports();
+  std::lock_guard lock(shared.mutex);
+  if (shared.ports.use_count() == 1) shared.ports.reset();
 }
 
 }  // namespace bypass

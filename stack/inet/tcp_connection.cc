@@ -399,6 +399,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     uint32_t data_end = send_end();
     uint32_t data_acked_to = seq_min(ack, data_end);
     if (seq_gt(data_acked_to, data_start_)) {
+      bytes_acked_ += data_acked_to - data_start_;
       send_buffer_.trim_front(data_acked_to - data_start_);
       data_start_ = data_acked_to;
     }
@@ -551,6 +552,7 @@ void TcpConnection::process_text(TcpSegment& seg) {
   bool had_gap = !out_of_order_.empty();
   bool full_segment = data.length() >= mss_;
   rcv_nxt_ += static_cast<uint32_t>(data.length());
+  bytes_received_ += data.length();
   if (!user_closed_) receive_queue_.append(std::move(data));
   bool fin_now = fin;
   if (had_gap) fin_now = drain_out_of_order_fin(fin_now);
@@ -608,6 +610,7 @@ bool TcpConnection::drain_out_of_order_fin(bool fin) {
     if (seq_gt(e_end, rcv_nxt_)) {
       e.data.trim_front(rcv_nxt_ - e.seq);
       rcv_nxt_ = e_end;
+      bytes_received_ += e.data.length();
       if (!user_closed_) receive_queue_.append(std::move(e.data));
     }
     fin = e.fin && e_end == rcv_nxt_;
@@ -777,6 +780,7 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
   }
   if (retransmission) {
     ++layer_.stats().tcp_retransmitted_segments;
+    ++retransmitted_segments_;
     retransmitted_bytes_ += payload.length();
   }
   layer_.send_segment(tuple_, h, std::move(payload));

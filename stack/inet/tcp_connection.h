@@ -104,7 +104,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool sack_enabled() const { return sack_enabled_; }
   Duration rto() const { return rto_; }
   Duration srtt() const { return srtt_; }
+  Duration rttvar() const { return rttvar_; }
   uint64_t retransmitted_bytes() const { return retransmitted_bytes_; }
+  uint64_t retransmitted_segments() const { return retransmitted_segments_; }
+  // Payload bytes the peer acknowledged / we received in order (64-bit: sequence numbers wrap).
+  uint64_t bytes_acked() const { return bytes_acked_; }
+  uint64_t bytes_received() const { return bytes_received_; }
   uint64_t timeouts() const { return timeouts_; }
   bool in_recovery() const { return in_recovery_; }
   // One line with the sequence-space and recovery state (sequence numbers relative to ISS/IRS),
@@ -221,6 +226,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t high_rxt_ = 0;        // RFC 6675 HighRxt
   std::vector<SackBlock> scoreboard_;  // SACKed ranges above snd_una, sorted, merged
   uint64_t retransmitted_bytes_ = 0;
+  uint64_t retransmitted_segments_ = 0;
+  uint64_t bytes_acked_ = 0, bytes_received_ = 0;
   uint64_t timeouts_ = 0;
   int keepalive_probes_sent_ = 0;
   int persist_backoff_ = 0;
