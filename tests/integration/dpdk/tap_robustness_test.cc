@@ -5,6 +5,7 @@
 // - TapHostile: hostile_frames.py (scapy) sends malformed and out-of-window frames and ARP noise;
 //   the stack answers as the RFCs say, counts every drop, leaks no mbuf and still echoes
 //   byte-exact.
+// - TapKernelLoss: echo transfers both ways while nftables on the tap drops 5 % each way.
 // - TapFaults: echo transfers both ways through the pmd fault shim (loss, reorder, duplication),
 //   run only by the registration that sets dpdk.fault_* (tests/integration/dpdk/meson.build).
 // Root is required (exit 77 otherwise); dumpcap, tshark and Debian's python3-scapy must be
@@ -314,6 +315,53 @@ TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
   EXPECT_EQ(kernel_segments, 2);
 }
 
+// Kernel-side loss: an nftables netdev table on the tap drops 5 % of the frames in each
+// direction (ingress: stack -> kernel, egress: kernel -> stack), counting what it dropped.
+class NftLoss {
+ public:
+  static constexpr const char* kTable = "bypass_D_loss";
+  explicit NftLoss(int percent) {
+    const std::string tap = kTapName, n = std::to_string(percent);
+    const std::string script =
+        "add table netdev " + std::string(kTable) + "\n" +
+        "add chain netdev " + kTable + " in { type filter hook ingress device " + tap + " priority 0; }\n" +
+        "add chain netdev " + kTable + " out { type filter hook egress device " + tap + " priority 0; }\n" +
+        "add rule netdev " + kTable + " in meta l4proto tcp numgen random mod 100 < " + n + " counter drop\n" +
+        "add rule netdev " + kTable + " out meta l4proto tcp numgen random mod 100 < " + n + " counter drop\n";
+    int status = 0;
+    error_ = capture_output("printf '" + script + "' | nft -f - 2>&1", &status);
+    if (status == 0) error_.clear();
+    else if (error_.empty()) error_ = "nft failed (status " + std::to_string(status) + "; Debian package nftables)";
+  }
+  ~NftLoss() { run_command(std::string("nft delete table netdev ") + kTable); }
+  const std::string& error() const { return error_; }
+  // Packets dropped by the ingress and egress rules so far.
+  std::vector<uint64_t> dropped() const {
+    int status = 0;
+    const std::string listing = capture_output(std::string("nft list table netdev ") + kTable + " 2>&1", &status);
+    std::vector<uint64_t> out;
+    for (size_t at = listing.find("packets "); at != std::string::npos; at = listing.find("packets ", at + 1))
+      out.push_back(std::strtoull(listing.c_str() + at + 8, nullptr, 10));
+    return out;
+  }
+
+ private:
+  std::string error_;
+};
+
+TEST(TapKernelLoss, EchoBothWaysStaysByteExactUnderNftablesLoss) {
+  run_command(std::string("nft delete table netdev ") + NftLoss::kTable);  // a leftover from a killed run
+  const unsigned baseline = TapStackEnvironment::mbufs_in_use();
+  NftLoss loss(5);
+  ASSERT_EQ(loss.error(), "");
+  expect_echo_both_ways(7341, kCheckTransferBytes, 120s, 51);
+  const std::vector<uint64_t> dropped = loss.dropped();
+  ASSERT_EQ(dropped.size(), 2u) << "cannot read the nftables counters";
+  EXPECT_GT(dropped[0], 0u) << "the ingress rule (stack -> kernel) dropped nothing";
+  EXPECT_GT(dropped[1], 0u) << "the egress rule (kernel -> stack) dropped nothing";
+  expect_mbufs_back_to(baseline);
+}
+
 // Sized by BYPASS_TEST_FAULT_TRANSFER (bytes); see tests/integration/dpdk/meson.build.
 TEST(TapFaults, EchoBothWaysStaysByteExactUnderLossReorderAndDuplication) {
   const char* size_env = std::getenv("BYPASS_TEST_FAULT_TRANSFER");
@@ -358,6 +406,9 @@ int main(int argc, char** argv) {
       {bypass::tap_test::kTapName, bypass::tap_test::kKernelIp, bypass::tap_test::kStackIp,
        {"tcp.window_scale=" + std::to_string(bypass::tap_test::kWindowScale),
         // Incomplete fragments must be reclaimed within the test's wait (RFC 791 timer).
-        "tcp.ip_reassembly_timeout=1s"}}));
+        "tcp.ip_reassembly_timeout=1s",
+        // The tap's RTT is tens of microseconds; with the default 200 ms RTO floor every lost
+        // retransmission in the loss tests stalls its transfer for 200 ms (about 10x the run time).
+        "tcp.rto_min=20ms"}}));
   return RUN_ALL_TESTS();
 }
