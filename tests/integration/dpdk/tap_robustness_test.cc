@@ -101,6 +101,7 @@ void expect_mbufs_back_to(unsigned baseline) {
     std::this_thread::sleep_for(100ms);
     in_use = TapStackEnvironment::mbufs_in_use();
   }
+  std::printf("mbufs in use: %u before the test, %u after\n", baseline, in_use);
   EXPECT_LE(in_use, baseline) << "mbufs still in use 10 s after the traffic ended (leak?)";
 }
 
