@@ -11,16 +11,11 @@
 // Root is required (exit 77 otherwise); dumpcap, tshark and Debian's python3-scapy must be
 // installed (tools/setup.sh test installs them): the tests fail when they are missing.
 #include <gtest/gtest.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -28,6 +23,7 @@
 #include <vector>
 
 #include "tests/integration/dpdk/tap_harness.h"
+#include "tests/support/subprocess.h"
 
 namespace bypass::tap_test {
 namespace {
@@ -51,16 +47,9 @@ std::string hostile_frames_script;  // argv[1]: path of hostile_frames.py
 
 // Runs `command` through the shell and returns its stdout.
 std::string capture_output(const std::string& command, int* status) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) {
-    *status = -1;
-    return "popen failed";
-  }
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  *status = ::pclose(pipe);
-  return out;
+  test::CommandResult r = test::run_with_status(command);
+  *status = r.status;
+  return r.out;
 }
 
 // The counter called `name` (as in inet_stats.h), for hostile_frames.py's `expect` lines.
@@ -160,57 +149,6 @@ TEST(TapHostile, DuplicateAndGratuitousArpAreHarmless) {
   expect_mbufs_back_to(baseline);
 }
 
-// A child process with its stderr in a file; killed (by pid) if still running at destruction.
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, const std::string& stderr_path) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    if (posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Child() {
-    if (pid_ > 0 && !wait_exit(0s)) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  bool started() const { return pid_ > 0; }
-  void interrupt() {
-    if (pid_ > 0) ::kill(pid_, SIGINT);
-  }
-  // Waits up to `timeout` for the child to exit; true with its status once it has.
-  bool wait_exit(std::chrono::milliseconds timeout, int* status = nullptr) {
-    const auto deadline = Clock::now() + timeout;
-    int st = 0;
-    for (;;) {
-      const pid_t r = ::waitpid(pid_, &st, WNOHANG);
-      if (r == pid_ || (r < 0 && errno != EINTR)) {
-        pid_ = -1;
-        if (status) *status = st;
-        return true;
-      }
-      if (Clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(20ms);
-    }
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // One handshake segment as tshark decodes it.
 struct SynFields {
   std::string source, ack_flag, mss, wscale, sack_permitted, tsval, tsecr;
@@ -242,18 +180,21 @@ std::vector<SynFields> read_syns(const std::string& pcap, const std::string& onl
 
 TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
   const std::string pcap = "/tmp/bypass-D-tap-options-" + std::to_string(::getpid()) + ".pcap";
-  const std::string log = pcap + ".log";
-  Child dumpcap({"dumpcap", "-q", "-i", kTapName, "-f", "tcp[tcpflags] & tcp-syn != 0", "-a", "duration:60",
-                 "-w", pcap},
-                log);
-  ASSERT_TRUE(dumpcap.started()) << "cannot run dumpcap (Debian package tshark; tools/setup.sh test)";
+  struct RemoveAtExit {
+    const std::string& path;
+    ~RemoveAtExit() { std::remove(path.c_str()); }
+  } remove_pcap{pcap};
+  test::Process dumpcap({"dumpcap", "-q", "-i", kTapName, "-f", "tcp[tcpflags] & tcp-syn != 0", "-a", "duration:60",
+                         "-w", pcap},
+                        60s);
   const auto ready_by = Clock::now() + 10s;
-  while (read_file(log).find("Capturing on") == std::string::npos && Clock::now() < ready_by) {
-    int status = 0;
-    ASSERT_FALSE(dumpcap.wait_exit(0ms, &status)) << "dumpcap exited: " << read_file(log);
+  while (dumpcap.err_so_far().find("Capturing on") == std::string::npos && Clock::now() < ready_by) {
+    ASSERT_TRUE(dumpcap.running()) << "dumpcap exited (Debian package tshark; tools/setup.sh test): "
+                                   << dumpcap.wait().err;
     std::this_thread::sleep_for(20ms);
   }
-  ASSERT_NE(read_file(log).find("Capturing on"), std::string::npos) << "dumpcap not capturing: " << read_file(log);
+  ASSERT_NE(dumpcap.err_so_far().find("Capturing on"), std::string::npos)
+      << "dumpcap not capturing: " << dumpcap.err_so_far();
   // dumpcap announces itself before its filter is attached: knock on a closed port of the stack
   // until a SYN shows up in the file (written every 100 ms).
   std::string error;
@@ -263,21 +204,18 @@ TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
     std::this_thread::sleep_for(200ms);
     capturing = !read_syns(pcap, "tcp.dstport == " + std::to_string(kClosedPort), &error).empty();
   }
-  ASSERT_TRUE(capturing) << "dumpcap captured no SYN to the closed port within 10 s " << error << read_file(log);
+  ASSERT_TRUE(capturing) << "dumpcap captured no SYN to the closed port within 10 s " << error << dumpcap.err_so_far();
 
   expect_echo_both_ways(7321, 64 * 1024, kCheckDeadline, 31);
   std::this_thread::sleep_for(200ms);  // let dumpcap's buffer drain before it stops
   dumpcap.interrupt();
-  int status = 0;
-  ASSERT_TRUE(dumpcap.wait_exit(10s, &status)) << "dumpcap did not stop on SIGINT";
-  ASSERT_EQ(status, 0) << read_file(log);
-
+  const test::Result captured = dumpcap.wait();
+  ASSERT_FALSE(captured.timed_out) << "dumpcap did not stop on SIGINT";
+  ASSERT_EQ(captured.exit_code, 0) << captured.err;
   const std::vector<SynFields> syns = read_syns(pcap, "tcp.port != " + std::to_string(kClosedPort), &error);
-  std::remove(pcap.c_str());
   ASSERT_EQ(error, "");
   // Four handshake segments: our SYN and the kernel's SYN-ACK, the kernel's SYN and our SYN-ACK.
-  ASSERT_EQ(syns.size(), 4u) << "dumpcap: " << read_file(log);
-  std::remove(log.c_str());
+  ASSERT_EQ(syns.size(), 4u) << "dumpcap: " << captured.err;
   std::string decoded;  // for failure messages
   for (const SynFields& s : syns)
     decoded += "\n  src " + s.source + " ack " + s.ack_flag + " mss " + s.mss + " wscale " + s.wscale + " sack " +
