@@ -45,13 +45,6 @@ constexpr auto kCheckDeadline = 60s;
 
 std::string hostile_frames_script;  // argv[1]: path of hostile_frames.py
 
-// Runs `command` through the shell and returns its stdout.
-std::string capture_output(const std::string& command, int* status) {
-  test::CommandResult r = test::run_with_status(command);
-  *status = r.status;
-  return r.out;
-}
-
 // The counter called `name` (as in inet_stats.h), for hostile_frames.py's `expect` lines.
 uint64_t counter_by_name(const inet::InetStats& s, const std::string& name) {
   for (const inet::InetCounter& c : inet::kInetCounters)
@@ -102,9 +95,9 @@ void run_hostile_frames(const std::string& group, uint16_t listen_port, uint16_t
                               " --stack-ip " + kStackIp + " --peer-ip " + kPeerIp + " --kernel-ip " + kKernelIp +
                               " --listen-port " + std::to_string(listen_port) + " --closed-port " +
                               std::to_string(closed_port);
-  int status = 0;
-  const std::string output = capture_output("timeout 120 " + command + " 2>&1", &status);
-  ASSERT_EQ(status, 0) << command << "\n" << output;
+  const test::CommandResult run = test::run_with_status("timeout 120 " + command + " 2>&1");
+  const std::string& output = run.out;
+  ASSERT_EQ(run.status, 0) << command << "\n" << output;
   ASSERT_NE(output.find("\nok\n"), std::string::npos) << output;
   std::map<std::string, uint64_t> expected;
   std::istringstream lines(output);
@@ -156,14 +149,13 @@ struct SynFields {
 
 // The SYN and SYN-ACK segments in `pcap` that match the display filter `only`.
 std::vector<SynFields> read_syns(const std::string& pcap, const std::string& only, std::string* error) {
-  int status = 0;
-  const std::string output = capture_output(
+  const test::CommandResult run = test::run_with_status(
       "tshark -n -r " + pcap + " -Y 'tcp.flags.syn == 1 && (" + only + ")' -T fields -E separator=, -e ip.src -e tcp.flags.ack -e tcp.options.mss_val"
           " -e tcp.options.wscale.shift -e tcp.options.sack_perm -e tcp.options.timestamp.tsval"
-          " -e tcp.options.timestamp.tsecr 2>/dev/null",
-      &status);
-  if (status != 0) {
-    *error = "tshark -r " + pcap + " failed (status " + std::to_string(status) + "): " + output;
+          " -e tcp.options.timestamp.tsecr 2>/dev/null");
+  const std::string& output = run.out;
+  if (run.status != 0) {
+    *error = "tshark -r " + pcap + " failed (status " + std::to_string(run.status) + "): " + output;
     return {};
   }
   std::vector<SynFields> syns;
@@ -267,17 +259,15 @@ class NftLoss {
         "add chain netdev " + kTable + " out { type filter hook egress device " + tap + " priority 0; }\n" +
         "add rule netdev " + kTable + " in meta l4proto tcp numgen random mod 100 < " + n + " counter drop\n" +
         "add rule netdev " + kTable + " out meta l4proto tcp numgen random mod 100 < " + n + " counter drop\n";
-    int status = 0;
-    error_ = capture_output("printf '" + script + "' | nft -f - 2>&1", &status);
-    if (status == 0) error_.clear();
-    else if (error_.empty()) error_ = "nft failed (status " + std::to_string(status) + "; Debian package nftables)";
+    const test::CommandResult run = test::run_with_status("printf '" + script + "' | nft -f - 2>&1");
+    if (run.status != 0)
+      error_ = "nft -f failed (status " + std::to_string(run.status) + "; Debian package nftables): " + run.out;
   }
   ~NftLoss() { run_command(std::string("nft delete table netdev ") + kTable); }
   const std::string& error() const { return error_; }
   // Packets dropped by the ingress and egress rules so far.
   std::vector<uint64_t> dropped() const {
-    int status = 0;
-    const std::string listing = capture_output(std::string("nft list table netdev ") + kTable + " 2>&1", &status);
+    const std::string listing = test::run_with_status(std::string("nft list table netdev ") + kTable + " 2>&1").out;
     std::vector<uint64_t> out;
     for (size_t at = listing.find("packets "); at != std::string::npos; at = listing.find("packets ", at + 1))
       out.push_back(std::strtoull(listing.c_str() + at + 8, nullptr, 10));
