@@ -291,7 +291,7 @@ TEST(TapKernelLoss, EchoBothWaysStaysByteExactUnderNftablesLoss) {
   expect_mbufs_back_to(baseline);
 }
 
-// Sized by BYPASS_TEST_FAULT_TRANSFER (bytes); see tests/integration/dpdk/meson.build.
+// 64 MiB each way; BYPASS_TEST_FAULT_TRANSFER (bytes) overrides it for measurements.
 TEST(TapFaults, EchoBothWaysStaysByteExactUnderLossReorderAndDuplication) {
   const char* size_env = std::getenv("BYPASS_TEST_FAULT_TRANSFER");
   const size_t bytes = size_env ? std::strtoull(size_env, nullptr, 0) : 64u << 20;
