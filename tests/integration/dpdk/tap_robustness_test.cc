@@ -314,6 +314,7 @@ TEST(TapFaults, EchoBothWaysStaysByteExactUnderLossReorderAndDuplication) {
     EXPECT_GT(c->duplicated, 0u) << "no packet duplicated: is dpdk.fault_duplicate set?";
     EXPECT_GT(c->reordered, 0u) << "no packet reordered: is dpdk.fault_reorder set?";
   }
+  EXPECT_GT(inet.tcp_retransmitted_segments, 0u) << "the stack never retransmitted: its losses went unseen";
   expect_mbufs_back_to(baseline);
 }
 
