@@ -199,12 +199,17 @@ TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
   ASSERT_TRUE(capturing) << "dumpcap captured no SYN to the closed port within 10 s " << error << dumpcap.err_so_far();
 
   expect_echo_both_ways(7321, 64 * 1024, kCheckDeadline, 31);
-  std::this_thread::sleep_for(200ms);  // let dumpcap's buffer drain before it stops
+  // The kernel hands captured packets to dumpcap in blocks, on a timer: wait (bounded) until the
+  // four handshake segments are in the file before stopping it.
+  const std::string handshakes = "tcp.port != " + std::to_string(kClosedPort);
+  for (const auto until = Clock::now() + 10s;
+       read_syns(pcap, handshakes, &error).size() < 4 && error.empty() && Clock::now() < until;)
+    std::this_thread::sleep_for(100ms);
   dumpcap.interrupt();
   const test::Result captured = dumpcap.wait();
   ASSERT_FALSE(captured.timed_out) << "dumpcap did not stop on SIGINT";
   ASSERT_EQ(captured.exit_code, 0) << captured.err;
-  const std::vector<SynFields> syns = read_syns(pcap, "tcp.port != " + std::to_string(kClosedPort), &error);
+  const std::vector<SynFields> syns = read_syns(pcap, handshakes, &error);
   ASSERT_EQ(error, "");
   // Four handshake segments: our SYN and the kernel's SYN-ACK, the kernel's SYN and our SYN-ACK.
   ASSERT_EQ(syns.size(), 4u) << "dumpcap: " << captured.err;
