@@ -1,7 +1,9 @@
 // Counters for one stack instance. Every drop increments exactly one reason counter.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 
 namespace bypass::inet {
 
@@ -26,5 +28,54 @@ struct InetStats {
   uint64_t tcp_syn_cookies_sent = 0, tcp_syn_cookies_accepted = 0;
   uint64_t tcp_connections_established = 0, tcp_connections_reset = 0;
 };
+
+// Every counter by name, for tools and tests that print or look up counters.
+struct InetCounter {
+  std::string_view name;
+  uint64_t InetStats::*field;
+};
+inline constexpr std::array kInetCounters = {
+    InetCounter{"rx_frames", &InetStats::rx_frames},
+    InetCounter{"tx_frames", &InetStats::tx_frames},
+    InetCounter{"rx_malformed_ethernet", &InetStats::rx_malformed_ethernet},
+    InetCounter{"rx_not_for_us", &InetStats::rx_not_for_us},
+    InetCounter{"rx_unsupported_ethertype", &InetStats::rx_unsupported_ethertype},
+    InetCounter{"rx_malformed_arp", &InetStats::rx_malformed_arp},
+    InetCounter{"arp_requests_sent", &InetStats::arp_requests_sent},
+    InetCounter{"arp_replies_sent", &InetStats::arp_replies_sent},
+    InetCounter{"arp_pending_dropped", &InetStats::arp_pending_dropped},
+    InetCounter{"arp_resolution_failed", &InetStats::arp_resolution_failed},
+    InetCounter{"rx_malformed_ipv4", &InetStats::rx_malformed_ipv4},
+    InetCounter{"rx_ipv4_not_for_us", &InetStats::rx_ipv4_not_for_us},
+    InetCounter{"rx_unsupported_protocol", &InetStats::rx_unsupported_protocol},
+    InetCounter{"reassembly_completed", &InetStats::reassembly_completed},
+    InetCounter{"reassembly_timeouts", &InetStats::reassembly_timeouts},
+    InetCounter{"reassembly_dropped", &InetStats::reassembly_dropped},
+    InetCounter{"tx_no_route", &InetStats::tx_no_route},
+    InetCounter{"tx_too_big", &InetStats::tx_too_big},
+    InetCounter{"rx_malformed_icmp", &InetStats::rx_malformed_icmp},
+    InetCounter{"icmp_echo_replies_sent", &InetStats::icmp_echo_replies_sent},
+    InetCounter{"icmp_unreachable_received", &InetStats::icmp_unreachable_received},
+    InetCounter{"rx_malformed_tcp", &InetStats::rx_malformed_tcp},
+    InetCounter{"tcp_bad_checksum", &InetStats::tcp_bad_checksum},
+    InetCounter{"tcp_segments_received", &InetStats::tcp_segments_received},
+    InetCounter{"tcp_segments_sent", &InetStats::tcp_segments_sent},
+    InetCounter{"tcp_retransmitted_segments", &InetStats::tcp_retransmitted_segments},
+    InetCounter{"tcp_rst_sent", &InetStats::tcp_rst_sent},
+    InetCounter{"tcp_rst_received", &InetStats::tcp_rst_received},
+    InetCounter{"tcp_challenge_acks", &InetStats::tcp_challenge_acks},
+    InetCounter{"tcp_dropped_out_of_window", &InetStats::tcp_dropped_out_of_window},
+    InetCounter{"tcp_dropped_paws", &InetStats::tcp_dropped_paws},
+    InetCounter{"tcp_dropped_no_connection", &InetStats::tcp_dropped_no_connection},
+    InetCounter{"tcp_timeouts", &InetStats::tcp_timeouts},
+    InetCounter{"tcp_fast_retransmits", &InetStats::tcp_fast_retransmits},
+    InetCounter{"tcp_syn_dropped_backlog", &InetStats::tcp_syn_dropped_backlog},
+    InetCounter{"tcp_syn_cookies_sent", &InetStats::tcp_syn_cookies_sent},
+    InetCounter{"tcp_syn_cookies_accepted", &InetStats::tcp_syn_cookies_accepted},
+    InetCounter{"tcp_connections_established", &InetStats::tcp_connections_established},
+    InetCounter{"tcp_connections_reset", &InetStats::tcp_connections_reset},
+};
+static_assert(sizeof(InetStats) == kInetCounters.size() * sizeof(uint64_t),
+              "kInetCounters must name every InetStats counter");
 
 }  // namespace bypass::inet

@@ -242,6 +242,9 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   // RFC 9293 §3.10.7.4 first: sequence number acceptability.
   if (!acceptable(seg)) {
     ++layer_.stats().tcp_dropped_out_of_window;
+    // RFC 5961 §4.2 (RFC 9293 §3.10.7.4 fourth): a SYN gets a challenge ACK "irrespective of the
+    // sequence number", so an off-path SYN flood is answered within the §7 rate limit too.
+    if (h.has(kTcpSyn) && !h.has(kTcpRst)) return send_challenge_ack();
     if (!h.has(kTcpRst)) send_ack();
     // With a zero window no segment is acceptable, "but special allowance should be made to
     // accept valid ACKs" (same section): a segment at RCV.NXT (a window probe, a retransmission)

@@ -1,7 +1,6 @@
 #include "tests/integration/dpdk/stack_inspection.h"
 
 #include <functional>
-#include <utility>
 
 #include "config/config.h"
 #include "stack/dpdk/dpdk_stack.h"
@@ -35,27 +34,9 @@ void print_tcp_connections(NetworkStack& stack, std::ostream& out) {
 void print_inet_stats(NetworkStack& stack, std::ostream& out) {
   for_each_dpdk_worker(stack, [&](unsigned i, DpdkWorker& worker) {
     const inet::InetStats& s = worker.inet().stats();
-    const std::pair<const char*, uint64_t> counters[] = {
-        {"rx_frames", s.rx_frames},
-        {"tx_frames", s.tx_frames},
-        {"tcp_segments_received", s.tcp_segments_received},
-        {"tcp_segments_sent", s.tcp_segments_sent},
-        {"tcp_retransmitted_segments", s.tcp_retransmitted_segments},
-        {"tcp_timeouts", s.tcp_timeouts},
-        {"tcp_fast_retransmits", s.tcp_fast_retransmits},
-        {"tcp_bad_checksum", s.tcp_bad_checksum},
-        {"rx_malformed_tcp", s.rx_malformed_tcp},
-        {"rx_malformed_ipv4", s.rx_malformed_ipv4},
-        {"tcp_dropped_out_of_window", s.tcp_dropped_out_of_window},
-        {"tcp_dropped_paws", s.tcp_dropped_paws},
-        {"tcp_dropped_no_connection", s.tcp_dropped_no_connection},
-        {"rx_not_for_us", s.rx_not_for_us},
-        {"arp_requests_sent", s.arp_requests_sent},
-        {"tx_no_route", s.tx_no_route},
-    };
     out << "stats worker " << i << ":";
-    for (const auto& [name, value] : counters) {
-      if (value != 0) out << " " << name << "=" << value;
+    for (const inet::InetCounter& c : inet::kInetCounters) {
+      if (s.*(c.field) != 0) out << " " << c.name << "=" << s.*(c.field);
     }
     out << "\n";
   });

@@ -295,6 +295,19 @@ TEST_F(Rfc5961, SynInEstablishedGetsChallengeAck) {
   EXPECT_EQ(hosts.a->stats().tcp_challenge_acks, 1u);
 }
 
+// Found by tests/integration/dpdk/hostile_frames.py: a SYN outside the window got a plain ACK,
+// outside the challenge-ACK rate limit. RFC 5961 §4.2: challenge ACK whatever the sequence number.
+TEST_F(Rfc5961, SynOutsideWindowGetsRateLimitedChallengeAck) {
+  const size_t limit = hosts.settings_a.tcp.max_challenge_acks_per_second;
+  for (size_t i = 0; i < limit + 3; ++i)
+    hosts.a->receive(craft_to_a(from_server(kTcpSyn, server_next + (64u << 20) + static_cast<uint32_t>(i))));
+  EXPECT_EQ(client->state(), TcpState::Established);
+  EXPECT_EQ(hosts.a->stats().tcp_challenge_acks, limit);
+  EXPECT_EQ(hosts.a->stats().tcp_dropped_out_of_window, limit + 3);
+  hosts.run_for(10ms);
+  EXPECT_EQ(acks_from_client(), limit);  // RFC 5961 §7: no more than the limit per second
+}
+
 TEST_F(Rfc5961, AckOfUnsentDataIsAnsweredAndDropped) {
   TcpHeader h = from_server(kTcpAck, server_next);
   h.ack = client_ack_point + 100000;

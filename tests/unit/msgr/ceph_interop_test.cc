@@ -28,29 +28,16 @@
 #include "config/json_reader.h"
 #include "msgr/messenger.h"
 #include "msgr/mon_get_version.h"
+#include "tests/support/subprocess.h"
 
 namespace bypass::msgr {
 namespace {
 
 using namespace std::chrono_literals;
 
-// Runs `cmd` through the shell; its stdout, and its exit status (-1 when it could not run or was
-// killed by a signal).
-struct CommandResult {
-  std::string out;
-  int status = -1;
-};
-CommandResult run_with_status(const std::string& cmd) {
-  CommandResult result;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return result;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) result.out.append(buf, n);
-  const int wait_status = ::pclose(p);
-  if (wait_status != -1 && WIFEXITED(wait_status)) result.status = WEXITSTATUS(wait_status);
-  return result;
-}
+using bypass::test::CommandResult;
+using bypass::test::run_with_status;
+
 std::string run(const std::string& cmd) { return run_with_status(cmd).out; }
 
 uint64_t json_epoch(const std::string& json) {
