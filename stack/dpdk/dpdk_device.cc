@@ -55,17 +55,47 @@ DpdkDevice::~DpdkDevice() {
 }
 
 inet::Packet DpdkDevice::receive(rte_mbuf* mbuf) {
-  inet::Packet packet = packet_from_mbuf(mbuf);
+  inet::Packet packet;
+  if (rx_pool_is_low(mbuf->pool)) {
+    ++rx_low_pool_copies_;
+    packet = packet_copied_from_mbuf(mbuf);
+  } else {
+    packet = packet_from_mbuf(mbuf);
+  }
   if (packet.rx_l4_checksum != inet::RxChecksum::Unknown) ++rx_checksum_offloads_;
   return packet;
 }
 
-inet::Packet DpdkDevice::packet_from_mbuf(rte_mbuf* mbuf) {
+bool DpdkDevice::rx_pool_is_low(rte_mempool* pool) {
+  // rte_mempool_avail_count walks every lcore cache, so it is read once per burst's worth of frames.
+  if (frames_until_rx_pool_check_ == 0) {
+    frames_until_rx_pool_check_ = kBurst;
+    rx_pool_low_ = rte_mempool_avail_count(pool) < pool->size / 4;
+  }
+  --frames_until_rx_pool_check_;
+  return rx_pool_low_;
+}
+
+inet::Packet DpdkDevice::packet_copied_from_mbuf(rte_mbuf* mbuf) {
   inet::Packet packet;
+  set_checksum_verdicts(packet, mbuf);
+  for (rte_mbuf* seg = mbuf; seg != nullptr; seg = seg->next) {
+    if (seg->data_len != 0) packet.data.append(BufferSegment::copy_of(rte_pktmbuf_mtod(seg, char*), seg->data_len));
+  }
+  rte_pktmbuf_free(mbuf);
+  return packet;
+}
+
+void DpdkDevice::set_checksum_verdicts(inet::Packet& packet, const rte_mbuf* mbuf) {
   packet.rx_ip_checksum = verdict(mbuf->ol_flags, RTE_MBUF_F_RX_IP_CKSUM_MASK, RTE_MBUF_F_RX_IP_CKSUM_GOOD,
                                   RTE_MBUF_F_RX_IP_CKSUM_BAD, RTE_MBUF_F_RX_IP_CKSUM_NONE);
   packet.rx_l4_checksum = verdict(mbuf->ol_flags, RTE_MBUF_F_RX_L4_CKSUM_MASK, RTE_MBUF_F_RX_L4_CKSUM_GOOD,
                                   RTE_MBUF_F_RX_L4_CKSUM_BAD, RTE_MBUF_F_RX_L4_CKSUM_NONE);
+}
+
+inet::Packet DpdkDevice::packet_from_mbuf(rte_mbuf* mbuf) {
+  inet::Packet packet;
+  set_checksum_verdicts(packet, mbuf);
   // Each segment is owned on its own, so the one holding only headers (the stack trims them at
   // once) goes back to the pool while the payload segments wait in the receive queue: a chain
   // pinned whole would hold twice the mbufs of what the application has not read yet.

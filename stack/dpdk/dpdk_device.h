@@ -31,7 +31,13 @@ class DpdkDevice final : public inet::PacketDevice {
   // safe there since the pools are multi-producer). The device's checksum verdicts
   // (RTE_MBUF_F_RX_*_CKSUM_*) become Packet::rx_*_checksum.
   static inet::Packet packet_from_mbuf(rte_mbuf* mbuf);
-  // packet_from_mbuf, counting the frames whose TCP checksum the device already verified.
+  // The frame's bytes copied to the heap; the mbuf chain is freed before this returns.
+  static inet::Packet packet_copied_from_mbuf(rte_mbuf* mbuf);
+  // packet_from_mbuf, counting the frames whose TCP checksum the device already verified. While
+  // the frame's mempool is under a quarter free the payload is copied and the mbuf freed at once:
+  // zero-copy payload waits for the application to read it, and a pool drained by unread data
+  // would leave no mbuf to receive the ACKs that free the rest (a stall, seen on a looped
+  // net_ring with 16 busy connections).
   inet::Packet receive(rte_mbuf* mbuf);
 
   // While batching (inside the poll hook) frames are queued and sent together by flush();
@@ -56,9 +62,12 @@ class DpdkDevice final : public inet::PacketDevice {
   // Worker-thread counters: zero-copy and checksum offload use on transmit.
   const TxChainCounters& tx_counters() const { return tx_chain_.counters(); }
   uint64_t rx_checksum_offloads() const { return rx_checksum_offloads_; }
+  uint64_t rx_low_pool_copies() const { return rx_low_pool_copies_; }
 
  private:
   unsigned flush();
+  bool rx_pool_is_low(rte_mempool* pool);
+  static void set_checksum_verdicts(inet::Packet& packet, const rte_mbuf* mbuf);
 
   pmd::Port& port_;
   unsigned worker_;
@@ -67,6 +76,9 @@ class DpdkDevice final : public inet::PacketDevice {
   inet::DeviceCapabilities capabilities_;
   TxChainBuilder tx_chain_;
   uint64_t rx_checksum_offloads_ = 0;
+  uint64_t rx_low_pool_copies_ = 0;
+  unsigned frames_until_rx_pool_check_ = 0;
+  bool rx_pool_low_ = false;
   bool batching_ = false;
   std::array<rte_mbuf*, kBurst> pending_{};
   uint16_t pending_count_ = 0;
