@@ -87,6 +87,9 @@ class DpdkStack final : public NetworkStack {
   ~DpdkStack() override;
   bool listen_per_worker() const override { return true; }
   pmd::PortSet& ports() { return *ports_; }
+  // Port packets/bytes/drops and the main TCP/IP counters summed over workers (read on each
+  // worker's thread: InetStats are plain fields).
+  Counters transport_counters() override;
 
  private:
   std::shared_ptr<pmd::PortSet> ports_;

@@ -75,4 +75,24 @@ uint64_t LatencyHistogram::percentile(double percentile) const {
   return max_;
 }
 
+std::vector<std::pair<uint64_t, double>> LatencyHistogram::cdf(size_t max_points) const {
+  std::vector<std::pair<uint64_t, double>> points;
+  if (count_ == 0) return points;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < counts_.size(); ++i) {
+    if (counts_[i] == 0) continue;
+    seen += counts_[i];
+    points.emplace_back(std::min(bucket_high(i), max_),
+                        static_cast<double>(seen) / static_cast<double>(count_));
+  }
+  points.back() = {max_, 1.0};
+  if (max_points < 2 || points.size() <= max_points) return points;
+  // Keep max_points - 1 evenly spaced points and the last one.
+  std::vector<std::pair<uint64_t, double>> thinned;
+  const double step = static_cast<double>(points.size() - 1) / static_cast<double>(max_points - 1);
+  for (size_t k = 0; k + 1 < max_points; ++k) thinned.push_back(points[static_cast<size_t>(static_cast<double>(k) * step)]);
+  thinned.push_back(points.back());
+  return thinned;
+}
+
 }  // namespace bypass::bench

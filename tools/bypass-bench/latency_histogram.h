@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace bypass::bench {
@@ -28,6 +29,11 @@ class LatencyHistogram {
   // The value at `percentile` (0..100]: the midpoint of the bucket holding that rank, clamped to
   // the exact min and max. 0 when empty.
   uint64_t percentile(double percentile) const;
+  // The cumulative distribution as at most `max_points` (value, fraction of values <= it) pairs,
+  // both increasing, the last one (max(), 1.0); a bucket's value is its upper edge clamped to
+  // the exact max. Empty when nothing was recorded. Buckets are thinned evenly when there are
+  // more than max_points (>= 2).
+  std::vector<std::pair<uint64_t, double>> cdf(size_t max_points) const;
 
   // Bucket arithmetic, public for tests.
   static size_t bucket_of(uint64_t value);

@@ -58,5 +58,27 @@ TEST(LatencyHistogramTest, MergeEqualsRecordingEverythingInOne) {
   EXPECT_EQ(a.percentile(50), 0u);
 }
 
+TEST(LatencyHistogram, CdfIsMonotonicBoundedAndEndsAtMax) {
+  LatencyHistogram h;
+  EXPECT_TRUE(h.cdf(200).empty());
+  for (uint64_t v = 1; v <= 100000; v += 7) h.record(v * 13);
+  const auto points = h.cdf(200);
+  ASSERT_GE(points.size(), 2u);
+  EXPECT_LE(points.size(), 200u);
+  for (size_t i = 1; i < points.size(); ++i) {
+    EXPECT_GT(points[i].first, points[i - 1].first) << i;
+    EXPECT_GT(points[i].second, points[i - 1].second) << i;
+  }
+  EXPECT_EQ(points.back().first, h.max());
+  EXPECT_DOUBLE_EQ(points.back().second, 1.0);
+  // The median point sits near the recorded median (within the bucket resolution).
+  for (const auto& [value, fraction] : points) {
+    if (fraction >= 0.5) {
+      EXPECT_NEAR(static_cast<double>(value), static_cast<double>(h.percentile(50)), h.percentile(50) * 0.05);
+      break;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bypass::bench
