@@ -112,8 +112,11 @@ TransportOutcome run_transport(const std::string& transport, const config::Commo
   if (const auto memif = memif_server_socket(side_config(conf, Side::Server, transport))) {
     const auto deadline = std::chrono::steady_clock::now() + kServerReadyTimeout;
     while (!memif_socket_listening(*memif)) {
-      if (server.wait(std::chrono::milliseconds(20)) || std::chrono::steady_clock::now() > deadline) {
-        outcome.failure = "the " + transport + " server never listened on its memif socket " + memif->first +
+      const auto status = server.wait(std::chrono::milliseconds(20));
+      if (status || std::chrono::steady_clock::now() > deadline) {
+        outcome.failure = "the " + transport + " server " +
+                          (status ? "exited with status " + std::to_string(*status) + " before it was ready"
+                                  : "never listened on its memif socket " + memif->first) +
                           " (its messages are above)";
         server.terminate(kServerStopGrace);
         return outcome;

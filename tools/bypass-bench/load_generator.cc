@@ -61,8 +61,8 @@ void LoadGenerator::begin_measuring(uint64_t count_limit) {
     window->interval.bytes = 0;
     window->interval.latency_ns.reset();
   }
-  count_limit_ = count_limit;
-  measuring_.store(true);
+  count_limit_.store(count_limit);
+  measuring_.store(true);  // seq_cst: a worker that sees it also sees the limit
 }
 
 Interval LoadGenerator::collect() {
@@ -126,18 +126,19 @@ void LoadGenerator::completed(Window& window, uint64_t tid) {
   const Clock::time_point now = Clock::now();
   std::lock_guard<std::mutex> guard(window.lock);
   ++window.completed;
-  bool refill = refilling_.load(std::memory_order_relaxed);
-  if (measuring_.load(std::memory_order_relaxed)) {
+  bool refill = refilling_.load();
+  if (measuring_.load()) {
+    const uint64_t limit = count_limit_.load();
     const uint64_t n = measured_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (count_limit_ == 0 || n <= count_limit_) {
+    if (limit == 0 || n <= limit) {
       const auto latency = now - window.sent_at[tid % static_cast<uint64_t>(depth_)];
       window.interval.latency_ns.record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count()));
       ++window.interval.messages;
       window.interval.bytes += message_size_;
     }
-    if (count_limit_ != 0 && n >= count_limit_) {
+    if (limit != 0 && n >= limit) {
       refill = false;
-      if (n == count_limit_) count_reached_ns_.store(ticks(now));
+      if (n == limit) count_reached_ns_.store(ticks(now));
     }
   }
   if (!refill) return;

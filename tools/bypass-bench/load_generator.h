@@ -99,7 +99,7 @@ class LoadGenerator : public msgr::Dispatcher {
 
   std::atomic<bool> refilling_{false};
   std::atomic<bool> measuring_{false};
-  uint64_t count_limit_ = 0;
+  std::atomic<uint64_t> count_limit_{0};
   std::atomic<uint64_t> measured_{0};
   std::atomic<int64_t> count_reached_ns_{0};  // steady_clock since epoch; 0 = not yet
 
