@@ -28,6 +28,8 @@ constexpr auto kDrainTimeout = std::chrono::seconds(10);
 constexpr auto kStallTimeout = std::chrono::seconds(10);
 // `run` hands over the server's address once the server is up (DPDK start-up included).
 constexpr auto kServerAddressTimeout = std::chrono::seconds(90);
+// ... and releases the client once the server has stopped.
+constexpr auto kReleaseTimeout = std::chrono::seconds(60);
 
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -76,9 +78,15 @@ class ClientSession {
     }
   }
 
-  ~ClientSession() {
+  ~ClientSession() { stop(); }
+
+  // Closes the sessions and stops the workers; the stack (and a DPDK port) stays open until
+  // this object goes. Idempotent.
+  void stop() {
     for (auto& messenger : messengers_) messenger->shutdown();
     for (auto& messenger : messengers_) messenger->wait();
+    messengers_.clear();
+    view_.clear();
     if (stack_) stack_->stop();
   }
 
@@ -114,6 +122,18 @@ std::string read_server_address(std::chrono::seconds timeout) {
     throw std::runtime_error("client: --server-address-from stdin: expected one line IPv4:PORT within " +
                              config::format_duration(timeout) + ", got '" + line + "'");
   return line;
+}
+
+void wait_for_stdin_eof(std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    pollfd pfd{STDIN_FILENO, POLLIN, 0};
+    const int ready = poll(&pfd, 1, 100);
+    if (ready < 0 && errno != EINTR) return;
+    if (ready <= 0) continue;
+    char sink[64];
+    if (::read(STDIN_FILENO, sink, sizeof(sink)) <= 0) return;
+  }
 }
 
 CaseResult run_case(const BenchJob& job, const BenchCase& bench_case, LoadGenerator& generator,
@@ -225,14 +245,15 @@ int run_bench_client(const config::Config& conf, const std::string& job_name, co
   if (!flags.case_file.empty()) open(case_file, flags.case_file, "--case-file");
 
   LoadGenerator generator(job.mode, job.think_time);
+  ClientSession session(side, job, generator);
+  session.connect(flags.address_from_stdin ? read_server_address(kServerAddressTimeout) : job.server_address);
   std::vector<CaseResult> results;
   {
-    ClientSession session(side, job, generator);
-    session.connect(flags.address_from_stdin ? read_server_address(kServerAddressTimeout) : job.server_address);
     ProgressLine progress(job.progress, out);
     for (const BenchCase& bench_case : job.cases_for(transport))
       results.push_back(run_case(job, bench_case, generator, session, progress));
   }
+  session.stop();  // no polling from here on: the peer may close its port (see below)
   std::vector<CaseSummary> summaries;
   std::vector<std::string> cases_json;
   uint64_t errors = 0;
@@ -249,9 +270,14 @@ int run_bench_client(const config::Config& conf, const std::string& job_name, co
     if (!json) throw std::runtime_error("bench.output: writing '" + job.output_path + "' failed");
   }
   if (case_file.is_open()) {
+    case_file << "done\n";
     case_file.close();
     if (!case_file) throw std::runtime_error("--case-file: writing '" + flags.case_file + "' failed");
   }
+  // Under `run` the port stays open until the server has gone: DPDK 22.11's memif unmaps its
+  // rings when the peer disconnects, which a process still polling them may not survive, so
+  // `run` stops the server first and then closes our stdin.
+  if (flags.address_from_stdin) wait_for_stdin_eof(kReleaseTimeout);
   return errors == 0 ? 0 : 1;
 }
 

@@ -82,6 +82,13 @@ std::chrono::milliseconds client_bound(const BenchJob& job, size_t cases) {
                                                                std::chrono::seconds(30));
 }
 
+bool case_file_done(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) last = line;
+  return last == "done";
+}
+
 void read_case_file(const std::string& path, TransportOutcome& outcome) {
   std::ifstream in(path);
   if (!in) return;  // the client died before writing it; its status says why
@@ -91,6 +98,7 @@ void read_case_file(const std::string& path, TransportOutcome& outcome) {
     const std::string rest = tab == std::string::npos ? "" : line.substr(tab + 1);
     if (kind == "summary") outcome.summaries.push_back(CaseSummary::parse(rest));
     else if (kind == "json") outcome.cases_json.push_back(rest);
+    else if (kind == "done") continue;
     else throw std::runtime_error(path + ": unexpected line '" + line + "'");
   }
 }
@@ -153,15 +161,23 @@ TransportOutcome run_transport(const std::string& transport, const config::Commo
     }
   }
   out << "== " << transport << ": server ready at " << address << "\n" << std::flush;
-  client.write_line_and_close(address);
-  const auto status = client.wait(client_bound(job, job.cases_for(transport).size()));
+  client.write_line(address);
+  // The client writes "done" last and then waits, port open but idle, until the server has gone
+  // and its stdin closes (memif peers must not disconnect under a polling process).
+  const auto client_deadline = std::chrono::steady_clock::now() + client_bound(job, job.cases_for(transport).size());
+  std::optional<int> status;
+  while (!(status = client.wait(std::chrono::milliseconds(200))) && !case_file_done(case_file)) {
+    if (std::chrono::steady_clock::now() > client_deadline) break;
+  }
+  const int server_status = server.terminate(kServerStopGrace);
+  client.close_pipe();
+  if (!status) status = client.wait(kServerStopGrace);
   if (!status) {
     outcome.failure = "the " + transport + " client did not finish in time; killed";
     outcome.client_status = client.terminate(std::chrono::seconds(2));
   } else {
     outcome.client_status = *status;
   }
-  const int server_status = server.terminate(kServerStopGrace);
   read_case_file(case_file, outcome);
   if (outcome.failure.empty() && outcome.summaries.size() != job.cases_for(transport).size()) {
     outcome.failure = "the " + transport + " client exited with status " + std::to_string(outcome.client_status) +

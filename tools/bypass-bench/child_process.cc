@@ -104,7 +104,12 @@ std::optional<std::string> ChildProcess::read_line(std::chrono::milliseconds tim
   }
 }
 
-bool ChildProcess::write_line_and_close(const std::string& line) {
+void ChildProcess::close_pipe() {
+  if (pipe_fd_ >= 0) close(pipe_fd_);
+  pipe_fd_ = -1;
+}
+
+bool ChildProcess::write_line(const std::string& line) {
   const std::string text = line + "\n";
   size_t written = 0;
   while (pipe_fd_ >= 0 && written < text.size()) {
@@ -114,8 +119,6 @@ bool ChildProcess::write_line_and_close(const std::string& line) {
     if (n <= 0) break;
     written += static_cast<size_t>(n);
   }
-  if (pipe_fd_ >= 0) close(pipe_fd_);
-  pipe_fd_ = -1;
   return written == text.size();
 }
 

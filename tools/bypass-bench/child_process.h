@@ -26,9 +26,10 @@ class ChildProcess {
   // One line of the captured stdout (without the newline); nullopt at EOF, on timeout or when the
   // child exits first.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
-  // Writes `line` and a newline to the child's stdin (Pipe::Stdin) and closes it; false when the
-  // child is gone.
-  bool write_line_and_close(const std::string& line);
+  // Writes `line` and a newline to the child's stdin (Pipe::Stdin); false when the child is gone.
+  bool write_line(const std::string& line);
+  // The child reads EOF on its stdin.
+  void close_pipe();
   // The exit status (WEXITSTATUS, or 128 + signal) once it exits within `timeout`, else nullopt.
   std::optional<int> wait(std::chrono::milliseconds timeout);
   // SIGTERM, then SIGKILL if it has not exited within `grace`; returns the exit status.
