@@ -1,5 +1,7 @@
 #include "tools/bypass-bench/bench_job.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <set>
 
@@ -167,6 +169,17 @@ config::Config side_config(const config::Config& conf, Side side, const std::str
 void check_two_process_job(const config::Config& conf, const BenchJob& job) {
   const std::vector<int> server_cpus = conf.get_cpus("bench.server.cpus");
   const std::vector<int> client_cpus = conf.get_cpus("bench.client.cpus");
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    for (const char* key : {"bench.server.cpus", "bench.client.cpus"}) {
+      for (int cpu : conf.get_cpus(key)) {
+        if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed))
+          fail(conf, key, "CPU " + std::to_string(cpu) + " is not available to this process (" +
+                              std::to_string(CPU_COUNT(&allowed)) + " CPUs allowed)");
+      }
+    }
+  }
   for (int cpu : server_cpus) {
     if (std::find(client_cpus.begin(), client_cpus.end(), cpu) != client_cpus.end())
       fail(conf, "bench.client.cpus", "CPU " + std::to_string(cpu) +

@@ -110,6 +110,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadJob{"overlay bad value", "bench: {server: {posix: [ms.workers=lots]}}", {}, "bench.server.posix: ms.workers:"},
         BadJob{"dpdk in one process (same address both sides)", "bench: {transports: [dpdk]}", {}, "server and client both use dpdk.host_ip 0.0.0.0: a dpdk run is two processes"},
         BadJob{"overlapping CPUs", "bench: {server: {cpus: '0-1'}, client: {cpus: '1'}}", {}, "bench.client.cpus: CPU 1 is also in bench.server.cpus"},
+        BadJob{"CPU that does not exist", "bench: {server: {cpus: '1000'}}", {}, "bench.server.cpus: CPU 1000 is not available"},
         BadJob{"one process, two transports", "bench: {transports: [posix, rdma]}", {}, "server runs one transport but 2 are listed"}),
     [](const ::testing::TestParamInfo<BadJob>& info) {
       std::string name;
