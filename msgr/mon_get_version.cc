@@ -6,8 +6,6 @@
 #include <memory>
 #include <mutex>
 
-#include "msgr/dispatcher.h"
-#include "msgr/messenger.h"
 #include "msgr/policy.h"
 #include "msgr/wire/codec.h"
 
@@ -87,28 +85,38 @@ class VersionReplyCollector : public Dispatcher {
 
 }  // namespace
 
+MonClient connect_mon_client(const config::Config& conf, const EntityAddr& mon, Dispatcher& dispatcher) {
+  MonClient client;
+  try {
+    client.messenger = Messenger::create(conf, EntityName{EntityType::Client, -1});
+  } catch (const std::exception& e) {
+    client.error = std::string("cannot create the messenger: ") + e.what();
+    return client;
+  }
+  client.messenger->set_default_policy(Policy::lossy_client());
+  client.messenger->registry().add(kMsgMonGetVersionReply, [] { return std::make_shared<MonGetVersionReply>(); });
+  client.messenger->add_dispatcher(&dispatcher);
+  if (int r = client.messenger->start(); r != 0) {
+    client.error = "cannot start the messenger (error " + std::to_string(r) + ")";
+    client.messenger.reset();
+    return client;
+  }
+  client.connection = client.messenger->connect_to(EntityType::Mon, EntityAddrVec{{mon}});
+  return client;
+}
+
 MonVersionProbeResult probe_mon_versions(const config::Config& conf, const EntityAddr& mon,
                                          std::chrono::milliseconds timeout) {
   MonVersionProbeResult result;
   const std::string where = "monitor " + mon.to_string();
   VersionReplyCollector collector;
-  std::unique_ptr<Messenger> msgr;
-  try {
-    msgr = Messenger::create(conf, EntityName{EntityType::Client, -1});
-  } catch (const std::exception& e) {
-    result.error = std::string("cannot create the messenger: ") + e.what();
+  MonClient client = connect_mon_client(conf, mon, collector);
+  if (!client.messenger) {
+    result.error = client.error;
     return result;
   }
-  msgr->set_default_policy(Policy::lossy_client());
-  msgr->registry().add(kMsgMonGetVersionReply, [] { return std::make_shared<MonGetVersionReply>(); });
-  msgr->add_dispatcher(&collector);
-  if (int r = msgr->start(); r != 0) {
-    result.error = "cannot start the messenger (error " + std::to_string(r) + ")";
-    return result;
-  }
-  ConnectionRef con = msgr->connect_to(EntityType::Mon, EntityAddrVec{{mon}});
-  con->send_message(std::make_shared<MonGetVersion>(kMonmapHandle, "monmap"));
-  con->send_message(std::make_shared<MonGetVersion>(kOsdmapHandle, "osdmap"));
+  client.connection->send_message(std::make_shared<MonGetVersion>(kMonmapHandle, "monmap"));
+  client.connection->send_message(std::make_shared<MonGetVersion>(kOsdmapHandle, "osdmap"));
   std::string failure;
   result.ok = collector.wait(timeout, &result.versions, &failure);
   if (!result.ok) {
@@ -116,8 +124,8 @@ MonVersionProbeResult probe_mon_versions(const config::Config& conf, const Entit
                        ? where + " did not answer within " + config::format_duration(timeout)
                        : where + ": " + failure;
   }
-  msgr->shutdown();
-  msgr->wait();
+  client.messenger->shutdown();
+  client.messenger->wait();
   return result;
 }
 

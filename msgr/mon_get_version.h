@@ -9,8 +9,10 @@
 #include <string>
 
 #include "config/config.h"
+#include "msgr/dispatcher.h"
 #include "msgr/entity.h"
 #include "msgr/message.h"
+#include "msgr/messenger.h"
 
 namespace bypass::msgr {
 
@@ -50,6 +52,18 @@ struct MonVersionProbeResult {
   MonMapVersions versions;  // valid when ok
   std::string error;        // one line saying what failed, when !ok
 };
+
+// A client messenger talking to one monitor: started, with a lossy client policy, the
+// MMonGetVersionReply type registered and the caller's dispatcher added.
+struct MonClient {
+  std::unique_ptr<Messenger> messenger;  // nullptr when it could not be created or started
+  ConnectionRef connection;
+  std::string error;  // why messenger is nullptr
+};
+
+// Builds the messenger from `conf` (ms.type picks the transport) and connects to `mon`. Never
+// throws. Shut the messenger down (shutdown(), wait()) before `dispatcher` goes away.
+MonClient connect_mon_client(const config::Config& conf, const EntityAddr& mon, Dispatcher& dispatcher);
 
 // Connects to the monitor at `mon` as a client on a messenger built from `conf` (ms.type picks the
 // transport: posix, dpdk, ...), asks for the "monmap" and "osdmap" versions and waits at most

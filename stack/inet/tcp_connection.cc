@@ -940,6 +940,30 @@ void TcpConnection::terminate(TcpError error) {
   notify(kTcpClosed | kTcpReadable | kTcpWritable);
 }
 
+std::string TcpConnection::describe() const {
+  const auto ms = [](Duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
+  std::string out = tuple_.local_ip.to_string() + ":" + std::to_string(tuple_.local_port) + " " +
+                    tuple_.remote_ip.to_string() + ":" + std::to_string(tuple_.remote_port) + " " +
+                    to_string(state_);
+  out += " snd_una=" + std::to_string(snd_una_ - iss_) + " snd_nxt=" + std::to_string(snd_nxt_ - iss_) +
+         " snd_max=" + std::to_string(snd_max_ - iss_) +
+         " send_end=" + std::to_string(send_end() - iss_) +
+         " fin_queued=" + std::to_string(fin_queued_) + " snd_wnd=" + std::to_string(snd_wnd_);
+  if (cc_) out += " cwnd=" + std::to_string(cc_->cwnd()) + " ssthresh=" + std::to_string(cc_->ssthresh());
+  out += " in_recovery=" + std::to_string(in_recovery_) + " recover=" + std::to_string(recover_ - iss_) +
+         " sack_blocks=" + std::to_string(scoreboard_.size()) + " dupacks=" + std::to_string(dupacks_) +
+         " rto=" + ms(rto_) + "ms backoff=" + std::to_string(backoff_) +
+         " rto_timer=" + std::to_string(rto_timer_.pending()) +
+         " persist_timer=" + std::to_string(persist_timer_.pending());
+  out += " rcv_nxt=" + std::to_string(rcv_nxt_ - irs_) +
+         " readable=" + std::to_string(receive_queue_.length()) +
+         " out_of_order=" + std::to_string(out_of_order_.size()) +
+         " fin_received=" + std::to_string(fin_received_);
+  return out;
+}
+
 void TcpConnection::notify(int events) {
   if (handler_) handler_(events);
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "stack/buffer_list.h"
@@ -102,6 +103,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint64_t retransmitted_bytes() const { return retransmitted_bytes_; }
   uint64_t timeouts() const { return timeouts_; }
   bool in_recovery() const { return in_recovery_; }
+  // One line with the sequence-space and recovery state (sequence numbers relative to ISS/IRS),
+  // for diagnosing a stalled connection.
+  std::string describe() const;
 
  private:
   friend class TcpLayer;

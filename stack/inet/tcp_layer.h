@@ -60,6 +60,9 @@ class TcpLayer {
                       size_t l4_length);
 
   size_t connection_count() const { return connections_.size(); }
+  void for_each_connection(const std::function<void(const TcpConnection&)>& visit) const {
+    for (const auto& entry : connections_) visit(*entry.second);
+  }
   std::shared_ptr<TcpConnection> find(const FourTuple& tuple) const;
 
   // ---- used by TcpConnection ----

@@ -30,8 +30,8 @@ std::string precise(double value) {
 std::string latency_json(const LatencyHistogram& h) {
   std::string cdf = "[";
   bool first = true;
-  for (const auto& [value, fraction] : h.cdf(kCdfPoints)) {
-    cdf += (first ? "[" : ",[") + format_fixed(micros(value), 3) + "," + precise(fraction) + "]";
+  for (const auto& [value, fraction] : h.cdf_points(kCdfPoints)) {
+    cdf += (first ? "[" : ",[") + format_fixed(value / 1000.0, 3) + "," + precise(fraction) + "]";
     first = false;
   }
   return JsonObject()

@@ -1,6 +1,10 @@
 #include "tools/bypass-bench/ceph_mon_version.h"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <ostream>
 
 #include "config/log.h"
@@ -9,25 +13,73 @@
 
 namespace bypass::bench {
 
+namespace {
+
+std::chrono::nanoseconds positive_duration(const std::string& flag, const std::string& value) {
+  std::chrono::nanoseconds d{};
+  try {
+    d = config::parse_duration(value);
+  } catch (const config::ConfigError& e) {
+    throw config::ConfigError("ceph-mon-version: " + flag + ": " + e.what());
+  }
+  if (d <= std::chrono::nanoseconds::zero()) {
+    throw config::ConfigError("ceph-mon-version: " + flag + ": '" + value + "' must be positive");
+  }
+  return d;
+}
+
+uint64_t count_in_range(const std::string& flag, const std::string& value, uint64_t max) {
+  int64_t n = 0;
+  try {
+    n = config::parse_int(value);
+  } catch (const config::ConfigError& e) {
+    throw config::ConfigError("ceph-mon-version: " + flag + ": " + e.what());
+  }
+  if (n < 1 || static_cast<uint64_t>(n) > max) {
+    throw config::ConfigError("ceph-mon-version: " + flag + ": '" + value + "' is not in 1.." + std::to_string(max));
+  }
+  return static_cast<uint64_t>(n);
+}
+
+// Deep enough to saturate a monitor; a deeper queue would only measure the monitor's backlog.
+constexpr uint64_t kMaxDepth = 1024;
+
+}  // namespace
+
 CephMonVersionOptions parse_ceph_mon_version_flags(const std::vector<std::string>& args) {
   CephMonVersionOptions options;
   std::string mon_text;
-  const auto known = [](const std::string& flag) { return flag == "--mon" || flag == "--timeout"; };
+  std::vector<std::string> rate_only;  // rate-mode flags given, to refuse them without a rate mode
+  const auto known = [](const std::string& flag) {
+    return flag == "--mon" || flag == "--timeout" || flag == "--duration" || flag == "--count" ||
+           flag == "--depth" || flag == "--warmup" || flag == "--output";
+  };
   for (const auto& [flag, value] :
        split_valued_flags(args, "ceph-mon-version", known, "bypass-bench ceph-mon-version --help")) {
     if (flag == "--mon") {
       mon_text = value;
-    } else {
-      std::chrono::nanoseconds timeout{};
+    } else if (flag == "--timeout") {
+      options.timeout = std::chrono::ceil<std::chrono::milliseconds>(positive_duration(flag, value));
+    } else if (flag == "--duration") {
+      options.rate.duration = positive_duration(flag, value);
+      options.rate_mode = true;
+    } else if (flag == "--count") {
+      options.rate.count = count_in_range(flag, value, uint64_t{1} << 40);
+      options.rate_mode = true;
+    } else if (flag == "--depth") {
+      options.rate.depth = static_cast<uint32_t>(count_in_range(flag, value, kMaxDepth));
+      rate_only.push_back(flag);
+    } else if (flag == "--warmup") {
       try {
-        timeout = config::parse_duration(value);
+        options.rate.warmup = config::parse_duration(value);
       } catch (const config::ConfigError& e) {
-        throw config::ConfigError(std::string("ceph-mon-version: --timeout: ") + e.what());
+        throw config::ConfigError("ceph-mon-version: --warmup: " + std::string(e.what()));
       }
-      if (timeout <= std::chrono::nanoseconds::zero()) {
-        throw config::ConfigError("ceph-mon-version: --timeout: '" + value + "' must be positive");
-      }
-      options.timeout = std::chrono::ceil<std::chrono::milliseconds>(timeout);
+      rate_only.push_back(flag);
+    } else {
+      if (value.empty()) throw config::ConfigError("ceph-mon-version: --output needs a file name");
+      options.output_path = value;
+      rate_only.push_back(flag);
     }
   }
   if (mon_text.empty()) throw config::ConfigError("ceph-mon-version: --mon ADDR is required");
@@ -38,14 +90,72 @@ CephMonVersionOptions parse_ceph_mon_version_flags(const std::vector<std::string
     throw config::ConfigError("ceph-mon-version: --mon: '" + mon_text +
                               "' is not a msgr2 monitor address like v2:127.0.0.1:3300");
   }
+  if (options.rate.duration.count() != 0 && options.rate.count != 0) {
+    throw config::ConfigError("ceph-mon-version: --duration and --count exclude each other: give one");
+  }
+  if (!options.rate_mode && !rate_only.empty()) {
+    throw config::ConfigError("ceph-mon-version: " + rate_only.front() +
+                              " applies to the rate mode only: add --duration or --count");
+  }
   return options;
 }
+
+namespace {
+
+int run_rate_mode(const config::Config& conf, const CephMonVersionOptions& options, std::ostream& out,
+                  std::ostream& err) {
+  std::ofstream file;
+  if (!options.output_path.empty()) {
+    // Opened before the run so a bad path fails at once, not after the whole measurement.
+    file.open(options.output_path, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      err << "bypass-bench: ceph-mon-version: --output: cannot write '" << options.output_path
+          << "': " << std::strerror(errno) << "\n";
+      return 1;
+    }
+  }
+  ResultFile results;
+  results.job = "ceph-mon-version --mon " + options.mon.to_string();
+  results.started = iso8601_utc_now();
+  fill_host_fields(results);
+  for (const config::OptionSpec& spec : conf.registry().options())
+    results.config.emplace_back(spec.name, conf.to_string(spec.name));
+  const MonRateRun run = run_mon_rate(conf, options.mon, options.rate, options.timeout, out);
+  if (!run.ok) {
+    // No result: leave no empty file behind for compare to stumble over later.
+    if (file.is_open()) {
+      file.close();
+      std::remove(options.output_path.c_str());
+    }
+    err << "bypass-bench: ceph-mon-version: " << run.error << "\n";
+    return 1;
+  }
+  print_mon_rate(run.result, out);
+  results.cases.push_back(run.result);
+  if (file.is_open()) {
+    file << result_file_json(results);
+    file.close();
+    if (!file) {
+      err << "bypass-bench: ceph-mon-version: --output: writing '" << options.output_path << "' failed\n";
+      return 1;
+    }
+    out << "results written to " << options.output_path << "\n";
+  }
+  if (run.result.errors != 0) {
+    err << "bypass-bench: ceph-mon-version: " << run.result.errors << " replies carried a handle never sent\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
 
 int run_ceph_mon_version(const config::Config& conf, const CephMonVersionOptions& options, std::ostream& out,
                          std::ostream& err) {
   // The result line already says why a probe failed; the messenger's own info lines about the same
   // fault would only bury it. BYPASS_LOG still chooses when set.
   if (std::getenv("BYPASS_LOG") == nullptr) log::set_threshold(log::Level::Warn);
+  if (options.rate_mode) return run_rate_mode(conf, options, out, err);
   const msgr::MonVersionProbeResult result = msgr::probe_mon_versions(conf, options.mon, options.timeout);
   if (!result.ok) {
     err << "bypass-bench: ceph-mon-version: " << result.error << "\n";
@@ -68,7 +178,18 @@ const char* ceph_mon_version_usage() {
          "The monitor must allow auth none. Fails with one error line and exit status 1 when no\n"
          "answer arrives within --timeout, and status 2 on a malformed argument.\n"
          "  --mon ADDR        the monitor's msgr2 address (v2:IP:PORT)\n"
-         "  --timeout DUR     how long to wait for both answers (default 10s)\n";
+         "  --timeout DUR     how long to wait for both answers (default 10s)\n"
+         "\n"
+         "Rate mode: with --duration or --count, keeps asking for the osdmap version on one session\n"
+         "and prints requests/s and latency (send to reply) each second and in a summary table:\n"
+         "  --duration DUR    measure for this long, or\n"
+         "  --count N         until N replies were measured\n"
+         "  --depth N         requests in flight (default 1, at most 1024)\n"
+         "  --warmup DUR      run this long before measuring (default 0s); the session's\n"
+         "                    handshake is never measured\n"
+         "  --output FILE     also write the result as JSON (schema bypass-bench/1, one case,\n"
+         "                    mode reqrep) for bypass-bench compare\n"
+         "  --timeout DUR     then fails when no reply arrives for this long\n";
 }
 
 }  // namespace bypass::bench

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <stdexcept>
 
 namespace bypass::bench {
 
@@ -75,24 +76,41 @@ uint64_t LatencyHistogram::percentile(double percentile) const {
   return max_;
 }
 
-std::vector<std::pair<uint64_t, double>> LatencyHistogram::cdf(size_t max_points) const {
-  std::vector<std::pair<uint64_t, double>> points;
+std::vector<std::pair<double, double>> LatencyHistogram::cdf_points(size_t max_points) const {
+  if (max_points < 2) throw std::invalid_argument("cdf_points: max_points must be at least 2");
+  std::vector<std::pair<double, double>> points;
   if (count_ == 0) return points;
+  const double total = static_cast<double>(count_);
+  auto nines = [&](uint64_t seen) { return -std::log10(1.0 - static_cast<double>(seen) / total); };
+  // The first and the last point are always kept; the rest of the budget is split between the two
+  // spacing rules. Each rule fires at most half that budget times: a point it adds moves its own
+  // measure by at least one step, and the measure is bounded (fraction by 1, nines by log10(count)
+  // below the last bucket, where 1 - fraction >= 1 / count).
+  const double half_budget = std::max(1.0, static_cast<double>(max_points - 2) / 2.0);
+  const double fraction_step = 1.0 / half_budget;
+  const double nines_step = std::max(1.0, std::log10(total)) / half_budget;
   uint64_t seen = 0;
-  for (size_t i = 0; i < counts_.size(); ++i) {
+  double last_fraction = 0.0;
+  double last_nines = 0.0;
+  for (size_t i = 0; i < counts_.size() && seen < count_; ++i) {
     if (counts_[i] == 0) continue;
     seen += counts_[i];
-    points.emplace_back(std::min(bucket_high(i), max_),
-                        static_cast<double>(seen) / static_cast<double>(count_));
+    const double fraction = static_cast<double>(seen) / total;
+    const bool first = points.empty();
+    const bool last = seen == count_;
+    if (last) {
+      points.emplace_back(static_cast<double>(max_), 1.0);
+      break;
+    }
+    const double tail = nines(seen);
+    if (!first && points.size() + 1 >= max_points) continue;  // keep room for the last point
+    if (first || fraction - last_fraction >= fraction_step || tail - last_nines >= nines_step) {
+      points.emplace_back(static_cast<double>(std::min(bucket_high(i), max_)), fraction);
+      last_fraction = fraction;
+      last_nines = tail;
+    }
   }
-  points.back() = {max_, 1.0};
-  if (max_points < 2 || points.size() <= max_points) return points;
-  // Keep max_points - 1 evenly spaced points and the last one.
-  std::vector<std::pair<uint64_t, double>> thinned;
-  const double step = static_cast<double>(points.size() - 1) / static_cast<double>(max_points - 1);
-  for (size_t k = 0; k + 1 < max_points; ++k) thinned.push_back(points[static_cast<size_t>(static_cast<double>(k) * step)]);
-  thinned.push_back(points.back());
-  return thinned;
+  return points;
 }
 
 }  // namespace bypass::bench

@@ -29,11 +29,14 @@ class LatencyHistogram {
   // The value at `percentile` (0..100]: the midpoint of the bucket holding that rank, clamped to
   // the exact min and max. 0 when empty.
   uint64_t percentile(double percentile) const;
-  // The cumulative distribution as at most `max_points` (value, fraction of values <= it) pairs,
-  // both increasing, the last one (max(), 1.0); a bucket's value is its upper edge clamped to
-  // the exact max. Empty when nothing was recorded. Buckets are thinned evenly when there are
-  // more than max_points (>= 2).
-  std::vector<std::pair<uint64_t, double>> cdf(size_t max_points) const;
+
+  // The cumulative distribution as at most `max_points` (>= 2) points (value, fraction of the
+  // recorded values <= value), in the recorded unit. Values and fractions strictly increase; the
+  // last point is (max(), 1.0). Each point sits on a bucket's upper edge (clamped to max()), so its
+  // fraction is exact. Points are chosen evenly in fraction for the body and evenly in "nines"
+  // (-log10(1 - fraction)) for the tail, so p99.9 and beyond keep their shape. Empty when empty;
+  // std::invalid_argument when max_points < 2.
+  std::vector<std::pair<double, double>> cdf_points(size_t max_points) const;
 
   // Bucket arithmetic, public for tests.
   static size_t bucket_of(uint64_t value);

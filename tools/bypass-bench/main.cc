@@ -14,6 +14,7 @@
 #include "tools/bypass-bench/bench_run.h"
 #include "tools/bypass-bench/bench_server.h"
 #include "tools/bypass-bench/ceph_mon_version.h"
+#include "tools/bypass-bench/compare.h"
 #include "tools/bypass-bench/echo_job.h"
 #include "tools/bypass-bench/job_options.h"
 
@@ -31,6 +32,7 @@ const char* kUsage =
     "  echo              echo server + ping-pong client in one process (bypass-bench echo --help)\n"
     "  ceph-mon-version  ask a Ceph monitor for its monmap and osdmap versions\n"
     "                    (bypass-bench ceph-mon-version --help)\n"
+    "  compare           result files side by side, ratios, --plot SVG (bypass-bench compare --help)\n"
     "\n"
     "common options:\n"
     "  -c, --config FILE   load a YAML configuration (repeatable, later files win)\n"
@@ -132,6 +134,13 @@ int main(int argc, char** argv) {
     if (command == "echo") return run_echo(common, args);
     if (command == "run" || command == "server" || command == "client") return run_job_command(command, common, args);
     if (command == "ceph-mon-version") return run_ceph_mon_version(common, args);
+    if (command == "compare") {
+      if (wants_help(args)) {
+        std::cout << bypass::bench::compare_usage();
+        return 0;
+      }
+      return bypass::bench::run_compare(bypass::bench::parse_compare_flags(args), std::cout, std::cerr);
+    }
     std::cerr << "bypass-bench: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const bypass::config::ConfigError& e) {

@@ -6,9 +6,14 @@ namespace bypass::bench {
 
 std::vector<std::pair<std::string, std::string>> split_valued_flags(
     const std::vector<std::string>& args, const std::string& command,
-    const std::function<bool(const std::string&)>& is_known, const std::string& help) {
+    const std::function<bool(const std::string&)>& is_known, const std::string& help,
+    std::vector<std::string>* positionals) {
   std::vector<std::pair<std::string, std::string>> flags;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (positionals != nullptr && args[i].rfind("--", 0) != 0) {
+      positionals->push_back(args[i]);
+      continue;
+    }
     std::string flag = args[i];
     std::string value;
     bool has_value = false;

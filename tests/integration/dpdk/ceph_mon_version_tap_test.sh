@@ -4,13 +4,16 @@
 # `ceph mon dump` / `ceph osd dump` report. The tap is created beforehand as a persistent
 # multi-queue tap that net_tap attaches to, so the monitor can bind the kernel-side address before
 # bypass-bench starts. Needs root; exits 77 when a prerequisite is absent.
-# Args: BYPASS_BENCH CEPH_MON_UP_SH
+# The rate mode then runs over the same path and must write a result file compare can read.
+# Args: BYPASS_BENCH CEPH_MON_UP_SH. BYPASS_TEST_TAP and BYPASS_TEST_SUBNET (three octets) rename
+# the tap and its /24 so concurrent runs do not collide.
 set -u
 bench="$1"
 mon_up="$2"
-tap=bmontap0
-kernel_ip=10.79.0.1
-stack_ip=10.79.0.2
+tap=${BYPASS_TEST_TAP:-bmontap0}
+subnet=${BYPASS_TEST_SUBNET:-10.79.0}
+kernel_ip=$subnet.1
+stack_ip=$subnet.2
 
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (creates the tap $tap)"; exit 77; fi
 for tool in ip ceph-mon ceph monmaptool; do
@@ -49,10 +52,13 @@ fi
 
 # Frames the kernel received on the tap: proof the probe went through the userspace stack.
 rx_before=$(cat "/sys/class/net/$tap/statistics/rx_packets")
-timeout 90 "$bench" --set ms.type=dpdk --set ms.workers=1 \
-  --set "dpdk.vdev=[\"net_tap0,iface=$tap\"]" --set dpdk.host_ip=$stack_ip \
-  --set dpdk.netmask=255.255.255.0 --set dpdk.no_huge=auto --set dpdk.memory=256M \
-  ceph-mon-version --mon "v2:$kernel_ip:$port" --timeout 30s >"$dir/out" 2>"$dir/err"
+dpdk_bench() {
+  timeout 90 "$bench" --set ms.type=dpdk --set ms.workers=1 \
+    --set "dpdk.vdev=[\"net_tap0,iface=$tap\"]" --set dpdk.host_ip=$stack_ip \
+    --set dpdk.netmask=255.255.255.0 --set dpdk.no_huge=auto --set dpdk.memory=256M \
+    ceph-mon-version --mon "v2:$kernel_ip:$port" --timeout 30s "$@"
+}
+dpdk_bench >"$dir/out" 2>"$dir/err"
 status=$?
 rx_after=$(cat "/sys/class/net/$tap/statistics/rx_packets")
 echo "bypass-bench exited $status; stdout:"; cat "$dir/out"
@@ -63,4 +69,20 @@ fi
 if [ "$rx_after" -le "$rx_before" ]; then
   echo "FAIL: the kernel received no frames on $tap ($rx_before -> $rx_after)"; exit 1
 fi
-echo "PASS: monmap $monmap, osdmap $osdmap over dpdk/net_tap ($((rx_after - rx_before)) frames into the kernel)"
+echo "ok: monmap $monmap, osdmap $osdmap over dpdk/net_tap ($((rx_after - rx_before)) frames into the kernel)"
+
+# Rate mode: exactly 2000 measured replies with 4 in flight, recorded as a dpdk reqrep case.
+dpdk_bench --count 2000 --depth 4 --output "$dir/rate.json" >"$dir/out" 2>"$dir/err"
+status=$?
+cat "$dir/out"
+if [ "$status" -ne 0 ]; then echo "FAIL: rate mode exited $status:"; cat "$dir/err"; exit 1; fi
+if ! "$bench" compare "$dir/rate.json" >"$dir/compare" 2>"$dir/err"; then
+  echo "FAIL: compare cannot read the rate mode's result:"; cat "$dir/err"; exit 1
+fi
+cat "$dir/compare"
+row() { grep -E "^$1  " "$dir/compare" | sed -E "s|^$1 +||; s| +$||"; }
+if [ "$(row transport)" != dpdk ] || [ "$(row mode)" != reqrep ] || [ "$(row 'connections x iodepth')" != "1 x 4" ] ||
+   [ "$(row errors)" != 0 ]; then
+  echo "FAIL: the result file does not describe a dpdk reqrep run at depth 4 without errors"; exit 1
+fi
+echo "PASS: versions and request rate over dpdk/net_tap"

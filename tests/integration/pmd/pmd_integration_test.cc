@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/pmd/json_reader.h"
+#include "config/json_reader.h"
 
 namespace {
 
-using bypass::test::JsonValue;
-using bypass::test::parse_json_lines;
+using bypass::config::JsonValue;
+using bypass::config::parse_json_lines;
 
 std::string g_tool;  // path of bypass-pmd
 const std::string g_tag = std::to_string(getpid());

@@ -82,6 +82,33 @@ TEST(TcpStates, ActiveAndPassiveOpen) {
   EXPECT_FALSE(hosts.b->tcp().listen(80));
 }
 
+TEST(TcpStates, DescribeShowsSequenceStateRelativeToIss) {
+  TwoHosts hosts;
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  BufferList data;
+  data.append_copy(std::string(5000, 'x'));
+  ASSERT_EQ(client->send(data), 5000u);
+  client->shutdown_write();
+  const std::string line = client->describe();
+  // The SYN took sequence number 1; the data follows, then the FIN.
+  EXPECT_NE(line.find("FIN-WAIT-1"), std::string::npos) << line;
+  EXPECT_NE(line.find(" snd_una=1 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" send_end=5001 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" fin_queued=1 "), std::string::npos) << line;
+  EXPECT_EQ(line.rfind(ip_of(1).to_string() + ":", 0), 0u) << line;
+  size_t visited = 0;
+  hosts.a->tcp().for_each_connection([&](const TcpConnection& c) {
+    ++visited;
+    EXPECT_EQ(&c, client.get());
+  });
+  EXPECT_EQ(visited, 1u);
+  ASSERT_TRUE(hosts.run_until(
+      [&] { return server->readable_bytes() == 5000 && client->state() == TcpState::FinWait2; }));
+  EXPECT_NE(client->describe().find(" snd_una=5002 "), std::string::npos) << client->describe();
+  EXPECT_NE(server->describe().find(" rcv_nxt=5002 readable=5000 "), std::string::npos) << server->describe();
+}
+
 TEST(TcpStates, GracefulCloseThroughTimeWait) {
   TwoHosts hosts(3, quick_settings());
   auto [client, server] = connect_pair(hosts);

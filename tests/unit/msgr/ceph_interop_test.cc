@@ -2,12 +2,15 @@
 //  - a Bypass client completes the msgr2.1 handshake with a monitor and gets MMonGetVersion
 //    replies for "monmap" and "osdmap" whose versions match `ceph mon dump` / `ceph osd dump`,
 //    both in process (probe_mon_versions) and through `bypass-bench ceph-mon-version`;
+//  - `bypass-bench ceph-mon-version --count/--duration` measures the monitor's request rate and
+//    writes a result file that `bypass-bench compare` reads;
 //  - the `ceph` CLI pointed at a Bypass server completes the handshake with it, and the server
 //    sees its CLIENT_IDENT and first message.
 // Exits 77 (skip) when ceph-mon or the ceph CLI is not installed.
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,10 +20,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
 #include "config/config.h"
+#include "config/json_reader.h"
 #include "msgr/messenger.h"
 #include "msgr/mon_get_version.h"
 
@@ -160,6 +165,60 @@ TEST_F(MonProbe, BenchToolPrintsTheMonitorsVersions) {
                                               mon_->msgr2_addr() + " --timeout 20s");
   EXPECT_EQ(bench.status, 0) << bench.out;
   EXPECT_EQ(bench.out, "monmap " + std::to_string(monmap_epoch_) + "\nosdmap " + std::to_string(osdmap_epoch_) + "\n");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST_F(MonProbe, BenchToolMeasuresTheMonitorsRequestRate) {
+  const std::string dir = mon_->dir + "/rate";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::string bench = std::string("timeout 60 ") + BYPASS_BENCH + " --set ms.workers=1 ceph-mon-version --mon " +
+                            mon_->msgr2_addr() + " --timeout 20s";
+  // A count run is exact in its number of replies; a duration run takes per-second samples.
+  const CommandResult counted = run_with_status(bench + " --count 3000 --depth 4 --output " + dir + "/count.json");
+  ASSERT_EQ(counted.status, 0) << counted.out;
+  EXPECT_NE(counted.out.find("requests/s"), std::string::npos) << counted.out;
+  const CommandResult timed =
+      run_with_status(bench + " --duration 2s --warmup 200ms --output " + dir + "/duration.json");
+  ASSERT_EQ(timed.status, 0) << timed.out;
+
+  const config::JsonValue count_doc = config::parse_json(read_file(dir + "/count.json"));
+  EXPECT_EQ(count_doc.at("schema").text, "bypass-bench/1");
+  EXPECT_EQ(count_doc.at("config").at("ms.workers").text, "1");
+  ASSERT_EQ(count_doc.at("cases").items.size(), 1u);
+  const config::JsonValue& c = count_doc.at("cases").at(0);
+  EXPECT_EQ(c.at("transport").text, "posix");
+  EXPECT_EQ(c.at("mode").text, "reqrep");
+  EXPECT_EQ(c.at("iodepth").count(), 4u);
+  EXPECT_EQ(c.at("message_size").count(), 18u);  // handle (8) + "osdmap" as a Ceph string (4 + 6)
+  EXPECT_EQ(c.at("totals").at("messages").count(), 3000u);
+  EXPECT_EQ(c.at("totals").at("errors").count(), 0u);
+  const config::JsonValue& latency = c.at("latency_us");
+  EXPECT_GT(latency.at("p50").number(), 0.0);
+  EXPECT_LE(latency.at("p50").number(), latency.at("p99").number());
+  EXPECT_LE(latency.at("p99").number(), latency.at("max").number());
+  EXPECT_DOUBLE_EQ(latency.at("cdf").items.back().at(1).number(), 1.0);
+  EXPECT_DOUBLE_EQ(latency.at("cdf").items.back().at(size_t{0}).number(), latency.at("max").number());
+  EXPECT_GT(c.at("cpu").at("client").at("process_seconds").number(), 0.0);
+
+  const config::JsonValue duration_doc = config::parse_json(read_file(dir + "/duration.json"));
+  const config::JsonValue& d = duration_doc.at("cases").at(0);
+  // At least the asked-for time; the loop notices the end within 50 ms, a loaded machine later.
+  EXPECT_GE(d.at("seconds").number(), 2.0);
+  EXPECT_LT(d.at("seconds").number(), 5.0);
+  EXPECT_GE(d.at("samples").items.size(), 2u);
+  EXPECT_GT(d.at("totals").at("messages").count(), 0u);
+
+  // The two files side by side, and plotted.
+  const CommandResult compared = run_with_status(std::string("timeout 20 ") + BYPASS_BENCH + " compare " + dir +
+                                                 "/count.json " + dir + "/duration.json --plot " + dir + "/plot.svg");
+  ASSERT_EQ(compared.status, 0) << compared.out;
+  EXPECT_NE(compared.out.find("ceph-mon posix d4 [baseline]"), std::string::npos) << compared.out;
+  EXPECT_NE(compared.out.find("ceph-mon posix d1"), std::string::npos) << compared.out;
+  EXPECT_NE(read_file(dir + "/plot.svg").find("data-case=\"ceph-mon posix d1\""), std::string::npos);
 }
 
 // A port nothing listens on: the probe must fail fast with a reason, not wait out its timeout.

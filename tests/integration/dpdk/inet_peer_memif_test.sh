@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Two Bypass processes over net_memif, each on its own lcore (server pinned to CPU 1, client to
+# CPU 0): 64 MiB of seeded random bytes echoed byte-exact over 4 connections; then a client to a
+# port nobody listens on must fail with ECONNREFUSED (so the checks can fail); then two messengers
+# (msgr2, lossless client) exchange requests and replies checked byte-exact.
+#
+#   inet_peer_memif_test.sh INET_PEER_BINARY MSGR_PEER_BINARY CONFIG_EXAMPLES_DIR
+# Needs root (DPDK memory and the memif socket); fails when it is missing.
+set -euo pipefail
+
+peer=$1
+msgr_peer=$2
+examples=$3
+name=G  # this suite's tag: every resource it creates carries it
+socket=/run/bypass-memif-$name.sock  # abstract (DPDK's default): nothing on disk to clean up
+port=7300
+server_ip=10.98.0.1
+bytes=64M
+connections=4
+work=$(mktemp -d /tmp/bypass-memif-$name.XXXXXX)
+server_pid=
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+[ "$(id -u)" = 0 ] || fail "needs root (DPDK memory and the memif socket)"
+[ -x "$peer" ] || fail "inet_peer binary '$peer' is not executable"
+[ -x "$msgr_peer" ] || fail "msgr_peer binary '$msgr_peer' is not executable"
+[ "$(nproc)" -ge 2 ] || fail "needs 2 CPUs to pin the two processes apart (have $(nproc))"
+
+# A memif client fails at once when no server listens on the socket: start it only after the
+# server's (abstract) socket shows up in /proc/net/unix.
+wait_for_memif_socket() {
+  for _ in $(seq 100); do
+    grep -q "@$socket\$" /proc/net/unix && return 0
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.err" >&2; fail "the memif server exited early"; }
+    sleep 0.1
+  done
+  fail "the memif server did not open $socket within 10 s"
+}
+
+server_vdev="--set=dpdk.vdev=[\"net_memif0,role=server,socket=$socket\"]"
+client_vdev="--set=dpdk.vdev=[\"net_memif0,role=client,socket=$socket\"]"
+
+# The server's port comes up only once the client attaches, so the server prints its ready line
+# after the client started; the client waits for the listener (--wait-for-server) instead.
+timeout 150 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" --set ms.cpus=1 \
+  echo-server --listen "$server_ip:$port" --serve $((connections + 1)) --lifetime 120s \
+  >"$work/server.out" 2>"$work/server.err" &
+server_pid=$!
+wait_for_memif_socket
+
+echo "client: $bytes over $connections connections to $server_ip:$port"
+start=$(date +%s.%N)
+if ! timeout 150 "$peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" --set ms.cpus=0 \
+       echo-client --to "$server_ip:$port" --bytes $bytes --connections $connections --seed 71 \
+       --timeout 90s --wait-for-server 30s >"$work/client.out" 2>"$work/client.err"; then
+  cat "$work/client.out" "$work/client.err" "$work/server.out" "$work/server.err" >&2
+  fail "memif echo client failed"
+fi
+end=$(date +%s.%N)
+cat "$work/client.out"
+grep -q "^ok " "$work/client.out" || fail "client printed no ok line"
+grep -qx "worker 0 cpus 0" "$work/client.out" || fail "the client's worker is not pinned to CPU 0 alone"
+# --wait-for-server's probe is the server's extra connection: it exits by itself after serving all.
+rc=0
+wait "$server_pid" || rc=$?
+server_pid=
+cat "$work/server.out"
+[ "$rc" = 0 ] || { cat "$work/server.err" >&2; fail "memif echo server exited with $rc"; }
+grep -q "^ready $server_ip:$port\$" "$work/server.out" || fail "server printed no ready line"
+grep -qx "worker 0 cpus 1" "$work/server.out" || fail "the server's worker is not pinned to CPU 1 alone"
+grep -q "^served $((connections + 1)) connections\$" "$work/server.out" || fail "server did not serve every connection"
+echo "memif echo: $bytes in $(echo "$end - $start" | bc) s wall clock (both EAL start-ups included)"
+
+# Negative case: a listener on the wrong port. The client must give up with a clear error.
+timeout 60 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" --set ms.cpus=1 \
+  echo-server --listen "$server_ip:$((port + 1))" --lifetime 30s >"$work/server.out" 2>"$work/server.err" &
+server_pid=$!
+wait_for_memif_socket
+rc=0
+timeout 60 "$peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" --set ms.cpus=0 \
+  echo-client --to "$server_ip:$port" --bytes 1M --timeout 10s >"$work/client.out" 2>"$work/client.err" || rc=$?
+cat "$work/client.err"
+[ "$rc" = 1 ] || fail "client to a closed port exited with $rc, expected 1"
+grep -q "ECONNREFUSED" "$work/client.err" || fail "client to a closed port did not report ECONNREFUSED"
+kill "$server_pid" 2>/dev/null || true
+wait "$server_pid" 2>/dev/null || true
+server_pid=
+
+# The messenger: a lossless client retries a refused connect itself, so it needs no wait for the
+# server's listener; the server exits 0 on SIGTERM once the client checked every reply.
+messages=1000
+timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" --set ms.cpus=1 \
+  server --bind "$server_ip:$port" --lifetime 120s >"$work/server.out" 2>"$work/server.err" &
+server_pid=$!
+wait_for_memif_socket
+if ! timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" --set ms.cpus=0 \
+       client --to "$server_ip:$port" --messages $messages --max-size 64K --depth 8 --seed 71 \
+       --timeout 90s >"$work/client.out" 2>"$work/client.err"; then
+  cat "$work/client.out" "$work/client.err" "$work/server.out" "$work/server.err" >&2
+  fail "messenger client over memif failed"
+fi
+cat "$work/client.out"
+grep -q "^ok $messages replies" "$work/client.out" || fail "messenger client printed no ok line"
+kill "$server_pid"
+rc=0
+wait "$server_pid" || rc=$?
+server_pid=
+[ "$rc" = 0 ] || { cat "$work/server.out" "$work/server.err" >&2; fail "messenger server exited with $rc"; }
+echo "PASS"
