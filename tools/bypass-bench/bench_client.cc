@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -181,7 +182,7 @@ CaseResult run_case(const BenchJob& job, const BenchCase& bench_case, LoadGenera
     result.latency_ns.merge(interval.latency_ns);
     if (interval.messages > 0) last_progress = sample_end;
     if (dt > 0.05) {
-      result.samples.push_back({seconds_between(start, sample_end), static_cast<double>(interval.messages) / dt,
+      result.samples.push_back(ResultSample{seconds_between(start, sample_end), static_cast<double>(interval.messages) / dt,
                                 static_cast<double>(interval.bytes) / dt / 1e6, micros(interval.latency_ns.percentile(50)),
                                 micros(interval.latency_ns.percentile(99))});
       progress.update(bench_case.name(), seconds_between(start, sample_end), planned, result.samples.back().messages_per_second,
@@ -211,10 +212,12 @@ CaseResult run_case(const BenchJob& job, const BenchCase& bench_case, LoadGenera
 
 ClientFlags parse_client_flags(const std::vector<std::string>& args) {
   ClientFlags flags;
-  const auto known = [](const std::string& flag) { return flag == "--case-file" || flag == "--server-address-from"; };
+  const auto known = [](const std::string& flag) {
+    return flag == "--result-file" || flag == "--server-address-from";
+  };
   for (const auto& [flag, value] : split_valued_flags(args, "client", known, "bypass-bench client --help")) {
-    if (flag == "--case-file") {
-      flags.case_file = value;
+    if (flag == "--result-file") {
+      flags.result_file = value;
     } else if (value == "stdin") {
       flags.address_from_stdin = true;
     } else {
@@ -226,7 +229,7 @@ ClientFlags parse_client_flags(const std::vector<std::string>& args) {
 
 int run_bench_client(const config::Config& conf, const std::string& job_name, const ClientFlags& flags,
                      std::ostream& out) {
-  const std::string started = utc_now_iso8601();
+  const std::string started = iso8601_utc_now();
   const BenchJob job = BenchJob::from_config(conf);
   const std::string transport = job.single_transport(conf, "client");
   if (job.server_address.empty() && !flags.address_from_stdin)
@@ -236,13 +239,10 @@ int run_bench_client(const config::Config& conf, const std::string& job_name, co
   const config::Config side = side_config(conf, Side::Client, transport);
   // Opened before the run so a bad path fails in a second, not after the whole benchmark.
   std::ofstream json;
-  std::ofstream case_file;
-  auto open = [](std::ofstream& file, const std::string& path, const std::string& what) {
-    file.open(path);
-    if (!file) throw config::ConfigError(what + ": cannot write '" + path + "': " + std::strerror(errno));
-  };
-  if (!job.output_path.empty()) open(json, job.output_path, "bench.output");
-  if (!flags.case_file.empty()) open(case_file, flags.case_file, "--case-file");
+  if (!job.output_path.empty()) {
+    json.open(job.output_path);
+    if (!json) throw config::ConfigError("bench.output: cannot write '" + job.output_path + "': " + std::strerror(errno));
+  }
 
   LoadGenerator generator(job.mode, job.think_time);
   ClientSession session(side, job, generator);
@@ -254,25 +254,26 @@ int run_bench_client(const config::Config& conf, const std::string& job_name, co
       results.push_back(run_case(job, bench_case, generator, session, progress));
   }
   session.stop();  // no polling from here on: the peer may close its port (see below)
-  std::vector<CaseSummary> summaries;
-  std::vector<std::string> cases_json;
+  std::vector<ResultCase> cases;
   uint64_t errors = 0;
   for (const CaseResult& result : results) {
-    summaries.push_back(CaseSummary::of(result));
-    cases_json.push_back(result.to_json());
+    cases.push_back(result.to_result_case());
     errors += result.errors;
-    if (case_file.is_open()) case_file << "summary\t" << summaries.back().line() << "\njson\t" << cases_json.back() << "\n";
   }
-  if (flags.case_file.empty()) print_case_table(summaries, out);
+  if (flags.result_file.empty()) print_case_table(cases, out);
+  const std::string document = result_file_json(make_result_file(job_name, started, conf, std::move(cases)));
   if (json.is_open()) {
-    json << result_document(job_name, conf, started, cases_json);
+    json << document;
     json.close();
     if (!json) throw std::runtime_error("bench.output: writing '" + job.output_path + "' failed");
   }
-  if (case_file.is_open()) {
-    case_file << "done\n";
-    case_file.close();
-    if (!case_file) throw std::runtime_error("--case-file: writing '" + flags.case_file + "' failed");
+  if (!flags.result_file.empty()) {
+    const std::string staging = flags.result_file + ".partial";
+    std::ofstream copy(staging);
+    copy << document;
+    copy.close();
+    if (!copy || std::rename(staging.c_str(), flags.result_file.c_str()) != 0)
+      throw std::runtime_error("--result-file: writing '" + flags.result_file + "' failed: " + std::strerror(errno));
   }
   // Under `run` the port stays open until the server has gone: DPDK 22.11's memif unmaps its
   // rings when the peer disconnects, which a process still polling them may not survive, so
@@ -290,7 +291,7 @@ const char* bench_client_usage() {
          "progress each second; then a table, and JSON to bench.output when set. The client side's\n"
          "settings are bench.client.<transport> and bench.client.cpus.\n"
          "  --server-address-from stdin   read the server's IP:PORT from stdin once the stack is up\n"
-         "  --case-file FILE              per case a summary line and a JSON line (used by run)\n";
+         "  --result-file FILE            also write the result file there, then wait for stdin EOF (run)\n";
 }
 
 }  // namespace bypass::bench

@@ -13,7 +13,9 @@
 namespace bypass::bench {
 
 struct ClientFlags {
-  std::string case_file;  // --case-file: per case a summary and a JSON line, for `run`
+  // --result-file: the result file again, for `run`; written whole (a rename) before the client
+  // waits for its release, so its appearance says the client is done.
+  std::string result_file;
   // --server-address-from stdin: the server's IP:PORT arrives as one line on stdin once this
   // client's stack is up (`run` starts both sides at once; a memif link needs both processes).
   bool address_from_stdin = false;

@@ -32,8 +32,7 @@ constexpr auto kCaseSlack = std::chrono::seconds(40);
 constexpr auto kCountCaseBound = std::chrono::minutes(10);
 
 struct TransportOutcome {
-  std::vector<CaseSummary> summaries;
-  std::vector<std::string> cases_json;
+  std::vector<ResultCase> cases;
   std::string failure;  // empty when the client finished
   int client_status = 0;
 };
@@ -82,36 +81,15 @@ std::chrono::milliseconds client_bound(const BenchJob& job, size_t cases) {
                                                                std::chrono::seconds(30));
 }
 
-bool case_file_done(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line)) last = line;
-  return last == "done";
-}
-
-void read_case_file(const std::string& path, TransportOutcome& outcome) {
-  std::ifstream in(path);
-  if (!in) return;  // the client died before writing it; its status says why
-  for (std::string line; std::getline(in, line);) {
-    const size_t tab = line.find('\t');
-    const std::string kind = line.substr(0, tab);
-    const std::string rest = tab == std::string::npos ? "" : line.substr(tab + 1);
-    if (kind == "summary") outcome.summaries.push_back(CaseSummary::parse(rest));
-    else if (kind == "json") outcome.cases_json.push_back(rest);
-    else if (kind == "done") continue;
-    else throw std::runtime_error(path + ": unexpected line '" + line + "'");
-  }
-}
-
 TransportOutcome run_transport(const std::string& transport, const config::CommonArgs& common,
                                const config::Config& conf, const BenchJob& job, const std::string& work_dir,
                                std::ostream& out) {
   TransportOutcome outcome;
   const std::string self = self_executable();
   const std::vector<std::string> common_sets = {"bench.transports=" + transport, "bench.output="};
-  const std::string case_file = work_dir + "/" + transport + ".cases";
+  const std::string result_file = work_dir + "/" + transport + ".json";
   std::vector<std::string> client_args = child_argv(self, common, common_sets, "client");
-  client_args.insert(client_args.end(), {"--server-address-from", "stdin", "--case-file", case_file});
+  client_args.insert(client_args.end(), {"--server-address-from", "stdin", "--result-file", result_file});
   // Both start at once: a dpdk port (memif) comes up only when its peer process is there too, so
   // the client brings its stack up and then waits for the address the server prints.
   out << "== " << transport << ": starting server and client\n" << std::flush;
@@ -162,11 +140,12 @@ TransportOutcome run_transport(const std::string& transport, const config::Commo
   }
   out << "== " << transport << ": server ready at " << address << "\n" << std::flush;
   client.write_line(address);
-  // The client writes "done" last and then waits, port open but idle, until the server has gone
-  // and its stdin closes (memif peers must not disconnect under a polling process).
+  // The client's result file appears once it is done; it then waits, port open but idle, until
+  // the server has gone and its stdin closes (memif peers must not disconnect under a polling
+  // process).
   const auto client_deadline = std::chrono::steady_clock::now() + client_bound(job, job.cases_for(transport).size());
   std::optional<int> status;
-  while (!(status = client.wait(std::chrono::milliseconds(200))) && !case_file_done(case_file)) {
+  while (!(status = client.wait(std::chrono::milliseconds(200))) && !std::filesystem::exists(result_file)) {
     if (std::chrono::steady_clock::now() > client_deadline) break;
   }
   const int server_status = server.terminate(kServerStopGrace);
@@ -178,10 +157,16 @@ TransportOutcome run_transport(const std::string& transport, const config::Commo
   } else {
     outcome.client_status = *status;
   }
-  read_case_file(case_file, outcome);
-  if (outcome.failure.empty() && outcome.summaries.size() != job.cases_for(transport).size()) {
+  if (std::filesystem::exists(result_file)) {
+    try {
+      outcome.cases = load_result_file(result_file).cases;
+    } catch (const ResultFileError& e) {
+      if (outcome.failure.empty()) outcome.failure = std::string("the ") + transport + " client's results: " + e.what();
+    }
+  }
+  if (outcome.failure.empty() && outcome.cases.size() != job.cases_for(transport).size()) {
     outcome.failure = "the " + transport + " client exited with status " + std::to_string(outcome.client_status) +
-                      " after " + std::to_string(outcome.summaries.size()) + " of " +
+                      " after " + std::to_string(outcome.cases.size()) + " of " +
                       std::to_string(job.cases_for(transport).size()) + " cases (its messages are above)";
   }
   if (outcome.failure.empty() && server_status != 0)
@@ -199,7 +184,7 @@ std::string job_name(const config::CommonArgs& common) {
 
 int run_bench_job(const config::CommonArgs& common, const config::Config& conf, std::ostream& out,
                   std::ostream& err) {
-  const std::string started = utc_now_iso8601();
+  const std::string started = iso8601_utc_now();
   const BenchJob job = BenchJob::from_config(conf);
   check_two_process_job(conf, job);
   signal(SIGPIPE, SIG_IGN);  // a child that died shows as EPIPE on its stdin pipe, not our death
@@ -213,13 +198,11 @@ int run_bench_job(const config::CommonArgs& common, const config::Config& conf, 
     throw std::runtime_error(std::string("mkdtemp /tmp/bypass-bench-run-*: ") + std::strerror(errno));
   const std::string work_dir = work_template;
 
-  std::vector<CaseSummary> summaries;
-  std::vector<std::string> cases_json;
+  std::vector<ResultCase> cases;
   std::vector<std::string> failures;
   for (const std::string& transport : job.transports) {
     TransportOutcome outcome = run_transport(transport, common, conf, job, work_dir, out);
-    summaries.insert(summaries.end(), outcome.summaries.begin(), outcome.summaries.end());
-    cases_json.insert(cases_json.end(), outcome.cases_json.begin(), outcome.cases_json.end());
+    cases.insert(cases.end(), outcome.cases.begin(), outcome.cases.end());
     if (!outcome.failure.empty()) {
       err << "bypass-bench run: " << outcome.failure << "\n";
       failures.push_back(outcome.failure);
@@ -229,16 +212,16 @@ int run_bench_job(const config::CommonArgs& common, const config::Config& conf, 
   std::filesystem::remove_all(work_dir, ignored);
 
   out << "\n";
-  print_case_table(summaries, out);
-  print_transport_comparison(summaries, out);
+  print_case_table(cases, out);
+  print_transport_comparison(cases, out);
+  uint64_t errors = 0;
+  for (const ResultCase& c : cases) errors += c.errors;
   if (json.is_open()) {
-    json << result_document(job_name(common), conf, started, cases_json);
+    json << result_file_json(make_result_file(job_name(common), started, conf, std::move(cases)));
     json.close();
     if (!json) throw std::runtime_error("bench.output: writing '" + job.output_path + "' failed");
     out << "\nresults: " << job.output_path << "\n";
   }
-  uint64_t errors = 0;
-  for (const CaseSummary& s : summaries) errors += s.errors;
   if (errors > 0) err << "bypass-bench run: " << errors << " message errors (see the errors column)\n";
   return failures.empty() && errors == 0 ? 0 : 1;
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # `bypass-bench run` end to end on one transport: a 2 s job (queue depth 1 and 8, plus a stream
 # case) must exit 0 with non-zero messages and no errors in the table, and its JSON must pass
-# check_result_json.py. A bad job must fail before anything starts, in one line.
+# check_result_json.py and be readable by `bypass-bench compare`. A bad job must fail before anything starts, in one line.
 #   bench_run_test.sh BYPASS_BENCH CHECKER posix|dpdk
 # dpdk runs server and client as two DPDK processes over net_memif (needs root).
 set -u
@@ -60,6 +60,8 @@ run() {  # NAME EXPECTED_CASES [--set ...]
   [ "$status" = 0 ] || fail "$name: bypass-bench run exited with status $status"
   grep -q "^ *$transport 4KiB d1 " "$work/$name.out" || fail "$name: no '$transport 4KiB d1' row in the table"
   /usr/bin/python3 "$checker" "$work/$name.json" "$cases" "$transport" || fail "$name: the JSON result is incomplete"
+  # And the result file reader (bench_result_file.cc) accepts it: compare reads it back.
+  "$bench" compare "$work/$name.json" >"$work/$name.compare" 2>&1 || { cat "$work/$name.compare"; fail "$name: compare cannot read the result"; }
 }
 run reqrep 2
 run stream 1 --set bench.mode=stream --set bench.iodepth=1 --set bench.duration=1s

@@ -1,6 +1,5 @@
-// The result of one benchmark case and the result document (schema "bypass-bench/1", read by
-// `bypass-bench compare` and `--plot`), plus the one-line summary a client process hands to
-// `run` so that `run` can print tables across transports without reading JSON back.
+// The result of one benchmark case as the client measures it, turned into the result file's form
+// (schema "bypass-bench/1", bench_result_file.h), and the tables `client` and `run` print.
 #pragma once
 
 #include <ostream>
@@ -9,18 +8,11 @@
 
 #include "config/config.h"
 #include "tools/bypass-bench/bench_job.h"
+#include "tools/bypass-bench/bench_result_file.h"
 #include "tools/bypass-bench/latency_histogram.h"
 #include "tools/bypass-bench/process_snapshot.h"
 
 namespace bypass::bench {
-
-struct Sample {
-  double t = 0;  // seconds since the measurement began, at the end of this sample
-  double messages_per_second = 0;
-  double megabytes_per_second = 0;
-  double p50_us = 0;
-  double p99_us = 0;
-};
 
 struct CaseResult {
   BenchCase bench_case;
@@ -33,41 +25,24 @@ struct CaseResult {
   uint64_t bytes = 0;  // payload, one way
   uint64_t errors = 0;
   LatencyHistogram latency_ns;
-  std::vector<Sample> samples;
+  std::vector<ResultSample> samples;
   ProcessSnapshot client;  // over the measured interval
   ProcessSnapshot server;
 
   double messages_per_second() const { return seconds > 0 ? static_cast<double>(messages) / seconds : 0; }
   double megabytes_per_second() const { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e6 : 0; }
-  std::string to_json() const;  // one element of "cases"
+  // The case as the result file holds it (bench_result_file.h writes and reads it).
+  ResultCase to_result_case() const;
 };
 
-// What the tables show of one case.
-struct CaseSummary {
-  std::string name, transport;
-  uint64_t message_size = 0;
-  int iodepth = 0;
-  double messages_per_second = 0, megabytes_per_second = 0;
-  double p50_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
-  double client_cpu_seconds = 0, server_cpu_seconds = 0;
-  uint64_t errors = 0;
-
-  static CaseSummary of(const CaseResult& result);
-  std::string line() const;  // tab-separated, no newline
-  // Throws std::runtime_error naming the line when it is not a line() of this version.
-  static CaseSummary parse(const std::string& line);
-};
-
-// The whole document; `cases_json` are CaseResult::to_json() texts.
-std::string result_document(const std::string& job, const config::Config& conf,
-                            const std::string& started, const std::vector<std::string>& cases_json);
-// "2026-11-23T22:15:03Z".
-std::string utc_now_iso8601();
+// A result file of `cases` with the header fields: `job`, start time, this host, every option.
+ResultFile make_result_file(const std::string& job, const std::string& started, const config::Config& conf,
+                            std::vector<ResultCase> cases);
 
 // Final table: one row per case.
-void print_case_table(const std::vector<CaseSummary>& cases, std::ostream& out);
+void print_case_table(const std::vector<ResultCase>& cases, std::ostream& out);
 // Transports side by side for each (message size, queue depth), with ratios against posix (or
 // the first transport when posix was not run). Prints nothing for a single transport.
-void print_transport_comparison(const std::vector<CaseSummary>& cases, std::ostream& out);
+void print_transport_comparison(const std::vector<ResultCase>& cases, std::ostream& out);
 
 }  // namespace bypass::bench
