@@ -149,13 +149,6 @@ ProcessSnapshot ProcessSnapshot::since(const ProcessSnapshot& earlier) const {
   return out;
 }
 
-std::string ProcessSnapshot::cpu_json() const {
-  std::string workers = "[";
-  for (size_t i = 0; i < worker_cpu_seconds.size(); ++i)
-    workers += (i ? "," : "") + format_fixed(worker_cpu_seconds[i], 3);
-  return JsonObject().number("process_seconds", process_cpu_seconds).raw("workers", workers + "]").str();
-}
-
 std::string ProcessSnapshot::counters_json() const {
   return JsonObject().raw("msgr", counters_object(msgr)).raw("transport", counters_object(transport)).str();
 }

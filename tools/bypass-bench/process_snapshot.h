@@ -34,8 +34,7 @@ struct ProcessSnapshot {
   // this - earlier, field by field (counters matched by name; missing earlier ones count as 0).
   ProcessSnapshot since(const ProcessSnapshot& earlier) const;
 
-  // {"process_seconds": 1.2, "workers": [0.9, 0.1]} and {"msgr": {...}, "transport": {...}}.
-  std::string cpu_json() const;
+  // {"msgr": {...}, "transport": {...}}: one side of a result case's "counters".
   std::string counters_json() const;
 };
 
