@@ -91,6 +91,18 @@ void register_dpdk_options(Registry& r) {
          .help = "Use large receive offload when the port supports it."});
   r.add({.name = "dpdk.multi_seg", .type = OptionType::Bool, .default_value = "true",
          .help = "Transmit chained mbufs when the port supports it (otherwise chains are linearised)."});
+  r.add({.name = "dpdk.idle_sleep", .type = OptionType::Duration, .default_value = "1ms",
+         .help = "A worker that found no work for this long sleeps in the kernel (at most 250 us at a time) "
+                 "instead of spinning; 0 spins always (lowest latency and highest rate on dedicated CPUs; "
+                 "on shared CPUs a sleeping worker may wait milliseconds to be scheduled again)."});
+  r.add({.name = "dpdk.zero_copy_send", .type = OptionType::Bool, .default_value = "true",
+         .help = "Transmit payload buffers of at least dpdk.zero_copy_threshold bytes by attaching them to "
+                 "mbufs as external buffers instead of copying (needs tx-multi-seg; on a NIC that DMAs, "
+                 "buffers outside DPDK-registered memory are still copied)."});
+  r.add({.name = "dpdk.zero_copy_threshold", .type = OptionType::Size, .default_value = "512",
+         .help = "Smallest payload piece attached without a copy; smaller pieces are copied next to the "
+                 "headers (attaching costs an mbuf and a callback, copying a few hundred bytes is cheaper).",
+         .min = 1, .max = 65535});
   r.add({.name = "dpdk.rss", .type = OptionType::Bool, .default_value = "true",
          .help = "Spread flows over worker queues with RSS when the port supports it "
                  "(otherwise packets are redirected in software)."});

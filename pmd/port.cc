@@ -1,6 +1,8 @@
 #include "pmd/port.h"
 
+#include <rte_bus.h>
 #include <rte_byteorder.h>
+#include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
@@ -92,6 +94,9 @@ void Port::configure(MempoolSet& pools) {
   caps.hash_key_size = dev.hash_key_size;
   caps.max_rx_queues = dev.max_rx_queues;
   caps.max_tx_queues = dev.max_tx_queues;
+  const rte_bus* bus = dev.device != nullptr ? rte_dev_bus(dev.device) : nullptr;
+  info_.dma_needs_registered_memory = bus == nullptr || std::string(rte_bus_name(bus)) != "vdev";
+  if (dev.tx_desc_lim.nb_seg_max != 0) info_.tx_max_segments = dev.tx_desc_lim.nb_seg_max;
 
   // Never more queues than workers: a queue nobody polls would swallow its share of the flows.
   const unsigned wanted = options_.queues ? std::min(options_.queues, options_.workers) : options_.workers;

@@ -65,6 +65,11 @@ struct PortInfo {
   DeviceCapabilities capabilities;
   OffloadPlan offloads;        // supported vs enabled, with the fallbacks taken
   bool software_redirect = false;  // packets may cross workers through the redirect rings
+  // The device DMAs from memory it was given (a PCI NIC): a transmitted buffer must lie in memory
+  // DPDK knows (its hugepages, or areas added with rte_extmem_register + rte_dev_dma_map). Virtual
+  // devices (memif, tap, ring, af_packet) read buffers with the CPU, so any address works.
+  bool dma_needs_registered_memory = false;
+  uint16_t tx_max_segments = UINT16_MAX;  // mbufs one transmitted frame may chain
   std::string mac_text() const;
 };
 

@@ -9,20 +9,43 @@ namespace bypass {
 
 namespace {
 
-// Frees a multi-segment chain once every segment's view is released.
-struct MbufChainOwner {
-  rte_mbuf* head;
-  ~MbufChainOwner() { rte_pktmbuf_free(head); }
-};
-
 // Frames kept for a later flush when the TX queue is full; beyond this the stack's
 // retransmission covers the loss better than an ever-growing queue.
 constexpr size_t kMaxBacklog = 8192;
 
+TxChainOptions with_port_limits(TxChainOptions tx, const pmd::PortInfo& info) {
+  tx.multi_seg = info.offloads.enabled.multi_seg;
+  tx.dma_needs_registered_memory = info.dma_needs_registered_memory;
+  tx.max_segments = info.tx_max_segments;
+  return tx;
+}
+
+inet::DeviceCapabilities capabilities_of(const pmd::OffloadFlags& enabled) {
+  inet::DeviceCapabilities caps;
+  caps.tx_ipv4_checksum = enabled.tx_ipv4_checksum;
+  caps.tx_tcp_checksum = enabled.tx_tcp_checksum;
+  caps.rx_checksum = enabled.rx_ipv4_checksum && enabled.rx_tcp_checksum;
+  return caps;
+}
+
+// RTE_MBUF_F_RX_*_CKSUM_NONE: the field in the packet is not valid but the device checked the
+// data's integrity, which is all the stack wants to know.
+inet::RxChecksum verdict(uint64_t flags, uint64_t mask, uint64_t good, uint64_t bad, uint64_t none) {
+  const uint64_t v = flags & mask;
+  if (v == good || v == none) return inet::RxChecksum::Good;
+  if (v == bad) return inet::RxChecksum::Bad;
+  return inet::RxChecksum::Unknown;
+}
+
 }  // namespace
 
-DpdkDevice::DpdkDevice(pmd::Port& port, unsigned worker, inet::MacAddress mac)
-    : port_(port), worker_(worker), mtu_(port.info().mtu != 0 ? port.info().mtu : 1500), mac_(mac) {}
+DpdkDevice::DpdkDevice(pmd::Port& port, unsigned worker, inet::MacAddress mac, TxChainOptions tx)
+    : port_(port),
+      worker_(worker),
+      mtu_(port.info().mtu != 0 ? port.info().mtu : 1500),
+      mac_(mac),
+      capabilities_(capabilities_of(port.info().offloads.enabled)),
+      tx_chain_(port.mempool(), with_port_limits(tx, port.info())) {}
 
 DpdkDevice::~DpdkDevice() {
   rte_pktmbuf_free_bulk(pending_.data(), pending_count_);
@@ -31,49 +54,39 @@ DpdkDevice::~DpdkDevice() {
   backlog_.clear();
 }
 
+inet::Packet DpdkDevice::receive(rte_mbuf* mbuf) {
+  inet::Packet packet = packet_from_mbuf(mbuf);
+  if (packet.rx_l4_checksum != inet::RxChecksum::Unknown) ++rx_checksum_offloads_;
+  return packet;
+}
+
 inet::Packet DpdkDevice::packet_from_mbuf(rte_mbuf* mbuf) {
   inet::Packet packet;
-  if (mbuf->nb_segs == 1) {
-    packet.data.append(BufferSegment::wrap(rte_pktmbuf_mtod(mbuf, char*), mbuf->data_len,
-                                           [mbuf] { rte_pktmbuf_free(mbuf); }));
-    return packet;
-  }
-  auto owner = std::make_shared<MbufChainOwner>(MbufChainOwner{mbuf});
-  for (rte_mbuf* seg = mbuf; seg != nullptr; seg = seg->next) {
-    if (seg->data_len == 0) continue;
-    packet.data.append(
-        BufferSegment::wrap(rte_pktmbuf_mtod(seg, char*), seg->data_len, [owner] {}));
+  packet.rx_ip_checksum = verdict(mbuf->ol_flags, RTE_MBUF_F_RX_IP_CKSUM_MASK, RTE_MBUF_F_RX_IP_CKSUM_GOOD,
+                                  RTE_MBUF_F_RX_IP_CKSUM_BAD, RTE_MBUF_F_RX_IP_CKSUM_NONE);
+  packet.rx_l4_checksum = verdict(mbuf->ol_flags, RTE_MBUF_F_RX_L4_CKSUM_MASK, RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+                                  RTE_MBUF_F_RX_L4_CKSUM_BAD, RTE_MBUF_F_RX_L4_CKSUM_NONE);
+  // Each segment is owned on its own, so the one holding only headers (the stack trims them at
+  // once) goes back to the pool while the payload segments wait in the receive queue: a chain
+  // pinned whole would hold twice the mbufs of what the application has not read yet.
+  for (rte_mbuf* seg = mbuf; seg != nullptr;) {
+    rte_mbuf* next = seg->next;
+    seg->next = nullptr;
+    seg->nb_segs = 1;
+    seg->pkt_len = seg->data_len;
+    if (seg->data_len == 0) {
+      rte_pktmbuf_free_seg(seg);
+    } else {
+      packet.data.append(BufferSegment::wrap(rte_pktmbuf_mtod(seg, char*), seg->data_len,
+                                             [seg] { rte_pktmbuf_free_seg(seg); }));
+    }
+    seg = next;
   }
   return packet;
 }
 
-rte_mbuf* DpdkDevice::build_mbuf(const inet::Packet& frame) {
-  rte_mempool* pool = port_.mempool();
-  rte_mbuf* head = rte_pktmbuf_alloc(pool);
-  if (head == nullptr) return nullptr;
-  const size_t total = frame.data.length();
-  size_t offset = 0;
-  rte_mbuf* tail = head;
-  while (true) {
-    const size_t room = rte_pktmbuf_tailroom(tail);
-    const size_t chunk = std::min(room, total - offset);
-    char* dst = rte_pktmbuf_append(tail, static_cast<uint16_t>(chunk));
-    frame.data.copy_out(offset, chunk, dst);
-    offset += chunk;
-    if (offset >= total) break;
-    rte_mbuf* next = rte_pktmbuf_alloc(pool);
-    if (next == nullptr || rte_pktmbuf_chain(head, next) != 0) {
-      rte_pktmbuf_free(next);
-      rte_pktmbuf_free(head);
-      return nullptr;
-    }
-    tail = next;
-  }
-  return head;
-}
-
 void DpdkDevice::transmit(inet::Packet&& frame) {
-  rte_mbuf* mbuf = build_mbuf(frame);
+  rte_mbuf* mbuf = tx_chain_.build(frame);
   if (mbuf == nullptr) {
     ++tx_alloc_failures_;
     return;

@@ -1,5 +1,6 @@
 // The PacketDevice of one dpdk worker: received mbufs become zero-copy Packets for the inet stack,
-// transmitted Packets become mbufs on the worker's TX path of a pmd::Port.
+// transmitted Packets become mbuf chains (payload attached without a copy, see tx_chain.h) on the
+// worker's TX path of a pmd::Port. Checksum offloads the port enabled are offered to the stack.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -9,6 +10,7 @@
 #include <deque>
 
 #include "pmd/port.h"
+#include "stack/dpdk/tx_chain.h"
 #include "stack/inet/device.h"
 #include "stack/inet/packet.h"
 
@@ -18,21 +20,26 @@ class DpdkDevice final : public inet::PacketDevice {
  public:
   static constexpr uint16_t kBurst = 32;
 
-  DpdkDevice(pmd::Port& port, unsigned worker, inet::MacAddress mac);
+  // `tx` comes from dpdk.zero_copy_*; the port's own limits (multi-seg, DMA) are applied here.
+  DpdkDevice(pmd::Port& port, unsigned worker, inet::MacAddress mac, TxChainOptions tx = {});
   ~DpdkDevice() override;
   DpdkDevice(const DpdkDevice&) = delete;
   DpdkDevice& operator=(const DpdkDevice&) = delete;
 
-  // Wraps every segment of `mbuf` (a chain) as BufferSegments without copying; the chain is freed
-  // when the last view on any of its segments is gone (possibly on another thread:
-  // rte_pktmbuf_free is safe there since the pools are multi-producer).
+  // Wraps every segment of `mbuf` (a chain) as a BufferSegment without copying; each segment is
+  // freed when the last view on it is gone (possibly on another thread: rte_pktmbuf_free_seg is
+  // safe there since the pools are multi-producer). The device's checksum verdicts
+  // (RTE_MBUF_F_RX_*_CKSUM_*) become Packet::rx_*_checksum.
   static inet::Packet packet_from_mbuf(rte_mbuf* mbuf);
+  // packet_from_mbuf, counting the frames whose TCP checksum the device already verified.
+  inet::Packet receive(rte_mbuf* mbuf);
 
   // While batching (inside the poll hook) frames are queued and sent together by flush();
   // otherwise each frame goes out at once, so nothing waits for the next loop iteration.
   void transmit(inet::Packet&& frame) override;
   uint16_t mtu() const override { return mtu_; }
   inet::MacAddress mac() const override { return mac_; }
+  inet::DeviceCapabilities capabilities() const override { return capabilities_; }
 
   void begin_batch() { batching_ = true; }
   // Sends what the batch queued; returns how many frames that was.
@@ -46,16 +53,20 @@ class DpdkDevice final : public inet::PacketDevice {
   size_t backlog() const { return backlog_.size(); }
   uint64_t tx_dropped() const { return tx_dropped_; }
   uint64_t tx_alloc_failures() const { return tx_alloc_failures_; }
+  // Worker-thread counters: zero-copy and checksum offload use on transmit.
+  const TxChainCounters& tx_counters() const { return tx_chain_.counters(); }
+  uint64_t rx_checksum_offloads() const { return rx_checksum_offloads_; }
 
  private:
-  // Copies the frame into one mbuf or a chain of them; nullptr when the pool is empty.
-  rte_mbuf* build_mbuf(const inet::Packet& frame);
   unsigned flush();
 
   pmd::Port& port_;
   unsigned worker_;
   uint16_t mtu_;
   inet::MacAddress mac_;
+  inet::DeviceCapabilities capabilities_;
+  TxChainBuilder tx_chain_;
+  uint64_t rx_checksum_offloads_ = 0;
   bool batching_ = false;
   std::array<rte_mbuf*, kBurst> pending_{};
   uint16_t pending_count_ = 0;

@@ -52,6 +52,7 @@ DpdkConnectedSocket::DpdkConnectedSocket(DpdkWorker& worker,
   worker_.open_sockets.fetch_add(1, std::memory_order_relaxed);
   rng_state_ = worker_.next_socket_seed();
   connection_->set_event_handler([this](int events) { on_connection_event(events); });
+  connection_->set_nagle(!opts.nodelay);
   if (connecting && opts.connect_timeout.count() > 0) {
     connect_timer_ = worker_.center().create_timer(opts.connect_timeout, [this] {
       connect_timer_ = 0;

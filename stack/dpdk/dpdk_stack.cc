@@ -11,6 +11,7 @@
 
 #include "config/log.h"
 #include "pmd/error.h"
+#include "pmd/toeplitz.h"
 #include "stack/dpdk/dpdk_socket.h"
 #include "stack/inet/inet_config.h"
 
@@ -18,9 +19,8 @@ namespace bypass {
 
 namespace {
 
-// After this long without packets the worker sleeps in the kernel instead of spinning (the
+// After dpdk.idle_sleep without packets the worker sleeps in the kernel instead of spinning (the
 // machine is shared); the tick timer bounds each sleep so received frames wait at most a tick.
-constexpr std::chrono::microseconds kIdleSleep{1000};
 constexpr std::chrono::microseconds kIdleTick{250};
 constexpr uint16_t kEtherTypeArp = 0x0806;
 constexpr uint64_t kTicksPerArpRefresh = 4000;  // one second of kIdleTick
@@ -140,11 +140,12 @@ void drain_port(pmd::Port& port) {
 }  // namespace
 
 DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
-                       const inet::InetSettings& settings, uint64_t secret_seed)
-    : Worker(id, make_polling_driver(kIdleSleep)),
+                       const inet::InetSettings& settings, uint64_t secret_seed, const TxChainOptions& tx,
+                       std::chrono::nanoseconds idle_sleep)
+    : Worker(id, make_polling_driver(idle_sleep)),
       port_(port),
       settings_(settings),
-      device_(port, id, mac),
+      device_(port, id, mac, tx),
       timers_(center()),
       inet_(std::make_unique<inet::InetStack>(settings_, device_, timers_, secret_seed)) {
   driver().set_poll_hook([this] { return poll(); });
@@ -206,7 +207,7 @@ int DpdkWorker::poll() {
   const uint16_t count = port_.rx_burst(id(), mbufs, DpdkDevice::kBurst);
   device_.begin_batch();
   for (uint16_t i = 0; i < count; ++i) {
-    inet::Packet frame = DpdkDevice::packet_from_mbuf(mbufs[i]);
+    inet::Packet frame = device_.receive(mbufs[i]);
     if (!siblings_.empty()) share_arp(frame);
     inet_->receive(std::move(frame));
   }
@@ -270,21 +271,35 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
   pmd::Port& port = ports_->port(0);
   drain_port(port);
   const inet::MacAddress mac = choose_mac(conf, port, settings.address.value);
-  BYPASS_LOG(Info, "dpdk", "port %u (%s) mac %s, %u workers, host %s%s", port.id(),
-             port.info().name.c_str(), mac.to_string().c_str(), port.workers(),
-             settings.address.to_string().c_str(),
-             port.info().software_redirect ? ", software redirect" : "");
+  const pmd::OffloadFlags& offloads = port.info().offloads.enabled;
+  BYPASS_LOG(Info, "dpdk", "port %u (%s) mac %s, %u workers, host %s%s; tx checksum %s, rx checksum %s",
+             port.id(), port.info().name.c_str(), mac.to_string().c_str(), port.workers(),
+             settings.address.to_string().c_str(), port.info().software_redirect ? ", software redirect" : "",
+             offloads.tx_tcp_checksum ? "offloaded" : "software",
+             offloads.rx_tcp_checksum ? "offloaded" : "software");
   single_listeners_ = std::make_unique<SingleListenerTable>();
   if (port.info().software_redirect) {
     steering_context_ = std::make_unique<std::pair<pmd::Port*, SingleListenerTable*>>(&port, single_listeners_.get());
     port.set_owner_function(&steer_with_single_listeners, steering_context_.get());
   }
   const int inject = static_cast<int>(conf.get_int("ms.inject_socket_failures"));
+  const std::chrono::nanoseconds idle_sleep = conf.get_duration("dpdk.idle_sleep");
+  TxChainOptions tx;
+  tx.zero_copy = conf.get_bool("dpdk.zero_copy_send");
+  tx.zero_copy_threshold = conf.get_size("dpdk.zero_copy_threshold");
+  // memif's own zero-copy mode transmits only from the memory regions it shares with the peer
+  // (the mempool), so an external buffer would reach the peer as an offset into nothing.
+  for (const std::string& vdev : conf.get_list("dpdk.vdev")) {
+    if (tx.zero_copy && vdev.find("zero-copy=yes") != std::string::npos) {
+      BYPASS_LOG(Info, "dpdk", "dpdk.zero_copy_send off: the memif port '%s' runs in zero-copy mode", vdev.c_str());
+      tx.zero_copy = false;
+    }
+  }
   std::random_device seed;
   std::vector<DpdkWorker*> all;
   for (unsigned i = 0; i < port.workers(); ++i) {
     const uint64_t secret = uint64_t{seed()} << 32 | seed();
-    auto worker = std::make_unique<DpdkWorker>(i, port, mac, settings, secret);
+    auto worker = std::make_unique<DpdkWorker>(i, port, mac, settings, secret, tx, idle_sleep);
     worker->set_inject_socket_failures(inject);
     if (port.info().software_redirect) worker->set_single_listeners(single_listeners_.get());
     all.push_back(worker.get());
@@ -347,6 +362,26 @@ NetworkStack::Counters DpdkStack::transport_counters() {
 
 std::shared_ptr<NetworkStack> make_dpdk_stack(const config::Config& conf) {
   return std::make_shared<DpdkStack>(conf);
+}
+
+void DpdkStack::run_on_worker(unsigned i, const std::function<void(inet::InetStack&)>& work) {
+  DpdkWorker& w = dpdk_worker(i);
+  w.center().submit_and_wait([&w, &work] { work(w.inet()); });
+}
+
+unsigned DpdkStack::worker_for_peer(uint32_t peer_ip) {
+  pmd::Port& port = ports_->port(0);
+  if (port.workers() <= 1) return 0;
+  const uint32_t host = dpdk_worker(0).host_ip();
+  const uint8_t addrs[8] = {uint8_t(peer_ip >> 24), uint8_t(peer_ip >> 16), uint8_t(peer_ip >> 8), uint8_t(peer_ip),
+                            uint8_t(host >> 24),    uint8_t(host >> 16),    uint8_t(host >> 8),    uint8_t(host)};
+  return port.steering().worker_for_hash(pmd::toeplitz_hash(port.steering().key(), addrs));
+}
+
+void release_dpdk_ports() {
+  SharedPorts& shared = shared_ports();
+  std::lock_guard lock(shared.mutex);
+  if (shared.ports.use_count() == 1) shared.ports.reset();
 }
 
 }  // namespace bypass

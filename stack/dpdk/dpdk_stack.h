@@ -8,6 +8,8 @@
 #pragma once
 
 #include <array>
+#include <chrono>
+#include <functional>
 #include <atomic>
 #include <memory>
 #include <utility>
@@ -39,7 +41,8 @@ class SingleListenerTable {
 class DpdkWorker final : public Worker {
  public:
   DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac, const inet::InetSettings& settings,
-             uint64_t secret_seed);
+             uint64_t secret_seed, const TxChainOptions& tx = {},
+             std::chrono::nanoseconds idle_sleep = std::chrono::milliseconds(1));
   ~DpdkWorker() override;
 
   int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
@@ -90,6 +93,13 @@ class DpdkStack final : public NetworkStack {
   // Port packets/bytes/drops and the main TCP/IP counters summed over workers (read on each
   // worker's thread: InetStats are plain fields).
   Counters transport_counters() override;
+  DpdkWorker& dpdk_worker(unsigned i) { return static_cast<DpdkWorker&>(*worker(i)); }
+  // Runs `work` with worker i's InetStack on that worker's thread and waits for it: the inet
+  // objects (ARP table, connections, echo requests) may only be touched there. Once started.
+  void run_on_worker(unsigned i, const std::function<void(inet::InetStack&)>& work);
+  // The worker that receives IPv4 datagrams without ports (ICMP) from `peer_ip` (host order):
+  // RSS and pmd's software steering hash such packets on the two addresses only.
+  unsigned worker_for_peer(uint32_t peer_ip);
 
  private:
   std::shared_ptr<pmd::PortSet> ports_;
@@ -100,5 +110,9 @@ class DpdkStack final : public NetworkStack {
 // Reads the dpdk.* options (dpdk.host_ip is required) and tcp.*; throws std::runtime_error with
 // the option name when the transport cannot run (no port, no memory, bad address).
 std::shared_ptr<NetworkStack> make_dpdk_stack(const config::Config& conf);
+
+// Closes the process's DPDK port set (kept open for later stacks, see SharedPorts) once no stack
+// uses it any more; a tool calls it before pmd::stop_eal() so that exit frees every port and pool.
+void release_dpdk_ports();
 
 }  // namespace bypass

@@ -1,9 +1,20 @@
 #include "stack/inet/arp_resolver.h"
 
+#include <algorithm>
+
 #include "config/log.h"
 #include "stack/inet/wire/ethernet.h"
 
 namespace bypass::inet {
+
+const char* to_string(ArpEntryInfo::State state) {
+  switch (state) {
+    case ArpEntryInfo::State::Reachable: return "reachable";
+    case ArpEntryInfo::State::Expired: return "expired";
+    case ArpEntryInfo::State::Incomplete: return "incomplete";
+  }
+  return "?";
+}
 
 ArpResolver::ArpResolver(const InetSettings& settings, TimerService& timers, PacketDevice& device,
                          InetStats& stats)
@@ -18,6 +29,31 @@ std::optional<MacAddress> ArpResolver::lookup(Ipv4Address ip) const {
   auto it = cache_.find(ip.value);
   if (it == cache_.end() || it->second.expires <= timers_.now()) return std::nullopt;
   return it->second.mac;
+}
+
+std::vector<ArpEntryInfo> ArpResolver::entries() const {
+  const TimePoint now = timers_.now();
+  std::vector<ArpEntryInfo> out;
+  for (const auto& [ip, entry] : cache_) {
+    ArpEntryInfo info;
+    info.ip.value = ip;
+    info.mac = entry.mac;
+    info.state = entry.expires > now ? ArpEntryInfo::State::Reachable : ArpEntryInfo::State::Expired;
+    info.age = now - entry.learned;
+    out.push_back(info);
+  }
+  for (const auto& [ip, pending] : pending_) {
+    ArpEntryInfo info;
+    info.ip.value = ip;
+    info.age = now - pending.first_request;
+    info.queued_packets = pending.packets.size();
+    info.requests_sent = pending.requests_sent;
+    out.push_back(info);  // an expired line may also be pending: both are shown
+  }
+  std::sort(out.begin(), out.end(), [](const ArpEntryInfo& a, const ArpEntryInfo& b) {
+    return a.ip != b.ip ? a.ip < b.ip : a.state < b.state;
+  });
+  return out;
 }
 
 void ArpResolver::transmit_ipv4(MacAddress destination, Packet&& frame) {
@@ -38,12 +74,22 @@ void ArpResolver::send_ipv4(Ipv4Address next_hop, Packet&& frame) {
     pending.packets.push_back(std::move(frame));
     ++pending_total_;
   }
-  if (pending.requests_sent == 0) {
-    send_request(next_hop);
-    pending.requests_sent = 1;
-    pending.retry_timer = timers_.schedule(settings_.arp_retry_interval,
-                                           [this, next_hop] { on_retry(next_hop); });
-  }
+  start_resolution(next_hop, pending);
+}
+
+void ArpResolver::resolve(Ipv4Address ip) {
+  if (ip.is_zero() || ip.is_broadcast() || lookup(ip)) return;
+  start_resolution(ip, pending_[ip.value]);
+}
+
+void ArpResolver::start_resolution(Ipv4Address target, Pending& pending) {
+  if (pending.requests_sent != 0) return;
+  // Book-keeping first: the device may deliver the reply before send_request() returns, and
+  // insert() then cancels the timer and erases `pending` (the reference dangles afterwards).
+  pending.requests_sent = 1;
+  pending.first_request = timers_.now();
+  pending.retry_timer = timers_.schedule(settings_.arp_retry_interval, [this, target] { on_retry(target); });
+  send_request(target);
 }
 
 void ArpResolver::on_retry(Ipv4Address target) {
@@ -61,9 +107,9 @@ void ArpResolver::on_retry(Ipv4Address target) {
     return;
   }
   ++pending.requests_sent;
-  send_request(target);
   pending.retry_timer =
       timers_.schedule(settings_.arp_retry_interval, [this, target] { on_retry(target); });
+  send_request(target);  // last: a synchronous reply erases `pending` (see send_ipv4)
 }
 
 void ArpResolver::send_request(Ipv4Address target) {
@@ -94,7 +140,7 @@ void ArpResolver::learn(Ipv4Address ip, MacAddress mac) { insert(ip, mac, false)
 
 void ArpResolver::insert(Ipv4Address ip, MacAddress mac, bool from_wire) {
   if (ip.is_zero() || mac.is_multicast() || mac.is_zero()) return;
-  cache_[ip.value] = Entry{mac, timers_.now() + settings_.arp_timeout};
+  cache_[ip.value] = Entry{mac, timers_.now(), timers_.now() + settings_.arp_timeout};
   if (from_wire && learn_hook_) learn_hook_(ip, mac);
   auto it = pending_.find(ip.value);
   if (it == pending_.end()) return;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "stack/inet/device.h"
 #include "stack/inet/inet_options.h"
@@ -18,6 +19,18 @@
 #include "stack/inet/wire/arp.h"
 
 namespace bypass::inet {
+
+// A snapshot of one ARP cache line for diagnostics (bypass-pmd stack arp).
+struct ArpEntryInfo {
+  enum class State { Reachable, Expired, Incomplete };
+  Ipv4Address ip;
+  MacAddress mac;         // zero while Incomplete
+  State state = State::Incomplete;
+  Duration age{0};        // since learned (Reachable, Expired) or since the first request (Incomplete)
+  size_t queued_packets = 0;
+  int requests_sent = 0;  // Incomplete only
+};
+const char* to_string(ArpEntryInfo::State state);
 
 class ArpResolver {
  public:
@@ -34,24 +47,33 @@ class ArpResolver {
   void receive(const BufferList& payload);
   // Insert or refresh an entry (from another worker's replica, or a static configuration).
   void learn(Ipv4Address ip, MacAddress mac);
+  // Start resolving `ip` without queueing a packet (diagnostics), unless it is cached or already
+  // being resolved.
+  void resolve(Ipv4Address ip);
   // Gratuitous ARP (RFC 5227 §3 announcement): a request for our own address.
   void announce();
 
   std::optional<MacAddress> lookup(Ipv4Address ip) const;
   size_t pending_packets() const { return pending_total_; }
+  // Resolved and unresolved addresses, ordered by IP. Expired lines stay listed until replaced.
+  std::vector<ArpEntryInfo> entries() const;
   void set_learn_hook(LearnHook hook) { learn_hook_ = std::move(hook); }
 
  private:
   struct Entry {
     MacAddress mac;
+    TimePoint learned;
     TimePoint expires;
   };
   struct Pending {
     std::deque<Packet> packets;
+    TimePoint first_request;
     int requests_sent = 0;
     TimerService::TimerId retry_timer = 0;
   };
 
+  // Sends the first request for `target` and arms the retries, once per pending line.
+  void start_resolution(Ipv4Address target, Pending& pending);
   void send_request(Ipv4Address target);
   void send_arp(uint16_t operation, MacAddress eth_destination, MacAddress target_mac,
                 Ipv4Address target_ip);

@@ -10,7 +10,11 @@ InetStack::InetStack(const InetSettings& settings, PacketDevice& device, TimerSe
     : settings_(settings), device_(device), timers_(timers),
       arp_(settings_, timers, device, stats_),
       ipv4_(settings_, timers, device, arp_, stats_),
-      tcp_(settings_, timers, ipv4_, device, stats_, secret_seed) {
+      tcp_(settings_, timers, ipv4_, device, stats_, secret_seed),
+      echo_(ipv4_, timers, stats_) {
+  ipv4_.set_echo_reply_receiver([this](const Ipv4Header& ip, const IcmpHeader& icmp, const BufferList& message) {
+    echo_.on_reply(ip, icmp, message);
+  });
   ipv4_.set_tcp_receiver([this](const Ipv4Header& ip, Packet&& packet) {
     tcp_.receive(ip, std::move(packet));
   });

@@ -7,6 +7,7 @@
 
 #include "stack/inet/arp_resolver.h"
 #include "stack/inet/device.h"
+#include "stack/inet/icmp_echo.h"
 #include "stack/inet/inet_options.h"
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/ipv4_layer.h"
@@ -34,6 +35,7 @@ class InetStack {
   ArpResolver& arp() { return arp_; }
   Ipv4Layer& ipv4() { return ipv4_; }
   TcpLayer& tcp() { return tcp_; }
+  IcmpEcho& echo() { return echo_; }
   TimerService& timers() { return timers_; }
 
  private:
@@ -44,6 +46,7 @@ class InetStack {
   ArpResolver arp_;
   Ipv4Layer ipv4_;
   TcpLayer tcp_;
+  IcmpEcho echo_;
 };
 
 }  // namespace bypass::inet

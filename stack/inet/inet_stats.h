@@ -16,6 +16,7 @@ struct InetStats {
   uint64_t reassembly_completed = 0, reassembly_timeouts = 0, reassembly_dropped = 0;
   uint64_t tx_no_route = 0, tx_too_big = 0;
   uint64_t rx_malformed_icmp = 0, icmp_echo_replies_sent = 0, icmp_unreachable_received = 0;
+  uint64_t icmp_echo_requests_sent = 0, icmp_echo_replies_received = 0, icmp_echo_replies_unmatched = 0;
   // TCP
   uint64_t rx_malformed_tcp = 0, tcp_bad_checksum = 0;
   uint64_t tcp_segments_received = 0, tcp_segments_sent = 0, tcp_retransmitted_segments = 0;

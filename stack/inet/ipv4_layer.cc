@@ -156,6 +156,11 @@ void Ipv4Layer::receive_icmp(const Ipv4Header& header, Packet&& packet) {
     send(header.source, IpProtocol::Icmp, std::move(frame), false);
     return;
   }
+  if (icmp.type == IcmpHeader::kEchoReply) {
+    if (header.destination.is_broadcast()) return;  // our requests go to unicast addresses only
+    if (echo_reply_) echo_reply_(header, icmp, packet.data);
+    return;
+  }
   if (icmp.type == IcmpHeader::kDestinationUnreachable) {
     ++stats_.icmp_unreachable_received;
     // Body: the original IPv4 header and at least its first 8 payload bytes (RFC 792).

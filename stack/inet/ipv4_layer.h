@@ -9,6 +9,7 @@
 #include "stack/inet/device.h"
 #include "stack/inet/ip_reassembly.h"
 #include "stack/inet/wire/ethernet.h"
+#include "stack/inet/wire/icmp.h"
 #include "stack/inet/wire/ipv4.h"
 
 namespace bypass::inet {
@@ -27,6 +28,9 @@ class Ipv4Layer {
       std::function<void(uint8_t code, uint16_t mtu, const Ipv4Header& quoted, const uint8_t* l4,
                          size_t l4_length)>;
 
+  // An ICMP echo reply addressed to us: `message` is the whole ICMP message (checksum verified).
+  using EchoReplyReceiver = std::function<void(const Ipv4Header&, const IcmpHeader&, const BufferList& message)>;
+
   Ipv4Layer(const InetSettings& settings, TimerService& timers, PacketDevice& device,
             ArpResolver& arp, InetStats& stats);
 
@@ -40,6 +44,7 @@ class Ipv4Layer {
 
   void set_tcp_receiver(TransportReceiver receiver) { tcp_receiver_ = std::move(receiver); }
   void set_unreachable_receiver(UnreachableReceiver receiver) { unreachable_ = std::move(receiver); }
+  void set_echo_reply_receiver(EchoReplyReceiver receiver) { echo_reply_ = std::move(receiver); }
   IpReassembler& reassembler() { return reassembler_; }
 
  private:
@@ -55,6 +60,7 @@ class Ipv4Layer {
   uint16_t next_identification_ = 1;
   TransportReceiver tcp_receiver_;
   UnreachableReceiver unreachable_;
+  EchoReplyReceiver echo_reply_;
 };
 
 }  // namespace bypass::inet

@@ -30,7 +30,7 @@ constexpr uint32_t kDupThresh = 3;                // RFC 5681 §3.2, RFC 6675 §
 }  // namespace
 
 TcpConnection::TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpSettings& settings)
-    : layer_(layer), tuple_(tuple), settings_(settings), rto_(settings.rto_initial),
+    : layer_(layer), tuple_(tuple), settings_(settings), nagle_(settings.nagle), rto_(settings.rto_initial),
       cc_(make_congestion_control(settings.congestion, 536)),
       rto_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
       delack_timer_(layer.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
@@ -49,6 +49,12 @@ TcpConnection::~TcpConnection() = default;
 size_t TcpConnection::send_space() const {
   if (fin_queued_ || state_ == TcpState::Closed || state_ == TcpState::TimeWait) return 0;
   return send_buffer_.length() >= settings_.snd_buffer ? 0 : settings_.snd_buffer - send_buffer_.length();
+}
+
+void TcpConnection::set_nagle(bool on) {
+  const bool releases_held_data = nagle_ && !on;
+  nagle_ = on;
+  if (releases_held_data) output();  // output() itself checks the state may send
 }
 
 size_t TcpConnection::send(BufferList& data) {
@@ -393,6 +399,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     uint32_t data_end = send_end();
     uint32_t data_acked_to = seq_min(ack, data_end);
     if (seq_gt(data_acked_to, data_start_)) {
+      bytes_acked_ += data_acked_to - data_start_;
       send_buffer_.trim_front(data_acked_to - data_start_);
       data_start_ = data_acked_to;
     }
@@ -545,6 +552,7 @@ void TcpConnection::process_text(TcpSegment& seg) {
   bool had_gap = !out_of_order_.empty();
   bool full_segment = data.length() >= mss_;
   rcv_nxt_ += static_cast<uint32_t>(data.length());
+  bytes_received_ += data.length();
   if (!user_closed_) receive_queue_.append(std::move(data));
   bool fin_now = fin;
   if (had_gap) fin_now = drain_out_of_order_fin(fin_now);
@@ -602,6 +610,7 @@ bool TcpConnection::drain_out_of_order_fin(bool fin) {
     if (seq_gt(e_end, rcv_nxt_)) {
       e.data.trim_front(rcv_nxt_ - e.seq);
       rcv_nxt_ = e_end;
+      bytes_received_ += e.data.length();
       if (!user_closed_) receive_queue_.append(std::move(e.data));
     }
     fin = e.fin && e_end == rcv_nxt_;
@@ -702,7 +711,7 @@ void TcpConnection::output() {
       // short segment goes out only if nothing is outstanding, unless it ends the queued data
       // and Nagle is off.
       bool ends_data = len == avail;
-      if (in_flight > 0 && (!ends_data || settings_.nagle)) break;
+      if (in_flight > 0 && (!ends_data || nagle_)) break;
     }
     uint8_t flags = kTcpAck;
     if (len == avail) flags |= kTcpPsh;
@@ -771,6 +780,7 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
   }
   if (retransmission) {
     ++layer_.stats().tcp_retransmitted_segments;
+    ++retransmitted_segments_;
     retransmitted_bytes_ += payload.length();
   }
   layer_.send_segment(tuple_, h, std::move(payload));

@@ -83,6 +83,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void close();            // shutdown both directions (RST if unread data, RFC 9293 §3.10.4)
   void abort();            // RST now
   void set_event_handler(EventHandler handler) { handler_ = std::move(handler); }
+  // Per-connection Nagle switch (the socket's TCP_NODELAY is its negation); starts as tcp.nagle.
+  // Turning it off sends what it held back at once, like Linux's TCP_NODELAY (tcp(7)).
+  void set_nagle(bool on);
+  bool nagle() const { return nagle_; }
 
   TcpState state() const { return state_; }
   TcpError error() const { return error_; }
@@ -100,7 +104,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool sack_enabled() const { return sack_enabled_; }
   Duration rto() const { return rto_; }
   Duration srtt() const { return srtt_; }
+  Duration rttvar() const { return rttvar_; }
   uint64_t retransmitted_bytes() const { return retransmitted_bytes_; }
+  uint64_t retransmitted_segments() const { return retransmitted_segments_; }
+  // Payload bytes the peer acknowledged / we received in order (64-bit: sequence numbers wrap).
+  uint64_t bytes_acked() const { return bytes_acked_; }
+  uint64_t bytes_received() const { return bytes_received_; }
   uint64_t timeouts() const { return timeouts_; }
   bool in_recovery() const { return in_recovery_; }
   // One line with the sequence-space and recovery state (sequence numbers relative to ISS/IRS),
@@ -171,6 +180,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   TcpError error_ = TcpError::None;
   EventHandler handler_;
   bool passive_ = false;
+  bool nagle_;
   bool user_closed_ = false;
 
   // Send sequence space (RFC 9293 §3.3.1).
@@ -216,6 +226,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t high_rxt_ = 0;        // RFC 6675 HighRxt
   std::vector<SackBlock> scoreboard_;  // SACKed ranges above snd_una, sorted, merged
   uint64_t retransmitted_bytes_ = 0;
+  uint64_t retransmitted_segments_ = 0;
+  uint64_t bytes_acked_ = 0, bytes_received_ = 0;
   uint64_t timeouts_ = 0;
   int keepalive_probes_sent_ = 0;
   int persist_backoff_ = 0;

@@ -1,6 +1,7 @@
 #include "stack/inet/tcp_layer.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "config/log.h"
 #include "stack/inet/wire/checksum.h"
@@ -320,6 +321,28 @@ void TcpLayer::on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quot
   } else if (code == IcmpHeader::kProtocolUnreachable || code == IcmpHeader::kPortUnreachable) {
     connection->on_unreachable();
   }
+}
+
+std::vector<ConnectionInfo> TcpLayer::connections() const {
+  std::vector<ConnectionInfo> out;
+  out.reserve(connections_.size());
+  for (const auto& [tuple, c] : connections_) {
+    out.push_back(ConnectionInfo{tuple, c->state(), c->cwnd(), c->ssthresh(), c->send_mss(), c->srtt(),
+                                 c->rttvar(), c->rto(), c->retransmitted_segments(), c->timeouts(),
+                                 c->bytes_received(), c->bytes_acked()});
+  }
+  auto key = [](const ConnectionInfo& i) {
+    return std::tie(i.tuple.local_ip, i.tuple.local_port, i.tuple.remote_ip, i.tuple.remote_port);
+  };
+  std::sort(out.begin(), out.end(), [&](const ConnectionInfo& a, const ConnectionInfo& b) { return key(a) < key(b); });
+  return out;
+}
+
+std::vector<uint16_t> TcpLayer::listening_ports() const {
+  std::vector<uint16_t> out;
+  for (const auto& [port, listener] : listeners_) out.push_back(port);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace bypass::inet

@@ -36,6 +36,17 @@ class TcpListener {
   std::function<void()> handler_;
 };
 
+// A snapshot of one connection for diagnostics (bypass-pmd stack conns).
+struct ConnectionInfo {
+  FourTuple tuple;
+  TcpState state = TcpState::Closed;
+  uint32_t cwnd = 0, ssthresh = 0, mss = 0;
+  Duration srtt{0}, rttvar{0}, rto{0};
+  uint64_t retransmitted_segments = 0, timeouts = 0;
+  uint64_t bytes_in = 0;   // received in order
+  uint64_t bytes_out = 0;  // acknowledged by the peer
+};
+
 class TcpLayer {
  public:
   // Returns true when an outgoing connection may use this tuple (e.g. the RSS hash of the tuple
@@ -63,6 +74,10 @@ class TcpLayer {
   void for_each_connection(const std::function<void(const TcpConnection&)>& visit) const {
     for (const auto& entry : connections_) visit(*entry.second);
   }
+  // Every connection in the table (including TIME_WAIT), ordered by local then remote address.
+  std::vector<ConnectionInfo> connections() const;
+  // Ports with a listener, ascending.
+  std::vector<uint16_t> listening_ports() const;
   std::shared_ptr<TcpConnection> find(const FourTuple& tuple) const;
 
   // ---- used by TcpConnection ----

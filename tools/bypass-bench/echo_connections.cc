@@ -50,8 +50,8 @@ void ConnectionSet::clear() {
 
 // ---------------------------------------------------------------------------------------------
 
-EchoServerConnection::EchoServerConnection(Worker& worker, ConnectedSocket socket)
-    : BenchConnection(worker, std::move(socket)) {
+EchoServerConnection::EchoServerConnection(Worker& worker, ConnectedSocket socket, std::atomic<uint64_t>* received)
+    : BenchConnection(worker, std::move(socket)), received_(received) {
   set_interest(kEventReadable);
 }
 
@@ -68,6 +68,7 @@ void EchoServerConnection::on_readable() {
       close();
       return;
     }
+    if (received_) received_->fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
   }
   flush();
 }

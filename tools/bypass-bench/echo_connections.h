@@ -54,7 +54,8 @@ class ConnectionSet {
 
 class EchoServerConnection final : public BenchConnection {
  public:
-  EchoServerConnection(Worker& worker, ConnectedSocket socket);
+  // `received`, when given, counts every byte read (bypass-pmd's echo server reports totals).
+  EchoServerConnection(Worker& worker, ConnectedSocket socket, std::atomic<uint64_t>* received = nullptr);
 
  private:
   void on_readable() override;
@@ -64,6 +65,7 @@ class EchoServerConnection final : public BenchConnection {
   static constexpr size_t kMaxPending = 4 << 20;  // stop reading while this much is unsent
   BufferList pending_;
   bool eof_ = false;
+  std::atomic<uint64_t>* received_;
 };
 
 // Per-worker client statistics. `latency` is written only by the worker thread; read it after

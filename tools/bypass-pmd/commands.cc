@@ -29,34 +29,6 @@ std::vector<std::string> runnable() {
   return out;
 }
 
-std::chrono::nanoseconds duration_arg(const std::string& flag, const std::string& text) {
-  try {
-    return config::parse_duration(text);
-  } catch (const std::exception& e) {
-    throw UsageError(flag + ": " + e.what());
-  }
-}
-
-uint64_t number_arg(const std::string& flag, const std::string& text, uint64_t min, uint64_t max,
-                    const std::string& hint = "") {
-  uint64_t v = 0;
-  size_t used = 0;
-  // stoull would accept "-1" (wrapping) and leading blanks: only plain digits are a number here.
-  const bool digits =
-      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (digits) {
-    try {
-      v = std::stoull(text, &used);
-    } catch (const std::exception&) {
-      used = 0;  // out of range for 64 bits: reported like any other bad value below
-    }
-  }
-  if (!digits || used != text.size() || v < min || v > max)
-    throw UsageError(flag + ": '" + text + "' must be a whole number in " + std::to_string(min) + ".." +
-                     std::to_string(max) + hint);
-  return v;
-}
-
 // A compiled POSIX extended regular expression (as grep -E), freed on scope exit.
 class Regex {
  public:
@@ -203,6 +175,34 @@ void stats_text(const pmd::Port& port, const pmd::PortStats& s, const pmd::PortS
 
 }  // namespace
 
+std::chrono::nanoseconds duration_arg(const std::string& flag, const std::string& text) {
+  try {
+    return config::parse_duration(text);
+  } catch (const std::exception& e) {
+    throw UsageError(flag + ": " + e.what());
+  }
+}
+
+uint64_t number_arg(const std::string& flag, const std::string& text, uint64_t min, uint64_t max,
+                    const std::string& hint) {
+  uint64_t v = 0;
+  size_t used = 0;
+  // stoull would accept "-1" (wrapping) and leading blanks: only plain digits are a number here.
+  const bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (digits) {
+    try {
+      v = std::stoull(text, &used);
+    } catch (const std::exception&) {
+      used = 0;  // out of range for 64 bits: reported like any other bad value below
+    }
+  }
+  if (!digits || used != text.size() || v < min || v > max)
+    throw UsageError(flag + ": '" + text + "' must be a whole number in " + std::to_string(min) + ".." +
+                     std::to_string(max) + hint);
+  return v;
+}
+
 std::vector<std::string> split_words(const std::string& line) {
   std::vector<std::string> words;
   std::istringstream in(line);
@@ -213,7 +213,7 @@ std::vector<std::string> split_words(const std::string& line) {
 
 const std::vector<std::string>& Commands::names() {
   static const std::vector<std::string> n = {"ports", "stats", "xstats", "reset-stats", "fwd", "mempool",
-                                             "help", "quit"};
+                                             "stack", "help", "quit"};
   return n;
 }
 
@@ -226,7 +226,7 @@ std::string Commands::help() {
          "  fwd io|mac|rxonly|txonly|flowgen [--size N] [--burst N] [--flows N] [--duration D] [--linger D]\n"
          "                                        forward or generate; Mpps and Gbit/s per port each second\n"
          "  mempool                               mbuf pool usage\n"
-         "  help, quit\n";
+         "  help, quit\n" + stack_help();
 }
 
 ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const config::Config& config) {
@@ -291,6 +291,9 @@ ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const co
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
+  } else if (command.name == "stack") {
+    if (!args.empty() && (args[0] == "help" || args[0] == "--help" || args[0] == "-h")) command.name = "help";
+    else command.stack = parse_stack_command(args, command.json);
   } else if (command.name == "quit" || command.name == "exit") {
     throw UsageError(command.name + ": only inside the interactive shell (-i)");
   } else {
@@ -311,6 +314,9 @@ int Commands::run(const ParsedCommand& command) {
     std::printf("%s", help().c_str());
     return 0;
   }
+  if (name == "stack")
+    throw UsageError("stack commands run on their own (bypass-pmd [options] stack ...), not inside -i: the stack "
+                     "needs the port the shell holds");
   throw UsageError("unknown command '" + name + "' (expected " + join(runnable(), ", ") + ")");
 }
 

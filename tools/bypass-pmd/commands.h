@@ -9,6 +9,7 @@
 
 #include "pmd/pmd.h"
 #include "tools/bypass-pmd/forward.h"
+#include "tools/bypass-pmd/stack_commands.h"
 
 namespace bypass::tools {
 
@@ -28,6 +29,7 @@ struct ParsedCommand {
   std::chrono::nanoseconds duration{0};  // stats --duration (0: until stopped)
   std::string filter;                    // xstats --filter, a valid POSIX extended regex ("" = all)
   FwdOptions fwd;                        // fwd mode, --size, --burst, --flows, --duration
+  StackCommand stack;                    // stack SUBCOMMAND ... (runs without the port commands' PortSet)
 };
 
 class Commands {
@@ -62,5 +64,10 @@ class Commands {
 };
 
 std::vector<std::string> split_words(const std::string& line);
+
+// Flag values, checked strictly; a bad one throws UsageError naming `flag` and what it accepts.
+std::chrono::nanoseconds duration_arg(const std::string& flag, const std::string& text);
+uint64_t number_arg(const std::string& flag, const std::string& text, uint64_t min, uint64_t max,
+                    const std::string& hint = "");
 
 }  // namespace bypass::tools

@@ -1,5 +1,6 @@
 // bypass-pmd: testpmd-style diagnostics over pmd/ — ports, stats, xstats, forwarding and
-// generation, mempools — from the command line or an interactive shell (-i).
+// generation, mempools — from the command line or an interactive shell (-i); and `stack ...`, the
+// userspace TCP/IP stack on a port (ping, arp, echo/discard servers, bulk send).
 //
 //   bypass-pmd [-c FILE] [--set k=v]... [--vdev DEV]... [--json] COMMAND [ARGS]
 //   bypass-pmd [-c FILE] [--set k=v]... [--vdev DEV]... -i
@@ -23,8 +24,15 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_dump{false};  // SIGUSR1: a running stack command prints its ARP cache and connections
 
-void on_signal(int) { g_stop.store(true); }
+std::atomic<int> g_stop_signal{0};  // which signal raised g_stop (reported by the stack servers)
+
+void on_signal(int signal) {
+  g_stop_signal.store(signal);
+  g_stop.store(true);
+}
+void on_dump_signal(int) { g_dump.store(true); }
 
 void usage(FILE* out) {
   std::fprintf(out,
@@ -99,9 +107,29 @@ int shell(bypass::tools::Commands& commands) {
 
 }  // namespace
 
+// Where `stack` starts the command line, or argc. Its arguments belong to the stack command (ping's
+// -c is a count there, not a config file), so the common parser must not see them.
+int stack_command_start(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-c" || a == "--config" || a == "--set" || a == "--vdev") {
+      ++i;  // skip the flag's value
+    } else if (a == "--") {
+      return argc;
+    } else if (a == "stack") {
+      return i;
+    } else if (a.rfind("-", 0) != 0) {
+      return argc;  // another command
+    }
+  }
+  return argc;
+}
+
 int main(int argc, char** argv) {
   try {
-    const bypass::config::CommonArgs common = bypass::config::parse_common_args(argc, argv);
+    const int stack_at = stack_command_start(argc, argv);
+    bypass::config::CommonArgs common = bypass::config::parse_common_args(stack_at, argv);
+    for (int i = stack_at; i < argc; ++i) common.rest.emplace_back(argv[i]);
     if (common.help_options) {
       std::printf("%s", bypass::config::Registry::global().describe().c_str());
       return 0;
@@ -156,10 +184,22 @@ int main(int argc, char** argv) {
         return 0;
       }
     }
+    if (parsed && parsed->name == "stack" && config.get_ipv4("dpdk.host_ip").host_order == 0)
+      throw bypass::tools::UsageError("stack " + parsed->stack.name +
+                                      ": dpdk.host_ip is not set (the stack's IPv4 address; e.g. -c "
+                                      "config/examples/dpdk-tap.yaml or --set dpdk.host_ip=10.67.0.2)");
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    if (parsed && parsed->name == "stack") {
+      struct sigaction dump {};
+      dump.sa_handler = on_dump_signal;
+      sigaction(SIGUSR1, &dump, nullptr);
+      const int status = bypass::tools::run_stack_command(parsed->stack, config, g_stop, g_dump, g_stop_signal);
+      bypass::pmd::stop_eal();
+      return status;
+    }
     int status = 0;
     {
       bypass::pmd::PortSet ports(config, std::nullopt, "bypass-pmd");

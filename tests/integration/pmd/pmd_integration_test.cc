@@ -481,7 +481,7 @@ TEST(BadInput, WorkerCpuThatDoesNotExist) {
 // would log its arguments, so exactly one line on stderr proves it never started.
 TEST(BadInput, ArgumentsAreCheckedBeforeTheEalStarts) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"frobnicate"}, "unknown command 'frobnicate' (expected ports, stats, xstats, reset-stats, fwd, mempool, help)"},
+      {{"frobnicate"}, "unknown command 'frobnicate' (expected ports, stats, xstats, reset-stats, fwd, mempool, stack, help)"},
       {{"--frobnicate", "ports"}, "unknown option '--frobnicate' (expected -c FILE, --set key=value"},
       {{"quit"}, "quit: only inside the interactive shell (-i)"},
       {{"-i", "ports"}, "-i takes no command"},

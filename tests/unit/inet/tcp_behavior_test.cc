@@ -323,6 +323,62 @@ TEST(TcpTimers, NagleHoldsSmallSegmentsWhileUnacked) {
   hosts.wire.tap = nullptr;
 }
 
+// The socket's TCP_NODELAY: each connection has its own Nagle switch, whatever tcp.nagle says.
+TEST(TcpTimers, NagleSwitchIsPerConnection) {
+  InetSettings s;
+  s.tcp.nagle = true;
+  TwoHosts hosts(54, s);
+  auto [held, held_peer] = connect_pair(hosts, 80);
+  auto [nodelay, nodelay_peer] = connect_pair(hosts, 81);
+  ASSERT_TRUE(held->nagle());
+  nodelay->set_nagle(false);
+  hosts.run_for(1s);
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen);
+  for (int i = 0; i < 5; ++i) {
+    BufferList a = pattern(i * 10, 10);
+    held->send(a);
+    BufferList b = pattern(i * 10, 10);
+    nodelay->send(b);
+  }
+  auto data_segments_to = [&](uint16_t port) {
+    return std::count_if(seen.begin(), seen.end(),
+                         [port](auto& x) { return x.from == 0 && x.payload > 0 && x.header.destination_port == port; });
+  };
+  EXPECT_EQ(data_segments_to(80), 1);  // Nagle holds the rest until the ACK (RFC 9293 §3.7.4)
+  EXPECT_EQ(data_segments_to(81), 5);  // no delay: each small write goes out at once
+  hosts.run_until([&] { return held_peer->readable_bytes() == 50 && nodelay_peer->readable_bytes() == 50; }, 1s);
+  EXPECT_EQ(held_peer->readable_bytes(), 50u);
+  EXPECT_EQ(nodelay_peer->readable_bytes(), 50u);
+  hosts.wire.tap = nullptr;
+}
+
+TEST(TcpTimers, TurningNagleOffSendsHeldData) {
+  InetSettings s;
+  s.tcp.nagle = true;
+  s.tcp.delayed_ack = true;
+  s.tcp.delayed_ack_timeout = 200ms;  // the first segment's ACK stays away long enough to look
+  TwoHosts hosts(55, s);
+  auto [client, server] = connect_pair(hosts);
+  hosts.run_for(1s);
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen);
+  for (int i = 0; i < 3; ++i) {
+    BufferList b = pattern(i * 10, 10);
+    client->send(b);
+  }
+  auto data_segments = [&] {
+    return std::count_if(seen.begin(), seen.end(), [](auto& x) { return x.from == 0 && x.payload > 0; });
+  };
+  hosts.run_for(10ms);
+  EXPECT_EQ(data_segments(), 1);
+  client->set_nagle(false);
+  EXPECT_EQ(data_segments(), 2);  // the 20 held bytes leave in one segment, without waiting
+  hosts.run_for(10ms);
+  EXPECT_EQ(server->readable_bytes(), 30u);
+  hosts.wire.tap = nullptr;
+}
+
 TEST(TcpTimers, KeepaliveDetectsDeadPeer) {
   InetSettings s;
   s.tcp.keepalive = true;

@@ -1,0 +1,199 @@
+#include "stack/dpdk/tx_chain.h"
+
+#include <rte_eal.h>
+#include <rte_memory.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+
+namespace bypass {
+
+namespace {
+
+std::atomic<uint64_t> pieces_outstanding{0};
+
+// What one attached mbuf owns: DPDK's shared-info block (refcount + free callback) and a view on
+// the piece's storage, which keeps that storage alive until the callback runs.
+struct ExternalPiece {
+  rte_mbuf_ext_shared_info shinfo{};
+  BufferSegment piece;
+};
+
+// DPDK calls this when the last mbuf referring to the external buffer is freed: after the driver
+// sent (or dropped) the frame, possibly on another thread (a looped net_ring hands the mbuf to the
+// receiving worker). BufferSegment's shared owner is thread-safe, so releasing here is too.
+void release_piece(void* /*addr*/, void* opaque) {
+  delete static_cast<ExternalPiece*>(opaque);
+  pieces_outstanding.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+uint64_t tx_pieces_outstanding() { return pieces_outstanding.load(std::memory_order_relaxed); }
+
+// The chain under construction: pieces are copied into the tail while it is a direct mbuf with
+// room; attached mbufs are linked as they come. Frees everything if it is dropped unfinished.
+class TxChainBuilder::Chain {
+ public:
+  explicit Chain(rte_mempool* pool) : pool_(pool) {}
+  ~Chain() {
+    if (head_ != nullptr) rte_pktmbuf_free(head_);
+  }
+  Chain(const Chain&) = delete;
+  Chain& operator=(const Chain&) = delete;
+
+  // The head: a direct mbuf the headers are copied into.
+  bool start() {
+    head_ = tail_ = rte_pktmbuf_alloc(pool_);
+    return head_ != nullptr;
+  }
+  uint16_t segments() const { return head_->nb_segs; }
+
+  bool copy(const char* src, size_t len) {
+    while (len > 0) {
+      if (!RTE_MBUF_DIRECT(tail_) || rte_pktmbuf_tailroom(tail_) == 0) {
+        rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+        if (m == nullptr) return false;
+        link(m);
+      }
+      const size_t n = std::min<size_t>(len, rte_pktmbuf_tailroom(tail_));
+      std::memcpy(rte_pktmbuf_mtod_offset(tail_, char*, tail_->data_len), src, n);
+      grow(static_cast<uint16_t>(n));
+      src += n;
+      len -= n;
+    }
+    return true;
+  }
+
+  // `m` carries an attached external buffer of m->buf_len bytes.
+  void append_attached(rte_mbuf* m) {
+    const uint16_t len = m->buf_len;
+    link(m);
+    grow(len);
+  }
+
+  rte_mbuf* head() const { return head_; }
+  rte_mbuf* release() {
+    rte_mbuf* h = head_;
+    head_ = tail_ = nullptr;
+    return h;
+  }
+
+ private:
+  void link(rte_mbuf* m) {
+    tail_->next = m;
+    ++head_->nb_segs;
+    tail_ = m;
+  }
+  void grow(uint16_t n) {
+    tail_->data_len = static_cast<uint16_t>(tail_->data_len + n);
+    head_->pkt_len += n;
+  }
+
+  rte_mempool* pool_;
+  rte_mbuf* head_ = nullptr;
+  rte_mbuf* tail_ = nullptr;
+};
+
+TxChainBuilder::TxChainBuilder(rte_mempool* pool, const TxChainOptions& options)
+    : pool_(pool),
+      options_(options),
+      iova_is_va_(rte_eal_iova_mode() == RTE_IOVA_VA),
+      low_water_(pool->size / 4) {
+  // Attaching means chaining; and a DMA-ing NIC in physical-address mode could not follow a piece
+  // across non-contiguous pages with the single IOVA an mbuf carries.
+  if (!options_.multi_seg || (options_.dma_needs_registered_memory && !iova_is_va_)) options_.zero_copy = false;
+  options_.zero_copy_threshold = std::max<size_t>(options_.zero_copy_threshold, 1);
+}
+
+bool TxChainBuilder::pool_has_room() {
+  if (frames_until_pool_check_ == 0) {
+    frames_until_pool_check_ = kPoolCheckInterval;
+    pool_has_room_ = rte_mempool_avail_count(pool_) >= low_water_;
+  }
+  return pool_has_room_;
+}
+
+bool TxChainBuilder::attachable(const BufferSegment& piece) {
+  if (!options_.zero_copy || piece.length() < options_.zero_copy_threshold) return false;
+  if (!pool_has_room()) {
+    ++counters_.low_pool_copies;
+    return false;
+  }
+  if (!options_.dma_needs_registered_memory) return true;
+  const char* last = piece.data() + piece.length() - 1;
+  const rte_memseg_list* list = rte_mem_virt2memseg_list(piece.data());
+  if (list != nullptr && list == rte_mem_virt2memseg_list(last)) return true;
+  ++counters_.unregistered_copies;
+  return false;
+}
+
+rte_mbuf* TxChainBuilder::attach(const BufferSegment& piece) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (m == nullptr) return nullptr;
+  auto* owned = new (std::nothrow) ExternalPiece{};
+  if (owned == nullptr) {
+    rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  owned->piece = piece;
+  owned->shinfo.free_cb = &release_piece;
+  owned->shinfo.fcb_opaque = owned;
+  rte_mbuf_ext_refcnt_set(&owned->shinfo, 1);
+  pieces_outstanding.fetch_add(1, std::memory_order_relaxed);
+  // The IOVA matters only to a device that DMAs, and such a port attaches only with IOVA as VA
+  // (see the constructor). Never rte_mem_virt2iova here: in PA mode it reads /proc/self/pagemap,
+  // four syscalls per piece.
+  const auto iova = static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(piece.data()));
+  rte_pktmbuf_attach_extbuf(m, piece.data(), iova, static_cast<uint16_t>(piece.length()), &owned->shinfo);
+  return m;
+}
+
+rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
+  if (frames_until_pool_check_ > 0) --frames_until_pool_check_;
+  Chain chain(pool_);
+  if (!chain.start()) return nullptr;
+  const auto& segments = frame.data.segments();
+  uint64_t attached_pieces = 0, attached_bytes = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const BufferSegment& segment = segments[i];
+    // The first segment is the stack's header block: always copied, so the headers sit in the
+    // first mbuf, where checksum offload (and net_tap's software fallback for it) looks for them.
+    // Keep one segment spare for a copied tail when the port limits the chain length.
+    const bool attach_it = i > 0 && chain.segments() + 2 <= options_.max_segments && attachable(segment);
+    if (!attach_it) {
+      if (!chain.copy(segment.data(), segment.length())) return nullptr;
+      continue;
+    }
+    constexpr size_t kMaxPiece = UINT16_MAX;  // rte_mbuf::buf_len
+    for (size_t offset = 0; offset < segment.length(); offset += kMaxPiece) {
+      const BufferSegment piece = segment.sub(offset, std::min(kMaxPiece, segment.length() - offset));
+      rte_mbuf* m = attach(piece);
+      if (m == nullptr) return nullptr;
+      chain.append_attached(m);
+      ++attached_pieces;
+      attached_bytes += piece.length();
+    }
+  }
+  rte_mbuf* head = chain.head();
+  if (frame.tx.ipv4_checksum || frame.tx.tcp_checksum) {
+    // DPDK's contract (rte_mbuf_core.h, RTE_MBUF_F_TX_*_CKSUM): l2/l3/l4 lengths set, the IPv4
+    // checksum field zero and the TCP field holding the pseudo-header sum; the stack did both.
+    head->l2_len = frame.tx.l2_length;
+    head->l3_len = frame.tx.l3_length;
+    head->l4_len = frame.tx.l4_length;
+    head->ol_flags |= RTE_MBUF_F_TX_IPV4;
+    if (frame.tx.ipv4_checksum) head->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
+    if (frame.tx.tcp_checksum) head->ol_flags |= RTE_MBUF_F_TX_TCP_CKSUM;
+    ++counters_.checksum_offloads;
+  }
+  ++counters_.frames;
+  counters_.attached_pieces += attached_pieces;
+  counters_.attached_bytes += attached_bytes;
+  counters_.copied_bytes += head->pkt_len - attached_bytes;
+  return chain.release();
+}
+
+}  // namespace bypass

@@ -1,0 +1,84 @@
+// Turns one transmitted inet::Packet into an mbuf chain, without copying the payload where it can.
+//
+// The stack hands frames down as a BufferList: the first segment holds the Ethernet/IPv4/TCP
+// headers the stack just wrote, the rest are views into the connection's send buffer (message
+// buffers the application gave up, or received mbufs being echoed). The headers and every piece
+// shorter than the zero-copy threshold are copied into direct mbufs; longer pieces are attached to
+// mbufs as external buffers (rte_pktmbuf_attach_extbuf). An attached mbuf holds its own reference
+// on the piece's storage (an ExternalPiece), dropped by DPDK's free callback when the driver is
+// done with the mbuf, so the memory outlives both the NIC's use and the TCP retransmission queue,
+// whichever lets go last; a retransmission attaches the same memory again.
+//
+// Mbufs: an attachment costs one mbuf more than a copy (the payload no longer shares the header
+// mbuf), and on a looped or shared-memory port the receiver may hold those mbufs until its
+// application reads. So attaching stops while the pool is below a quarter free: copying then keeps
+// the frames, and the ACKs that release memory, flowing instead of starving the pool.
+//
+// DMA: a virtual device (memif, tap, ring, af_packet) reads buffers with the CPU, so any address
+// works. A NIC that DMAs needs IOVA-as-VA (VFIO) and a buffer inside memory DPDK has mapped for the
+// device (its hugepages, or areas added with rte_extmem_register + rte_dev_dma_map); anything else
+// is copied, and counted in TxChainCounters::unregistered_copies.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "stack/buffer_list.h"
+#include "stack/inet/packet.h"
+
+namespace bypass {
+
+struct TxChainOptions {
+  bool zero_copy = true;             // dpdk.zero_copy_send
+  size_t zero_copy_threshold = 512;  // dpdk.zero_copy_threshold
+  bool multi_seg = true;             // the port takes chained mbufs (tx-multi-seg)
+  bool dma_needs_registered_memory = false;  // pmd::PortInfo::dma_needs_registered_memory
+  uint16_t max_segments = UINT16_MAX;        // pmd::PortInfo::tx_max_segments
+};
+
+struct TxChainCounters {
+  uint64_t frames = 0;
+  uint64_t attached_pieces = 0;   // mbufs carrying an external (zero-copy) buffer
+  uint64_t attached_bytes = 0;
+  uint64_t copied_bytes = 0;      // headers included
+  uint64_t unregistered_copies = 0;  // pieces copied only because the NIC could not DMA from them
+  uint64_t low_pool_copies = 0;      // pieces copied because the mempool was running low
+  uint64_t checksum_offloads = 0;    // frames whose IPv4/TCP checksum the port completes
+};
+
+class TxChainBuilder {
+ public:
+  TxChainBuilder(rte_mempool* pool, const TxChainOptions& options);
+
+  // The chain for `frame`, with the offload fields (ol_flags, l2/l3/l4_len) the frame asks for;
+  // nullptr when the pool ran out (nothing is leaked then).
+  rte_mbuf* build(const inet::Packet& frame);
+
+  const TxChainCounters& counters() const { return counters_; }
+  const TxChainOptions& options() const { return options_; }
+
+ private:
+  class Chain;
+  bool attachable(const BufferSegment& piece);
+  // Re-evaluated every kPoolCheckInterval frames (counting free mbufs walks the lcore caches).
+  bool pool_has_room();
+  static constexpr unsigned kPoolCheckInterval = 16;
+  // A fresh mbuf whose external buffer is `piece` (at most 65535 bytes: buf_len is 16 bits).
+  rte_mbuf* attach(const BufferSegment& piece);
+
+  rte_mempool* pool_;
+  TxChainOptions options_;
+  bool iova_is_va_;
+  unsigned low_water_;  // free mbufs below which pieces are copied
+  unsigned frames_until_pool_check_ = 0;
+  bool pool_has_room_ = true;
+  TxChainCounters counters_;
+};
+
+// Number of external pieces currently attached to mbufs and not yet released, process-wide (the
+// free callback may run on any thread). Tests use it to prove every attachment is released.
+uint64_t tx_pieces_outstanding();
+
+}  // namespace bypass

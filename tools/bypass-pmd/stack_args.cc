@@ -1,0 +1,183 @@
+// Command-line parsing of `bypass-pmd stack ...`: every value is checked here, before the EAL starts.
+#include <arpa/inet.h>
+
+#include <algorithm>
+
+#include "stack/inet/icmp_echo.h"
+#include "tools/bypass-pmd/commands.h"
+#include "tools/bypass-pmd/stack_commands.h"
+
+namespace bypass::tools {
+
+namespace {
+
+constexpr uint64_t kMaxPingCount = 1'000'000;
+
+uint32_t ipv4_arg(const std::string& where, const std::string& text) {
+  in_addr addr{};
+  if (inet_pton(AF_INET, text.c_str(), &addr) != 1)
+    throw UsageError(where + ": '" + text + "' is not an IPv4 address (dotted quad, e.g. 10.67.0.1)");
+  const uint32_t ip = ntohl(addr.s_addr);
+  if (ip == 0 || ip == 0xffffffffu || (ip >> 28) == 0xe)
+    throw UsageError(where + ": '" + text + "' is not a unicast address");
+  return ip;
+}
+
+// Splits "-c 3", "--count=3" style flags off `args`. Flags with a value are listed as
+// {short, long}; `switches` take none.
+struct StackFlags {
+  std::string command;
+  std::vector<std::pair<std::string, std::string>> with_value;
+  std::vector<std::string> switches;
+  std::vector<std::string> positional;
+  struct Value {
+    std::string name;   // the long name
+    std::string typed;  // as given ("-c")
+    std::string text;
+  };
+  std::vector<Value> values;
+  std::vector<std::string> set;                              // switches given
+
+  void parse(const std::vector<std::string>& args) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (a.size() < 2 || a[0] != '-') {
+        positional.push_back(a);
+        continue;
+      }
+      const size_t eq = a.find('=');
+      const std::string flag = a.substr(0, eq);
+      if (std::find(switches.begin(), switches.end(), flag) != switches.end()) {
+        if (eq != std::string::npos) throw UsageError("stack " + command + " " + flag + ": takes no value");
+        set.push_back(flag);
+        continue;
+      }
+      auto known = std::find_if(with_value.begin(), with_value.end(),
+                                [&](const auto& f) { return f.first == flag || f.second == flag; });
+      if (known == with_value.end()) throw UsageError("stack " + command + ": unknown option '" + flag + "'" + expected());
+      std::string value;
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+      } else {
+        if (i + 1 >= args.size()) throw UsageError("stack " + command + " " + flag + ": needs a value");
+        value = args[++i];
+      }
+      values.push_back(Value{known->second, flag, value});
+    }
+  }
+  std::string expected() const {
+    std::string out;
+    for (const auto& [s, l] : with_value) out += (out.empty() ? "" : ", ") + (s.empty() ? l : s + "/" + l) + " VALUE";
+    for (const auto& s : switches) out += (out.empty() ? "" : ", ") + s;
+    return " (expected " + (out.empty() ? std::string("no options") : out) + ")";
+  }
+  bool has(const std::string& name) const { return std::find(set.begin(), set.end(), name) != set.end(); }
+  std::string where(const std::string& flag) const { return "stack " + command + " " + flag; }
+};
+
+}  // namespace
+
+std::string stack_help() {
+  return "stack commands (the userspace TCP/IP stack on the port: dpdk.host_ip, netmask, gateway, vdev):\n"
+         "  stack ping IP [-c N] [-s BYTES] [-i 1s] [-W 1s]   ICMP echo from the stack, ping(8) output\n"
+         "  stack arp IP... [-W 3s]                 resolve; print the ARP cache (IP, MAC, state, age)\n"
+         "  stack echo-server PORT [--stats-interval D]   echo every byte back until SIGINT/SIGTERM\n"
+         "  stack discard-server PORT [--stats-interval D]   read and drop until SIGINT/SIGTERM\n"
+         "  stack send IP:PORT --bytes N [-W 10s]   send N random bytes, wait for the peer to close, bytes/s\n"
+         "  each takes --state (ARP cache and TCP connections before exiting) and --json; a running\n"
+         "  server prints both on SIGUSR1 and every --stats-interval\n";
+}
+
+StackCommand parse_stack_command(const std::vector<std::string>& args, bool json) {
+  StackCommand c;
+  c.json = json;
+  if (args.empty())
+    throw UsageError("stack: needs a command: ping, arp, echo-server, discard-server or send");
+  c.name = args[0];
+  StackFlags flags;
+  flags.command = c.name;
+  flags.switches = {"--state"};
+  if (c.name == "ping") {
+    c.kind = StackCommand::Kind::Ping;
+    flags.with_value = {{"-c", "--count"}, {"-s", "--size"}, {"-i", "--interval"}, {"-W", "--timeout"}};
+  } else if (c.name == "arp") {
+    c.kind = StackCommand::Kind::Arp;
+    c.timeout = std::chrono::seconds(3);
+    flags.with_value = {{"-W", "--timeout"}};
+  } else if (c.name == "echo-server" || c.name == "discard-server") {
+    c.kind = c.name == "echo-server" ? StackCommand::Kind::EchoServer : StackCommand::Kind::DiscardServer;
+    flags.with_value = {{"", "--stats-interval"}};
+  } else if (c.name == "send") {
+    c.kind = StackCommand::Kind::Send;
+    c.timeout = std::chrono::seconds(10);
+    flags.with_value = {{"", "--bytes"}, {"-W", "--timeout"}};
+  } else if (c.name == "conns") {
+    throw UsageError("stack conns: connections live in a running stack; give a server or `stack send` --state, "
+                     "--stats-interval D, or send SIGUSR1 to a running server");
+  } else {
+    throw UsageError("stack: unknown command '" + c.name + "' (expected ping, arp, echo-server, discard-server or send)");
+  }
+  flags.parse(std::vector<std::string>(args.begin() + 1, args.end()));
+  c.state = flags.has("--state");
+  bool have_bytes = false;
+  for (const auto& [name, typed, value] : flags.values) {
+    const std::string where = flags.where(typed);
+    if (name == "--count") c.count = number_arg(where, value, 1, kMaxPingCount);
+    if (name == "--size") c.data_bytes = number_arg(where, value, 0, inet::IcmpEcho::kMaxDataBytes, " (data bytes)");
+    if (name == "--interval") c.interval = duration_arg(where, value);
+    if (name == "--timeout") c.timeout = duration_arg(where, value);
+    if (name == "--stats-interval") c.stats_interval = duration_arg(where, value);
+    if (name == "--bytes") {
+      try {
+        c.bytes = config::parse_size(value);
+      } catch (const std::exception& e) {
+        throw UsageError(where + ": '" + value + "' is not a byte count (e.g. 1000, 64K, 10M, 1G): " + e.what());
+      }
+      if (c.bytes == 0) throw UsageError(where + ": must be at least 1");
+      have_bytes = true;
+    }
+  }
+  if (c.interval < std::chrono::milliseconds(1))
+    throw UsageError("stack ping -i: '" + config::format_duration(c.interval) + "' is too short; use 1ms or more");
+  if (c.timeout < std::chrono::milliseconds(1))
+    throw UsageError(flags.where("-W") + ": '" + config::format_duration(c.timeout) + "' is too short; use 1ms or more");
+  if (c.stats_interval.count() != 0 && c.stats_interval < std::chrono::milliseconds(100))
+    throw UsageError(flags.where("--stats-interval") + ": '" + config::format_duration(c.stats_interval) +
+                     "' is too short; use 100ms or more");
+  const auto& pos = flags.positional;
+  auto extra = [&](size_t allowed) {
+    if (pos.size() > allowed) throw UsageError("stack " + c.name + ": unexpected argument '" + pos[allowed] + "'");
+  };
+  switch (c.kind) {
+    case StackCommand::Kind::Ping:
+      if (pos.empty()) throw UsageError("stack ping: needs the IPv4 address to ping");
+      extra(1);
+      c.target_ip = ipv4_arg("stack ping", pos[0]);
+      break;
+    case StackCommand::Kind::Arp:
+      if (pos.empty()) throw UsageError("stack arp: needs one or more IPv4 addresses to resolve");
+      for (const auto& p : pos) c.arp_targets.push_back(ipv4_arg("stack arp", p));
+      break;
+    case StackCommand::Kind::EchoServer:
+    case StackCommand::Kind::DiscardServer:
+      if (pos.empty()) throw UsageError("stack " + c.name + ": needs a TCP port to listen on (1..65535)");
+      extra(1);
+      c.port = static_cast<uint16_t>(number_arg("stack " + c.name + " PORT", pos[0], 1, 65535));
+      break;
+    case StackCommand::Kind::Send: {
+      if (pos.empty()) throw UsageError("stack send: needs the peer as IP:PORT, e.g. 10.67.0.1:9");
+      extra(1);
+      const size_t colon = pos[0].rfind(':');
+      if (colon == std::string::npos)
+        throw UsageError("stack send: '" + pos[0] + "' has no port; give IP:PORT, e.g. 10.67.0.1:9");
+      const uint32_t ip = ipv4_arg("stack send", pos[0].substr(0, colon));
+      const auto port = static_cast<uint16_t>(number_arg("stack send port", pos[0].substr(colon + 1), 1, 65535));
+      c.peer = SocketAddress::ipv4(ip, port);
+      if (!have_bytes) throw UsageError("stack send: needs --bytes N (how much to send, e.g. 10M)");
+      break;
+    }
+  }
+  return c;
+}
+
+}  // namespace bypass::tools

@@ -1,0 +1,84 @@
+#include "tools/bypass-pmd/stack_report.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "tools/bypass-pmd/json.h"
+
+namespace bypass::tools {
+
+namespace {
+
+double ms(inet::Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double seconds(inet::Duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string endpoint(inet::Ipv4Address ip, uint16_t port) { return ip.to_string() + ":" + std::to_string(port); }
+
+}  // namespace
+
+void print_arp(const std::vector<WorkerState>& workers, bool json) {
+  for (const WorkerState& w : workers) {
+    if (json) {
+      Json j;
+      j.begin_object().field("type", "arp").field("worker", w.worker).key("entries").begin_array();
+      for (const auto& e : w.arp) {
+        const bool incomplete = e.state == inet::ArpEntryInfo::State::Incomplete;
+        j.begin_object().field("ip", e.ip.to_string()).field("mac", incomplete ? std::string() : e.mac.to_string()).field("state", inet::to_string(e.state)).field("age_s", seconds(e.age));
+        j.field("queued", uint64_t{e.queued_packets}).field("requests", e.requests_sent).end_object();
+      }
+      j.end_array().end_object();
+      std::printf("%s\n", j.str().c_str());
+      continue;
+    }
+    std::printf("ARP cache, worker %u: %zu entries\n", w.worker, w.arp.size());
+    if (w.arp.empty()) continue;
+    std::printf("  %-15s  %-17s  %-10s  %9s  %6s\n", "IP", "MAC", "STATE", "AGE", "QUEUED");
+    for (const auto& e : w.arp) {
+      const bool incomplete = e.state == inet::ArpEntryInfo::State::Incomplete;
+      std::printf("  %-15s  %-17s  %-10s  %8.1fs  %6zu%s\n", e.ip.to_string().c_str(),
+                  incomplete ? "(incomplete)" : e.mac.to_string().c_str(), inet::to_string(e.state), seconds(e.age),
+                  e.queued_packets,
+                  incomplete ? (" after " + std::to_string(e.requests_sent) + " requests").c_str() : "");
+    }
+  }
+  std::fflush(stdout);
+}
+
+void print_connections(const std::vector<WorkerState>& workers, bool json) {
+  for (const WorkerState& w : workers) {
+    if (json) {
+      Json j;
+      j.begin_object().field("type", "conns").field("worker", w.worker).key("listening").begin_array();
+      for (uint16_t port : w.listening) j.value(unsigned{port});
+      j.end_array().key("connections").begin_array();
+      for (const auto& c : w.connections) {
+        j.begin_object().field("local", endpoint(c.tuple.local_ip, c.tuple.local_port))
+            .field("remote", endpoint(c.tuple.remote_ip, c.tuple.remote_port)).field("state", inet::to_string(c.state))
+            .field("cwnd", c.cwnd).field("ssthresh", c.ssthresh).field("mss", c.mss).field("srtt_ms", ms(c.srtt))
+            .field("rttvar_ms", ms(c.rttvar)).field("rto_ms", ms(c.rto))
+            .field("retransmits", c.retransmitted_segments).field("timeouts", c.timeouts)
+            .field("bytes_in", c.bytes_in).field("bytes_out", c.bytes_out).end_object();
+      }
+      j.end_array().end_object();
+      std::printf("%s\n", j.str().c_str());
+      continue;
+    }
+    std::string ports;
+    for (uint16_t port : w.listening) ports += (ports.empty() ? "" : ",") + std::to_string(port);
+    std::printf("TCP connections, worker %u: %zu, listening on %s\n", w.worker, w.connections.size(),
+                ports.empty() ? "-" : ports.c_str());
+    if (w.connections.empty()) continue;
+    std::printf("  %-21s  %-21s  %-12s  %8s  %9s  %9s  %7s  %12s  %12s\n", "LOCAL", "REMOTE", "STATE", "CWND",
+                "SRTT", "RTTVAR", "RETRANS", "BYTES-IN", "BYTES-OUT");
+    for (const auto& c : w.connections) {
+      std::printf("  %-21s  %-21s  %-12s  %8u  %7.3fms  %7.3fms  %7lu  %12lu  %12lu\n",
+                  endpoint(c.tuple.local_ip, c.tuple.local_port).c_str(),
+                  endpoint(c.tuple.remote_ip, c.tuple.remote_port).c_str(), inet::to_string(c.state), c.cwnd,
+                  ms(c.srtt), ms(c.rttvar), static_cast<unsigned long>(c.retransmitted_segments),
+                  static_cast<unsigned long>(c.bytes_in), static_cast<unsigned long>(c.bytes_out));
+    }
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace bypass::tools

@@ -1,0 +1,23 @@
+// Printing the stack's state for operators: the ARP cache and the TCP connections of every worker
+// (each worker owns its replica and its connections), as text tables or JSON lines.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "stack/inet/arp_resolver.h"
+#include "stack/inet/tcp_layer.h"
+
+namespace bypass::tools {
+
+struct WorkerState {
+  unsigned worker = 0;
+  std::vector<inet::ArpEntryInfo> arp;
+  std::vector<inet::ConnectionInfo> connections;
+  std::vector<uint16_t> listening;
+};
+
+void print_arp(const std::vector<WorkerState>& workers, bool json);
+void print_connections(const std::vector<WorkerState>& workers, bool json);
+
+}  // namespace bypass::tools
