@@ -160,6 +160,8 @@ void NetworkStack::stop() {
   started_ = false;
 }
 
+NetworkStack::Counters NetworkStack::transport_counters() { return {}; }
+
 Worker* NetworkStack::least_loaded_worker() {
   if (workers_.empty()) return nullptr;
   // Ties go round-robin. A socket is counted only once its worker thread opened it, so a burst of

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -196,6 +197,13 @@ class NetworkStack {
   // accepts for all and hands sockets to other workers.
   virtual bool listen_per_worker() const { return true; }
   const config::Config& conf() const { return conf_; }
+
+  // Cumulative transport counters by name since the stack was created, for benchmark reports:
+  // posix counts bytes and connections; dpdk adds its port's and TCP/IP stack's counters. Call
+  // from any thread other than a worker's while the stack runs (values may be read on workers).
+  // Transports without counters return none.
+  using Counters = std::vector<std::pair<std::string, uint64_t>>;
+  virtual Counters transport_counters();
 
  protected:
   NetworkStack(const config::Config& conf, std::string type);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds an optimised tree, and runs the default benchmark.
-#   tools/run.sh                       default job
-#   tools/run.sh --set bench.duration=10s   extra arguments go to bypass-bench
+# The main job: installs what is missing, builds an optimised tree, and runs the default benchmark
+# (config/examples/default.yaml: 4 KiB request/reply over posix and over dpdk on net_memif, queue
+# depth 1 and 128, about a minute), printing progress, a table and the transport comparison.
+#   tools/run.sh                                 default job
+#   tools/run.sh --set bench.duration=5s --set bench.output=results.json   extra arguments go to bypass-bench
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,4 +16,4 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 echo "run.sh: building $build"
 ninja -C "$build" >"$build/ninja.log" 2>&1 || { grep -E 'error' -A3 "$build/ninja.log" | head -60 >&2; echo "run.sh: build failed (log: $build/ninja.log)" >&2; exit 1; }
-exec "$build/tools/bypass-bench/bypass-bench" echo -c config/examples/posix-echo.yaml "$@"
+exec "$build/tools/bypass-bench/bypass-bench" -c config/examples/default.yaml "$@" run

@@ -322,6 +322,44 @@ DpdkStack::~DpdkStack() {
   ports_.reset();
 }
 
+NetworkStack::Counters DpdkStack::transport_counters() {
+  Counters out;
+  const pmd::PortStats port = ports_->port(0).stats();
+  out.insert(out.end(), {{"port_rx_packets", port.rx_packets}, {"port_tx_packets", port.tx_packets},
+                         {"port_rx_bytes", port.rx_bytes}, {"port_tx_bytes", port.tx_bytes},
+                         {"port_rx_missed", port.rx_missed}, {"port_rx_errors", port.rx_errors},
+                         {"port_tx_errors", port.tx_errors}, {"port_rx_nombuf", port.rx_nombuf}});
+  inet::InetStats sum;
+  for (unsigned i = 0; i < num_workers(); ++i) {
+    auto* dpdk_worker = static_cast<DpdkWorker*>(worker(i));
+    inet::InetStats copy;
+    dpdk_worker->center().submit_and_wait([&] { copy = dpdk_worker->inet().stats(); });
+    sum.tcp_segments_sent += copy.tcp_segments_sent;
+    sum.tcp_segments_received += copy.tcp_segments_received;
+    sum.tcp_retransmitted_segments += copy.tcp_retransmitted_segments;
+    sum.tcp_fast_retransmits += copy.tcp_fast_retransmits;
+    sum.tcp_timeouts += copy.tcp_timeouts;
+    sum.tcp_bad_checksum += copy.tcp_bad_checksum;
+    sum.tcp_dropped_out_of_window += copy.tcp_dropped_out_of_window;
+    sum.tcp_rst_sent += copy.tcp_rst_sent;
+    sum.tcp_rst_received += copy.tcp_rst_received;
+    sum.tcp_connections_established += copy.tcp_connections_established;
+    sum.tx_no_route += copy.tx_no_route;
+  }
+  out.insert(out.end(), {{"tcp_segments_sent", sum.tcp_segments_sent},
+                         {"tcp_segments_received", sum.tcp_segments_received},
+                         {"tcp_retransmitted_segments", sum.tcp_retransmitted_segments},
+                         {"tcp_fast_retransmits", sum.tcp_fast_retransmits},
+                         {"tcp_timeouts", sum.tcp_timeouts},
+                         {"tcp_bad_checksum", sum.tcp_bad_checksum},
+                         {"tcp_dropped_out_of_window", sum.tcp_dropped_out_of_window},
+                         {"tcp_rst_sent", sum.tcp_rst_sent},
+                         {"tcp_rst_received", sum.tcp_rst_received},
+                         {"tcp_connections_established", sum.tcp_connections_established},
+                         {"tx_no_route", sum.tx_no_route}});
+  return out;
+}
+
 std::shared_ptr<NetworkStack> make_dpdk_stack(const config::Config& conf) {
   return std::make_shared<DpdkStack>(conf);
 }

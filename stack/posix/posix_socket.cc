@@ -143,7 +143,10 @@ ssize_t PosixConnectedSocket::read(char* buf, size_t len) {
   if (const int err = maybe_inject_failure()) return err;
   for (;;) {
     const ssize_t n = ::recv(fd_, buf, len, 0);
-    if (n >= 0) return n;
+    if (n >= 0) {
+      worker_.counters.bytes_received.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+      return n;
+    }
     if (errno != EINTR) return -errno;
   }
 }
@@ -168,6 +171,7 @@ ssize_t PosixConnectedSocket::zero_copy_read(BufferList& out, size_t max_len) {
     n = ::readv(fd_, iov.data(), static_cast<int>(chunks));
   } while (n < 0 && errno == EINTR);
   if (n < 0) return -errno;
+  worker_.counters.bytes_received.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
   size_t left = static_cast<size_t>(n);
   for (size_t i = 0; i < chunks && left > 0; ++i) {
     BufferSegment& segment = segments[i];
@@ -210,6 +214,7 @@ ssize_t PosixConnectedSocket::send(BufferList& data, bool more) {
     total += static_cast<size_t>(n);
     if (static_cast<size_t>(n) < batch) break;  // socket buffer full: the next call would EAGAIN
   }
+  worker_.counters.bytes_sent.fetch_add(total, std::memory_order_relaxed);
   return total > 0 ? static_cast<ssize_t>(total) : -EAGAIN;
 }
 
@@ -255,6 +260,7 @@ int PosixServerSocket::accept(ConnectedSocket* sock, const SocketOptions& opts, 
   }
   *sock = ConnectedSocket(
       std::make_unique<PosixConnectedSocket>(*owner, fd, false, std::chrono::milliseconds(0)));
+  owner->counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
   if (peer != nullptr) *peer = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
   return 0;
 }

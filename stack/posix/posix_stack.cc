@@ -61,6 +61,7 @@ int PosixWorker::connect(const SocketAddress& addr, const SocketOptions& opts, C
     rc = ::connect(fd, addr.sockaddr_ptr(), addr.sockaddr_len());
   } while (rc != 0 && errno == EINTR);
   if (rc != 0 && errno != EINPROGRESS) return close_and_fail(fd, -errno);
+  counters.connections_opened.fetch_add(1, std::memory_order_relaxed);
   *out = ConnectedSocket(
       std::make_unique<PosixConnectedSocket>(*this, fd, rc != 0, opts.connect_timeout));
   return 0;
@@ -78,6 +79,21 @@ PosixNetworkStack::PosixNetworkStack(const config::Config& conf)
 }
 
 PosixNetworkStack::~PosixNetworkStack() { stop(); }
+
+NetworkStack::Counters PosixNetworkStack::transport_counters() {
+  Counters out;
+  uint64_t sent = 0, received = 0, opened = 0, accepted = 0;
+  for (unsigned i = 0; i < num_workers(); ++i) {
+    const PosixWorker::Counters& c = static_cast<PosixWorker*>(worker(i))->counters;
+    sent += c.bytes_sent.load(std::memory_order_relaxed);
+    received += c.bytes_received.load(std::memory_order_relaxed);
+    opened += c.connections_opened.load(std::memory_order_relaxed);
+    accepted += c.connections_accepted.load(std::memory_order_relaxed);
+  }
+  out.insert(out.end(), {{"bytes_sent", sent}, {"bytes_received", received},
+                         {"connections_opened", opened}, {"connections_accepted", accepted}});
+  return out;
+}
 
 std::shared_ptr<NetworkStack> make_posix_stack(const config::Config& conf) {
   return std::make_shared<PosixNetworkStack>(conf);

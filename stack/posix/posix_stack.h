@@ -22,6 +22,14 @@ class PosixWorker final : public Worker {
   // the same from run to run so a failing sequence can be replayed).
   uint64_t next_socket_seed();
 
+  // Transport counters of sockets owned by this worker (relaxed atomics: an accepting worker may
+  // count for another).
+  struct Counters {
+    std::atomic<uint64_t> bytes_sent{0}, bytes_received{0};
+    std::atomic<uint64_t> connections_opened{0}, connections_accepted{0};
+  };
+  Counters counters;
+
  private:
   int inject_socket_failures_;
   std::atomic<uint64_t> socket_serial_{0};
@@ -32,6 +40,7 @@ class PosixNetworkStack final : public NetworkStack {
   explicit PosixNetworkStack(const config::Config& conf);
   ~PosixNetworkStack() override;
   bool listen_per_worker() const override { return listen_per_worker_; }
+  Counters transport_counters() override;
 
  private:
   bool listen_per_worker_;

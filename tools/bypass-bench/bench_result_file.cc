@@ -117,6 +117,29 @@ std::vector<double> read_workers(const Field& side) {
   return workers;
 }
 
+// `value` as JSON again (numbers as written), so a file read and written back keeps the parts
+// compare does not interpret, such as "counters" (`run` merges its clients' files this way).
+std::string json_text(const JsonValue& value) {
+  switch (value.type) {
+    case JsonValue::Type::Null: return "null";
+    case JsonValue::Type::Bool: return value.boolean ? "true" : "false";
+    case JsonValue::Type::Number: return value.text;
+    case JsonValue::Type::String: return json_quote(value.text);
+    case JsonValue::Type::Array: {
+      std::string out = "[";
+      for (size_t i = 0; i < value.items.size(); ++i) out += (i ? "," : "") + json_text(value.items[i]);
+      return out + "]";
+    }
+    case JsonValue::Type::Object: {
+      std::string out = "{";
+      for (size_t i = 0; i < value.members.size(); ++i)
+        out += (i ? "," : "") + json_quote(value.members[i].first) + ":" + json_text(value.members[i].second);
+      return out + "}";
+    }
+  }
+  return "null";
+}
+
 ResultCase read_case(const Field& c) {
   ResultCase out;
   out.name = c.member("name").nonempty_text();
@@ -164,6 +187,7 @@ ResultCase read_case(const Field& c) {
     out.server_cpu_seconds = server.member("process_seconds").amount();
     out.server_worker_cpu_seconds = read_workers(server);
   }
+  if (c.has("counters")) out.counters_json = json_text(c.member("counters").json());
   return out;
 }
 

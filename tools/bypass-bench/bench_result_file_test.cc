@@ -73,6 +73,7 @@ TEST(ResultFileTest, WhatIsWrittenReadsBackTheSame) {
   EXPECT_DOUBLE_EQ(b.samples[1].p99_us, 110);
   EXPECT_DOUBLE_EQ(b.client_cpu_seconds, 1.234567);
   EXPECT_EQ(b.client_worker_cpu_seconds, a.client_worker_cpu_seconds);
+  EXPECT_EQ(b.counters_json, a.counters_json);  // kept as written: `run` merges files through it
   ASSERT_TRUE(b.server_cpu_seconds.has_value());
   EXPECT_DOUBLE_EQ(*b.server_cpu_seconds, 1.1);
   EXPECT_FALSE(read.cases[1].server_cpu_seconds.has_value());

@@ -9,18 +9,12 @@
 #include <thread>
 
 #include "config/log.h"
+#include "tools/bypass-bench/process_snapshot.h"
 #include "tools/bypass-bench/results_table.h"
 
 namespace bypass::bench {
 
 namespace {
-
-double rusage_seconds(int who) {
-  rusage usage{};
-  getrusage(who, &usage);
-  auto seconds = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 
 double micros(uint64_t nanoseconds) { return static_cast<double>(nanoseconds) / 1000.0; }
 
@@ -101,14 +95,6 @@ void EchoJob::connect_clients() {
                              " connections established" +
                              (first_error ? std::string(" (") + socket_error_name(first_error) + ")" : ""));
   }
-}
-
-std::vector<double> EchoJob::worker_cpu_seconds(NetworkStack& stack) {
-  std::vector<double> seconds(stack.num_workers());
-  for (unsigned i = 0; i < stack.num_workers(); ++i) {
-    stack.worker(i)->center().submit_and_wait([&, i] { seconds[i] = rusage_seconds(RUSAGE_THREAD); });
-  }
-  return seconds;
 }
 
 uint64_t EchoJob::messages_so_far() const {

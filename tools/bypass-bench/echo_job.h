@@ -51,7 +51,6 @@ class EchoJob {
   void start_server();
   void accept_ready(Worker& worker);
   void connect_clients();
-  std::vector<double> worker_cpu_seconds(NetworkStack& stack);
   uint64_t messages_so_far() const;
   void teardown();
 

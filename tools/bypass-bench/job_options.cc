@@ -2,15 +2,29 @@
 
 #include <map>
 
+#include "tools/bypass-bench/bench_job.h"
 #include "tools/bypass-bench/subcommand_flags.h"
 
 namespace bypass::bench {
 
 EchoJobOptions EchoJobOptions::from_config(const config::Config& conf) {
+  // Echo runs one case in one process: no sweep, and no transport that owns a port per process.
+  if (conf.get_string("ms.type") == "dpdk")
+    throw config::ConfigError(conf.origin("ms.type") +
+                              ": ms.type: echo runs server and client in one process, but a dpdk process owns "
+                              "one port: use `bypass-bench run` (two processes)");
+  const std::vector<uint64_t> sizes = message_sizes_from_config(conf);
+  const std::vector<int> depths = iodepths_from_config(conf);
+  if (sizes.size() != 1)
+    throw config::ConfigError(conf.origin("bench.message_size") + ": bench.message_size: echo runs one size, " +
+                              std::to_string(sizes.size()) + " are listed (sweeps are for `bypass-bench run`)");
+  if (depths.size() != 1)
+    throw config::ConfigError(conf.origin("bench.iodepth") + ": bench.iodepth: echo runs one queue depth, " +
+                              std::to_string(depths.size()) + " are listed (sweeps are for `bypass-bench run`)");
   EchoJobOptions opts;
-  opts.message_size = conf.get_size("bench.message_size");
+  opts.message_size = sizes.front();
   opts.connections = static_cast<int>(conf.get_int("bench.connections"));
-  opts.depth = static_cast<int>(conf.get_int("bench.iodepth"));
+  opts.depth = depths.front();
   opts.duration = conf.get_duration("bench.duration");
   return opts;
 }

@@ -9,6 +9,10 @@
 
 #include "config/cli.h"
 #include "config/config.h"
+#include "config/log.h"
+#include "tools/bypass-bench/bench_client.h"
+#include "tools/bypass-bench/bench_run.h"
+#include "tools/bypass-bench/bench_server.h"
 #include "tools/bypass-bench/ceph_mon_version.h"
 #include "tools/bypass-bench/compare.h"
 #include "tools/bypass-bench/echo_job.h"
@@ -21,6 +25,10 @@ const char* kUsage =
     "       bypass-bench --help | --help-options\n"
     "\n"
     "commands:\n"
+    "  run               the whole job: server and client processes per transport, tables, JSON\n"
+    "                    (bypass-bench run --help)\n"
+    "  server            the answering side of the job's messenger benchmark (one transport)\n"
+    "  client            the measuring side, against a running server (one transport)\n"
     "  echo              echo server + ping-pong client in one process (bypass-bench echo --help)\n"
     "  ceph-mon-version  ask a Ceph monitor for its monmap and osdmap versions\n"
     "                    (bypass-bench ceph-mon-version --help)\n"
@@ -69,6 +77,31 @@ int run_echo(const bypass::config::CommonArgs& common, const std::vector<std::st
   return results.errors == 0 ? 0 : 1;
 }
 
+// Job subcommands take no flags of their own beyond --help (client: --case-file, used by run).
+int run_job_command(const std::string& command, const bypass::config::CommonArgs& common,
+                    const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << (command == "run"      ? bypass::bench::bench_run_usage()
+                  : command == "server" ? bypass::bench::bench_server_usage()
+                                        : bypass::bench::bench_client_usage());
+    return 0;
+  }
+  const bypass::config::Config conf = bypass::config::load_config(common);
+  // Session set-up and teardown are logged at Info; during a benchmark only problems matter.
+  bypass::log::set_threshold(bypass::log::Level::Warn);
+  if (command == "client") {
+    std::string job;
+    for (const auto& file : common.config_files) job += (job.empty() ? "" : ",") + file;
+    return bypass::bench::run_bench_client(conf, job.empty() ? "(defaults)" : job,
+                                           bypass::bench::parse_client_flags(args), std::cout);
+  }
+  if (!args.empty())
+    throw bypass::config::ConfigError(command + ": unknown argument '" + args.front() + "' (see bypass-bench " +
+                                      command + " --help)");
+  if (command == "server") return bypass::bench::run_bench_server(conf, std::cout);
+  return bypass::bench::run_bench_job(common, conf, std::cout, std::cerr);
+}
+
 int run_ceph_mon_version(const bypass::config::CommonArgs& common, const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::cout << bypass::bench::ceph_mon_version_usage();
@@ -99,6 +132,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (command == "echo") return run_echo(common, args);
+    if (command == "run" || command == "server" || command == "client") return run_job_command(command, common, args);
     if (command == "ceph-mon-version") return run_ceph_mon_version(common, args);
     if (command == "compare") {
       if (wants_help(args)) {

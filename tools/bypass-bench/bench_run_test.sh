@@ -1,0 +1,68 @@
+#!/bin/bash
+# `bypass-bench run` end to end on one transport: a 2 s job (queue depth 1 and 8, plus a stream
+# case) must exit 0 with non-zero messages and no errors in the table, and its JSON must pass
+# check_result_json.py and be readable by `bypass-bench compare`. A bad job must fail before anything starts, in one line.
+#   bench_run_test.sh BYPASS_BENCH CHECKER posix|dpdk
+# dpdk runs server and client as two DPDK processes over net_memif (needs root).
+set -u
+bench="$1" checker="$2" transport="$3"
+work=$(mktemp -d /tmp/bypass-bench-run-test-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+if [ "$transport" = dpdk ] && [ "$(id -u)" != 0 ]; then
+  fail "the dpdk run needs root (DPDK memory and memif); run as root"
+fi
+if [ ! -x /usr/bin/python3 ]; then fail "/usr/bin/python3 is missing (tools/setup.sh installs it)"; fi
+
+# A memif socket of this run only (abstract: no file is left behind).
+sock="/run/bypass-bench-run-test-$$.sock"
+cat >"$work/job.yaml" <<JOB
+ms:
+  workers: 1
+dpdk:
+  netmask: 255.255.255.0
+  no_huge: auto
+  memory: 256M
+  in_memory: true
+  rss: false
+  link_wait: 30s
+bench:
+  transports: [$transport]
+  message_size: 4K
+  iodepth: [1, 8]
+  warmup: 300ms
+  duration: 2s
+  progress: log
+  server:
+    cpus: "1"
+    dpdk: ['dpdk.vdev=["net_memif0,role=server,socket=$sock"]', dpdk.host_ip=10.95.$(( $$ % 250 )).1]
+  client:
+    cpus: "0"
+    dpdk: ['dpdk.vdev=["net_memif0,role=client,socket=$sock"]', dpdk.host_ip=10.95.$(( $$ % 250 )).2]
+JOB
+
+# Bad input: one clear line, exit status 2, and nothing started.
+start=$(date +%s)
+"$bench" -c "$work/job.yaml" --set bench.iodepth=0 run >"$work/bad.out" 2>"$work/bad.err"
+status=$?
+[ "$status" = 2 ] || fail "iodepth 0: exit status $status, expected 2"
+grep -q "bench.iodepth: '0' is outside 1..65536" "$work/bad.err" || { cat "$work/bad.err"; fail "iodepth 0: unclear error"; }
+[ "$(wc -l <"$work/bad.err")" = 1 ] || { cat "$work/bad.err"; fail "iodepth 0: more than one line"; }
+[ ! -s "$work/bad.out" ] || { cat "$work/bad.out"; fail "iodepth 0: something started"; }
+[ $(( $(date +%s) - start )) -le 5 ] || fail "iodepth 0: the error took more than 5 s"
+
+run() {  # NAME EXPECTED_CASES [--set ...]
+  local name="$1" cases="$2"; shift 2
+  timeout 180 "$bench" -c "$work/job.yaml" --set "bench.output=$work/$name.json" "$@" run >"$work/$name.out" 2>&1
+  local status=$?
+  cat "$work/$name.out"
+  [ "$status" = 0 ] || fail "$name: bypass-bench run exited with status $status"
+  grep -q "^ *$transport 4KiB d1 " "$work/$name.out" || fail "$name: no '$transport 4KiB d1' row in the table"
+  /usr/bin/python3 "$checker" "$work/$name.json" "$cases" "$transport" || fail "$name: the JSON result is incomplete"
+  # And the result file reader (bench_result_file.cc) accepts it: compare reads it back.
+  "$bench" compare "$work/$name.json" >"$work/$name.compare" 2>&1 || { cat "$work/$name.compare"; fail "$name: compare cannot read the result"; }
+}
+run reqrep 2
+run stream 1 --set bench.mode=stream --set bench.iodepth=1 --set bench.duration=1s
+echo "PASS: $transport run"

@@ -1,0 +1,106 @@
+#include "tools/bypass-bench/bench_server.h"
+
+#include <signal.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include "msgr/messenger.h"
+#include "stack/network_stack.h"
+#include "tools/bypass-bench/bench_job.h"
+#include "tools/bypass-bench/bench_protocol.h"
+#include "tools/bypass-bench/process_snapshot.h"
+
+namespace bypass::bench {
+
+namespace {
+
+class Responder : public msgr::Dispatcher {
+ public:
+  Responder(NetworkStack& stack, const msgr::Messenger*& messenger) : stack_(stack), messenger_(messenger) {}
+
+  // Data messages are answered on the connection's worker; stats requests go to the queued
+  // dispatch thread because a snapshot waits on every worker.
+  bool ms_can_fast_dispatch(const msgr::Message& m) const override { return m.type() != kStatsRequest; }
+  void ms_fast_dispatch(const msgr::MessageRef& m) override {
+    if (m->type() != kBenchRequest) return;  // kBenchStream: consumed
+    auto reply = std::make_shared<msgr::Message>(kBenchReply);
+    reply->set_tid(m->tid());
+    // Shares the request's received buffers: a reply of the same size without a copy.
+    reply->data().append(m->data());
+    m->connection()->send_message(std::move(reply));
+  }
+  bool ms_dispatch(const msgr::MessageRef& m) override {
+    if (m->type() != kStatsRequest) return false;
+    auto reply = std::make_shared<msgr::Message>(kStatsReply);
+    reply->set_tid(m->tid());
+    reply->data().append_copy(ProcessSnapshot::take(stack_, {messenger_}).text());
+    m->connection()->send_message(std::move(reply));
+    return true;
+  }
+
+ private:
+  NetworkStack& stack_;
+  const msgr::Messenger*& messenger_;
+};
+
+msgr::EntityAddr listen_address(const config::Config& side, const BenchJob& job, const std::string& transport) {
+  std::string text = job.server_address;
+  if (text.empty()) text = (transport == "dpdk" ? side.get_ipv4("dpdk.host_ip").to_string() : "127.0.0.1") + ":0";
+  msgr::EntityAddr addr;
+  if (!msgr::EntityAddr::parse("v2:" + text, &addr))
+    throw config::ConfigError("bench.server_address: '" + text + "' is not IPv4:port");
+  return addr;
+}
+
+}  // namespace
+
+int run_bench_server(const config::Config& conf, std::ostream& out) {
+  const BenchJob job = BenchJob::from_config(conf);
+  const std::string transport = job.single_transport(conf, "server");
+  const config::Config side = side_config(conf, Side::Server, transport);
+  const msgr::EntityAddr addr = listen_address(side, job, transport);
+
+  // Block the stop signals before any thread starts so every thread inherits the mask and only
+  // sigwait below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::shared_ptr<NetworkStack> stack = NetworkStack::create(side);
+  const msgr::Messenger* messenger_view = nullptr;
+  Responder responder(*stack, messenger_view);
+  std::unique_ptr<msgr::Messenger> messenger =
+      msgr::Messenger::create(side, msgr::EntityName{msgr::EntityType::Osd, 0}, stack);
+  messenger_view = messenger.get();
+  messenger->set_default_policy(msgr::Policy::stateful_server());
+  messenger->add_dispatcher(&responder);
+  if (const int rc = messenger->bind(addr); rc != 0)
+    throw std::runtime_error("server: cannot listen on " + addr.to_string() + ": " + socket_error_name(rc));
+  if (messenger->start() != 0) throw std::runtime_error("server: the messenger did not start");
+  const msgr::EntityAddrVec bound_addrs = messenger->my_addrs();
+  const msgr::EntityAddr* bound = bound_addrs.msgr2_addr();
+  if (bound == nullptr) throw std::runtime_error("server: the messenger has no msgr2 address");
+  out << kReadyPrefix << bound->ip_string() << ":" << bound->port() << " " << transport << std::endl;
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  messenger->shutdown();
+  messenger->wait();
+  stack->stop();
+  return 0;
+}
+
+const char* bench_server_usage() {
+  return "usage: bypass-bench [-c JOB.yaml] [--set key=value]... server\n"
+         "\n"
+         "Serves the messenger benchmark of the job for one transport (bench.transports must name\n"
+         "one, or ms.type is used): listens on bench.server_address (default 127.0.0.1, or\n"
+         "dpdk.host_ip for dpdk, on a free port), prints 'ready IP:PORT TRANSPORT' and answers\n"
+         "until SIGINT/SIGTERM. The server side's settings are bench.server.<transport> and\n"
+         "bench.server.cpus. Run `bypass-bench client` with the same job against it.\n";
+}
+
+}  // namespace bypass::bench
