@@ -45,6 +45,7 @@ RdmaTuning RdmaTuning::from(const config::Config& conf) {
   t.inject_failures = static_cast<int>(conf.get_int("ms.inject_socket_failures"));
   t.ack_timeout_exponent = verbs_ack_timeout_exponent(conf.get_duration("rdma.ack_timeout"));
   t.retry_count = static_cast<uint8_t>(conf.get_int("rdma.retry_count"));
+  t.use_cm = conf.get_string("rdma.connect_mode") == "rdma_cm";
   return t;
 }
 
@@ -56,8 +57,13 @@ uint8_t verbs_ack_timeout_exponent(std::chrono::nanoseconds timeout) {
   return n;
 }
 
-RdmaWorker::RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const RdmaTuning& tuning)
-    : Worker(id, polling_driver_for(tuning)), device_(std::move(device)), tuning_(tuning) {
+RdmaWorker::RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const RdmaTuning& tuning,
+                       std::shared_ptr<CmListenRegistry> cm_listeners)
+    : Worker(id, polling_driver_for(tuning)),
+      device_(std::move(device)),
+      tuning_(tuning),
+      cm_listeners_(std::move(cm_listeners)) {
+  if (tuning_.use_cm) cm_channel_ = make_cm_channel();
   poller_ = static_cast<PollingDriver*>(&center().driver());
   const std::string tag = "rdma worker " + std::to_string(id);
   const ibv_device_attr& attr = device_->attributes();
@@ -125,10 +131,39 @@ void RdmaWorker::on_thread_start() {
     }
     cq_armed_ = false;
   });
+  if (cm_channel_) center().create_file_event(cm_channel_->fd, kEventReadable, [this](int, int) { handle_cm_events(); });
 }
 
 void RdmaWorker::on_thread_stop() {
   center().delete_file_event(channel_->fd, kEventReadable);
+  if (cm_channel_) center().delete_file_event(cm_channel_->fd, kEventReadable);
+}
+
+void RdmaWorker::handle_cm_events() {
+  for (int i = 0; i < 64; ++i) {  // bounded: a burst of connects cannot starve the loop
+    rdma_cm_event* event = nullptr;
+    if (rdma_get_cm_event(cm_channel_.get(), &event) != 0) {
+      if (errno != EAGAIN && errno != EINTR)
+        BYPASS_LOG(Warn, "rdma", "rdma_get_cm_event on worker %u: %s", id(), strerror(errno));
+      return;
+    }
+    // Copied and acknowledged before acting on it: acting may destroy the id (rejecting a
+    // request, say), and rdma_destroy_id waits for the id's events to be acknowledged.
+    const rdma_cm_event_type type = event->event;
+    const int status = event->status;
+    rdma_cm_id* id = event->id;
+    rdma_cm_id* listen_id = event->listen_id;
+    const uint8_t* data = static_cast<const uint8_t*>(event->param.conn.private_data);
+    std::vector<uint8_t> private_data(data, data + (data ? event->param.conn.private_data_len : 0));
+    rdma_ack_cm_event(event);
+    if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+      if (auto* port = static_cast<CmListenPort*>(listen_id->context))
+        port->on_connect_request(id, private_data.data(), private_data.size());
+      continue;
+    }
+    if (auto* conn = static_cast<RdmaConnection*>(id->context))
+      conn->on_cm_event(type, status, private_data.data(), private_data.size());
+  }
 }
 
 RdmaWorkerStats RdmaWorker::stats() const {
@@ -151,6 +186,15 @@ RdmaWorkerStats RdmaWorker::stats() const {
 
 int RdmaWorker::listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
                        ServerSocket* out) {
+  if (cm_channel_) {
+    auto server = std::make_unique<RdmaServerSocket>(*this, sopts);
+    std::shared_ptr<CmListenPort> port;
+    if (int rc = cm_listeners_->join(*this, addr, lopts.backlog, server.get(), &port); rc < 0) return rc;
+    server->set_cm_port(std::move(port));
+    if (int rc = server->init(); rc < 0) return rc;
+    *out = ServerSocket(std::move(server));
+    return 0;
+  }
   const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   const int one = 1;
@@ -168,6 +212,18 @@ int RdmaWorker::listen(const SocketAddress& addr, const ListenOptions& lopts, co
 }
 
 int RdmaWorker::connect(const SocketAddress& addr, const SocketOptions& opts, ConnectedSocket* out) {
+  if (cm_channel_) {
+    rdma_cm_id* id = nullptr;
+    if (rdma_create_id(cm_channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0) return -errno;
+    auto conn = adopt(std::make_shared<RdmaConnection>(*this, id, true, nullptr));
+    conn->set_peer_address(addr);
+    if (int rc = conn->start(opts.connect_timeout); rc < 0) {
+      conn->close();
+      return rc;
+    }
+    *out = ConnectedSocket(std::make_unique<RdmaConnectedSocket>(*this, std::move(conn)));
+    return 0;
+  }
   const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   const int one = 1;
