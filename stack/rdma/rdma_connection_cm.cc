@@ -46,8 +46,19 @@ int RdmaConnection::cm_start(std::chrono::milliseconds connect_timeout) {
     cm_accept_request();
     return 0;
   }
-  if (rdma_resolve_addr(cm_id_, nullptr, const_cast<sockaddr*>(peer_.sockaddr_ptr()),
-                        timeout_ms(connect_timeout)) != 0) {
+  // The source address picks the device. Left to the kernel, a destination that is one of this
+  // host's addresses resolves through lo onto the device owning that address, not necessarily
+  // ours; an IPv4-mapped GID (RoCE v2 over IPv4) names our netdev's address, so start there.
+  sockaddr_in source{};
+  const uint8_t* gid = worker_.device().gid().raw;
+  static constexpr uint8_t kV4MappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  const bool from_gid = peer_.is_ipv4() && std::memcmp(gid, kV4MappedPrefix, 12) == 0;
+  if (from_gid) {
+    source.sin_family = AF_INET;
+    std::memcpy(&source.sin_addr, gid + 12, 4);
+  }
+  if (rdma_resolve_addr(cm_id_, from_gid ? reinterpret_cast<sockaddr*>(&source) : nullptr,
+                        const_cast<sockaddr*>(peer_.sockaddr_ptr()), timeout_ms(connect_timeout)) != 0) {
     const int err = errno;
     fail(-err, "rdma_resolve_addr failed");
     return -err;
