@@ -27,7 +27,9 @@ int CmListenPort::open(RdmaWorker& owner, const SocketAddress& addr, int backlog
                        std::shared_ptr<CmListenPort>* out) {
   std::shared_ptr<CmListenPort> port(new CmListenPort(owner));
   port->channel_ = owner.cm_channel();
-  if (rdma_create_id(port->channel_.get(), &port->id_, port.get(), RDMA_PS_TCP) != 0) return -errno;
+  if (rdma_create_id(port->channel_.get(), &port->id_, static_cast<CmEventTarget*>(port.get()),
+                     RDMA_PS_TCP) != 0)
+    return -errno;
   if (rdma_bind_addr(port->id_, const_cast<sockaddr*>(addr.sockaddr_ptr())) != 0 ||
       rdma_listen(port->id_, backlog) != 0) {
     const int err = errno;
@@ -75,7 +77,13 @@ void CmListenPort::unsubscribe(RdmaServerSocket* server) {
   owner_.center().dispatch_external([self = shared_from_this()] { self->close_id(); });
 }
 
-void CmListenPort::on_connect_request(rdma_cm_id* child, const uint8_t* private_data, size_t len) {
+void CmListenPort::on_cm_event(const CmEvent& event) {
+  if (event.type == RDMA_CM_EVENT_CONNECT_REQUEST) return on_connect_request(event.id, event.private_data);
+  BYPASS_LOG(Warn, "rdma", "rdma_cm listener %s: %s (status %d)", local_.to_string().c_str(),
+             rdma_event_str(event.type), event.status);
+}
+
+void CmListenPort::on_connect_request(rdma_cm_id* child, const std::vector<uint8_t>& private_data) {
   child->context = nullptr;  // inherited from the listening id; the connection sets its own
   RdmaServerSocket* server = nullptr;
   {
@@ -88,15 +96,14 @@ void CmListenPort::on_connect_request(rdma_cm_id* child, const uint8_t* private_
     return;
   }
   RdmaWorker& target = server->worker();
-  if (&target == &owner_) return server->on_connect_request(child, private_data, len);
+  if (&target == &owner_) return server->on_connect_request(child, private_data.data(), private_data.size());
   if (rdma_migrate_id(child, target.cm_channel().get()) != 0) {
     BYPASS_LOG(Warn, "rdma", "rdma_migrate_id to worker %u: %s", target.id(), strerror(errno));
     rdma_reject(child, nullptr, 0);
     rdma_destroy_id(child);
     return;
   }
-  std::vector<uint8_t> data(private_data, private_data + len);
-  target.center().dispatch_external([self = shared_from_this(), server, child, data = std::move(data)] {
+  target.center().dispatch_external([self = shared_from_this(), server, child, data = private_data] {
     // The server socket is closed on this thread too: checked here, it stays valid for the call.
     if (!self->is_subscribed(server)) {
       rdma_reject(child, nullptr, 0);

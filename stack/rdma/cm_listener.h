@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "stack/network_stack.h"
+#include "stack/rdma/cm_event.h"
 
 namespace bypass::rdma {
 
@@ -27,24 +28,28 @@ class RdmaWorker;
 using CmChannel = std::shared_ptr<rdma_event_channel>;
 CmChannel make_cm_channel();  // non-blocking fd; throws std::runtime_error naming the cause
 
-class CmListenPort : public std::enable_shared_from_this<CmListenPort> {
+class CmListenPort final : public CmEventTarget, public std::enable_shared_from_this<CmListenPort> {
  public:
   // Creates, binds and listens on `owner`'s event channel (owner's thread). -errno on failure.
   static int open(RdmaWorker& owner, const SocketAddress& addr, int backlog,
                   std::shared_ptr<CmListenPort>* out);
   ~CmListenPort();
+  CmListenPort(const CmListenPort&) = delete;
+  CmListenPort& operator=(const CmListenPort&) = delete;
 
   SocketAddress local_address() const { return local_; }
   // Any thread. Returns false when the port is already closing (its last subscriber left).
   bool subscribe(RdmaServerSocket* server);
   // The server's thread. The last one out closes the id on the owner's thread.
   void unsubscribe(RdmaServerSocket* server);
-  // Owner's thread, the event already acknowledged: hand `child` to the next subscriber.
-  void on_connect_request(rdma_cm_id* child, const uint8_t* private_data, size_t len);
+  // Owner's thread: a connect request goes to the next subscriber; other events on a listening
+  // id (address change, device removal) are logged.
+  void on_cm_event(const CmEvent& event) override;
 
  private:
   explicit CmListenPort(RdmaWorker& owner) : owner_(owner) {}
   bool is_subscribed(RdmaServerSocket* server);
+  void on_connect_request(rdma_cm_id* child, const std::vector<uint8_t>& private_data);
   void close_id();  // owner's thread (or any once the loops stopped)
 
   RdmaWorker& owner_;

@@ -39,7 +39,7 @@ namespace bypass::rdma {
 class RdmaWorker;
 class RdmaServerSocket;
 
-class RdmaConnection : public std::enable_shared_from_this<RdmaConnection> {
+class RdmaConnection final : public CmEventTarget, public std::enable_shared_from_this<RdmaConnection> {
  public:
   static constexpr uint32_t kFinImmediate = 0x46494e21;  // "FIN!"
   // Sent on the side channel by close() once every send completed; the peer reads end of stream.
@@ -62,8 +62,8 @@ class RdmaConnection : public std::enable_shared_from_this<RdmaConnection> {
   void set_cm_request(const uint8_t* private_data, size_t len) {
     cm_request_.assign(private_data, private_data + len);
   }
-  // An event on this connection's rdma_cm id, already acknowledged (so it may destroy the id).
-  void on_cm_event(rdma_cm_event_type type, int status, const uint8_t* private_data, size_t len);
+  // An event on this connection's rdma_cm id.
+  void on_cm_event(const CmEvent& event) override;
 
   // ---- owner's socket interface ----
   int is_connected() const;

@@ -41,7 +41,7 @@ bool is_loopback(const SocketAddress& a) {
 }  // namespace
 
 int RdmaConnection::cm_start(std::chrono::milliseconds connect_timeout) {
-  cm_id_->context = this;
+  cm_id_->context = static_cast<CmEventTarget*>(this);
   if (!is_client_) {
     cm_accept_request();
     return 0;
@@ -185,8 +185,9 @@ void RdmaConnection::cm_connect_response(const uint8_t* private_data, size_t len
   established();
 }
 
-void RdmaConnection::on_cm_event(rdma_cm_event_type type, int status, const uint8_t* private_data,
-                                 size_t len) {
+void RdmaConnection::on_cm_event(const CmEvent& event) {
+  const rdma_cm_event_type type = event.type;
+  const int status = event.status;
   BYPASS_LOG(Debug, "rdma", "qp 0x%x %s: %s (status %d)", qp_num(), to_string(state_),
              rdma_event_str(type), status);
   if (state_ == ConnState::Destroyed) return;
@@ -196,7 +197,8 @@ void RdmaConnection::on_cm_event(rdma_cm_event_type type, int status, const uint
         fail(-errno, "rdma_resolve_route failed");
       return;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: return cm_route_resolved();
-    case RDMA_CM_EVENT_CONNECT_RESPONSE: return cm_connect_response(private_data, len);
+    case RDMA_CM_EVENT_CONNECT_RESPONSE:
+      return cm_connect_response(event.private_data.data(), event.private_data.size());
     case RDMA_CM_EVENT_ESTABLISHED:
       if (is_client_ || state_ != ConnState::Handshaking) return;
       established();

@@ -147,22 +147,15 @@ void RdmaWorker::handle_cm_events() {
         BYPASS_LOG(Warn, "rdma", "rdma_get_cm_event on worker %u: %s", id(), strerror(errno));
       return;
     }
-    // Copied and acknowledged before acting on it: acting may destroy the id (rejecting a
-    // request, say), and rdma_destroy_id waits for the id's events to be acknowledged.
-    const rdma_cm_event_type type = event->event;
-    const int status = event->status;
-    rdma_cm_id* id = event->id;
-    rdma_cm_id* listen_id = event->listen_id;
-    const uint8_t* data = static_cast<const uint8_t*>(event->param.conn.private_data);
-    std::vector<uint8_t> private_data(data, data + (data ? event->param.conn.private_data_len : 0));
+    // Copied and acknowledged before acting on it (see CmEvent). A connect request is the
+    // listening id's; its child id inherited the listener's context.
+    const auto* data = static_cast<const uint8_t*>(event->param.conn.private_data);
+    CmEvent copy{event->event, event->status, event->id,
+                 std::vector<uint8_t>(data, data + (data ? event->param.conn.private_data_len : 0))};
+    rdma_cm_id* target_id = event->event == RDMA_CM_EVENT_CONNECT_REQUEST ? event->listen_id : event->id;
+    auto* target = static_cast<CmEventTarget*>(target_id->context);
     rdma_ack_cm_event(event);
-    if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-      if (auto* port = static_cast<CmListenPort*>(listen_id->context))
-        port->on_connect_request(id, private_data.data(), private_data.size());
-      continue;
-    }
-    if (auto* conn = static_cast<RdmaConnection*>(id->context))
-      conn->on_cm_event(type, status, private_data.data(), private_data.size());
+    if (target != nullptr) target->on_cm_event(copy);
   }
 }
 
