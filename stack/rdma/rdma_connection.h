@@ -135,7 +135,7 @@ class RdmaConnection final : public CmEventTarget, public std::enable_shared_fro
   bool fin_sent_ = false;
   bool fin_wanted_ = false;
   bool fin_received_ = false;
-  bool side_eof_ = false;
+  bool side_eof_ = false;  // the peer is gone: side-channel EOF, or (rdma_cm) its disconnect
   bool owner_closed_ = false;
   bool want_writable_ = false;
   uint32_t sends_outstanding_ = 0;

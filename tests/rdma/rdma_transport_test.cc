@@ -248,6 +248,10 @@ TEST_F(RdmaTransport, ConnectCloseCyclesLeaveNoQueuePairsChunksOrRegions) {
   if (qps_before < 0 || qps_after < 0) GTEST_SKIP() << "rdma resource show unavailable";
   EXPECT_EQ(qps_after, 0) << "kernel still tracks QPs of this process (before: " << qps_before << ")";
   EXPECT_EQ(kernel_resources("mr"), 2 * static_cast<int>(stack_->num_workers()));
+  // rdma_cm mode: every connection's id is gone; only the listening id (one for both workers'
+  // listeners, rdma_cm having no SO_REUSEPORT) is left.
+  const bool cm = conf_.get_string("rdma.connect_mode") == "rdma_cm";
+  EXPECT_EQ(kernel_resources("cm_id"), cm ? 1 : 0) << "rdma_cm ids of this process left over";
 }
 
 TEST_F(RdmaTransport, EmptyChunkPoolIsBackpressureNotGrowth) {
