@@ -86,7 +86,12 @@ class RdmaConnection final : public CmEventTarget, public std::enable_shared_fro
   void on_send_complete(bool ok, ibv_wc_status status);
   // Some send slot or chunk came back after this connection's send() returned -EAGAIN.
   void on_send_complete_room();
-  void on_receive_flushed() { --receives_posted_; }
+  // Per-QP receive mode: one of our posted receives came back (data or flushed). A closed
+  // connection may be waiting for exactly that to be destroyed (see drained()).
+  void on_receive_flushed() {
+    --receives_posted_;
+    if (owner_closed_) maybe_finish_drain();
+  }
   void count_receive_posted() { ++receives_posted_; }
   uint32_t receives_posted() const { return receives_posted_; }
   // Called when the server that accepted this connection goes away before handing it out.

@@ -354,8 +354,11 @@ void RdmaWorker::replenish_receives() {
   }
   for (size_t i = 0; i < need_receives_.size();) {
     RdmaConnection* conn = need_receives_[i];
-    while (conn->qp() && conn->receives_posted() < tuning_.qp_depth && conn->state() != ConnState::Failed &&
-           !conn->owner_closed()) {
+    // Never onto a QP in the error state (the peer disconnected, say): soft-RoCE (kernel 6.1)
+    // does not flush receives posted after the QP entered it, so they would never come back and
+    // the connection would never drain.
+    while (conn->qp() && conn->qp()->state != IBV_QPS_ERR && conn->receives_posted() < tuning_.qp_depth &&
+           conn->state() != ConnState::Failed && !conn->owner_closed()) {
       char* chunk = rx_pool_->get();
       if (chunk == nullptr) return;  // the rest waits for chunks to come back
       if (!post_receive(conn->qp(), chunk)) break;

@@ -12,7 +12,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -156,16 +158,23 @@ class CycleClient {
   std::atomic<int> completed_{0};
 };
 
-// Our process's QPs (or MRs) the kernel still tracks, from `rdma resource show`.
+// Our process's QPs (MRs, rdma_cm ids) the kernel still tracks, from `rdma resource show`. The
+// kernel records the creating thread's id, not the process's, and workers create most resources:
+// any thread of this process counts.
 int kernel_resources(const char* kind) {
+  std::set<std::string> ours;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+    ours.insert(task.path().filename().string());
   const std::string cmd = std::string("rdma resource show ") + kind + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return -1;
-  const std::string mine = "pid " + std::to_string(getpid()) + " ";
   int count = 0;
   char line[1024];
   while (fgets(line, sizeof(line), p)) {
-    if (std::string(line).find(mine) != std::string::npos) ++count;
+    std::istringstream words(line);
+    std::string word, pid;
+    while (words >> word && word != "pid") {}
+    if (words >> pid && ours.count(pid)) ++count;
   }
   pclose(p);
   return count;
@@ -206,6 +215,12 @@ class RdmaTransport : public ::testing::Test {
       }
       if (idle) return true;
       std::this_thread::sleep_for(20ms);
+    }
+    for (unsigned i = 0; i < stack_->num_workers(); ++i) {
+      const auto s = rdma().worker_stats(i);
+      std::fprintf(stderr, "worker %u not idle: %zu connections, %zu tx chunks in use, %zu rx chunks held, %zu "
+                   "posted, %zu sends outstanding\n", i, s.live_connections, s.tx_chunks_in_use,
+                   s.rx_chunks_held, s.rx_chunks_posted, s.sends_outstanding);
     }
     return false;
   }
