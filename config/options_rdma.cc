@@ -24,7 +24,8 @@ void register_rdma_options(Registry& r) {
          .help = "Poll the completion queue this long before sleeping on its event channel."});
   r.add({.name = "rdma.connect_mode", .type = OptionType::Enum, .default_value = "tcp",
          .help = "How queue pairs are connected: tcp (exchange QP info over a TCP socket) or "
-                 "rdma_cm (librdmacm).",
+                 "rdma_cm (librdmacm; addresses must be on the RDMA device's netdev, RoCE cannot "
+                 "route loopback).",
          .enum_values = {"tcp", "rdma_cm"}});
   r.add({.name = "rdma.hugepages", .type = OptionType::Bool, .default_value = "false",
          .help = "Back the registered chunk pools with 2 MiB hugepages (normal pages when none are "

@@ -38,11 +38,25 @@ RdmaConnection::RdmaConnection(RdmaWorker& worker, int side_fd, bool is_client,
       side_fd_(side_fd),
       is_client_(is_client),
       server_(server),
-      state_(is_client ? ConnState::Connecting : ConnState::Handshaking) {}
+      state_(is_client ? ConnState::Connecting : ConnState::Handshaking),
+      send_limit_(worker.tuning().chunk_size) {}
+
+RdmaConnection::RdmaConnection(RdmaWorker& worker, rdma_cm_id* cm_id, bool is_client,
+                               RdmaServerSocket* server)
+    : RdmaConnection(worker, -1, is_client, server) {
+  cm_id_ = cm_id;
+  cm_channel_ = worker.cm_channel();
+}
 
 RdmaConnection::~RdmaConnection() {
   destroy_qp();
   close_side_channel();
+  if (cm_id_ != nullptr) {
+    cm_id_->context = nullptr;
+    // The QP is ours (not rdma_create_qp's), so this only leaves the CM: DREQ if still connected.
+    if (rdma_destroy_id(cm_id_) != 0) BYPASS_LOG(Warn, "rdma", "rdma_destroy_id: %s", strerror(errno));
+    cm_id_ = nullptr;
+  }
   if (event_id_ >= 0) {
     if (worker_.center().in_thread())
       worker_.center().delete_file_event(event_id_, kEventReadable | kEventWritable);
@@ -59,16 +73,17 @@ int RdmaConnection::start(std::chrono::milliseconds connect_timeout) {
   local_psn_ = random_psn();
   if (!worker_.tuning().use_srq) worker_.post_receives_for(this);
   std::weak_ptr<RdmaConnection> weak = weak_from_this();
-  worker_.center().create_file_event(side_fd_, is_client_ ? kEventWritable : kEventReadable,
-                                     [weak](int, int mask) {
-                                       if (auto self = weak.lock()) self->on_side_channel(mask);
-                                     });
   connect_timer_ = worker_.center().create_timer(connect_timeout, [weak] {
     if (auto self = weak.lock()) {
       self->connect_timer_ = 0;
       self->fail(-ETIMEDOUT, "connection setup timed out");
     }
   });
+  if (cm_id_ != nullptr) return cm_start(connect_timeout);
+  worker_.center().create_file_event(side_fd_, is_client_ ? kEventWritable : kEventReadable,
+                                     [weak](int, int mask) {
+                                       if (auto self = weak.lock()) self->on_side_channel(mask);
+                                     });
   if (!is_client_) {
     local_ = side_address(side_fd_, false);
     peer_ = side_address(side_fd_, true);
@@ -340,7 +355,7 @@ ssize_t RdmaConnection::send(BufferList& data) {
   if (state_ == ConnState::Failed) return error_;
   if (state_ == ConnState::Connecting || state_ == ConnState::Handshaking) return -EAGAIN;
   if (state_ != ConnState::Established || fin_sent_ || fin_wanted_ || side_eof_) return -EPIPE;
-  const size_t max_message = worker_.tuning().chunk_size;  // the peer's receive chunk size
+  const size_t max_message = send_limit_;
   const uint32_t depth = worker_.tuning().qp_depth;
   size_t accepted = 0;
   // One send slot per QP stays free for the FIN.
@@ -418,8 +433,14 @@ void RdmaConnection::shutdown() {
 }
 
 void RdmaConnection::try_post_fin() {
-  if (!fin_wanted_ || fin_sent_ || qp_ == nullptr) return;
-  if (sends_outstanding_ >= worker_.tuning().qp_depth || worker_.send_budget_left() == 0) return;
+  if (!fin_wanted_ || fin_sent_ || qp_ == nullptr || side_eof_) return;
+  if (sends_outstanding_ >= worker_.tuning().qp_depth) return;  // a completion retries
+  if (worker_.send_budget_left() == 0) {
+    // Other connections hold every send slot; with none of ours in flight no completion of ours
+    // would retry, so ask for the worker's next one.
+    worker_.wait_for_send_room(this);
+    return;
+  }
   if (post_send(nullptr, nullptr, 0, {}, true)) {
     fin_sent_ = true;
     fin_wanted_ = false;
@@ -436,11 +457,14 @@ void RdmaConnection::close() {
   if (connect_timer_ != 0) worker_.center().cancel_timer(connect_timer_);
   connect_timer_ = 0;
   if (state_ == ConnState::Established) {
-    // The end of stream travels on the side channel (see maybe_finish_drain): an RDMA FIN
-    // would need the peer's QP alive to be acknowledged, and with both ends closing at once it
-    // often is not, leaving the send to time out.
-    fin_wanted_ = false;
+    // Side channel: the end of stream travels on it (see maybe_finish_drain): an RDMA FIN would
+    // need the peer's QP alive to be acknowledged, and with both ends closing at once it often is
+    // not, leaving the send to time out. rdma_cm: the FIN goes first and the disconnect only after
+    // it completed; a peer closing at the same time disconnects us, which flushes our FIN at once
+    // (no timeout), and its own end of stream had completed before its disconnect.
+    fin_wanted_ = cm_id_ != nullptr;
     set_state(ConnState::Draining);
+    try_post_fin();
     std::weak_ptr<RdmaConnection> weak = weak_from_this();
     drain_timer_ = worker_.center().create_timer(worker_.tuning().drain_timeout, [weak] {
       if (auto self = weak.lock()) {
@@ -467,6 +491,7 @@ void RdmaConnection::fail(int error, const char* why) {
   drain_timer_ = 0;
   if (side_fd_ >= 0) worker_.center().delete_file_event(side_fd_, kEventReadable | kEventWritable);
   move_qp_to_error();
+  cm_disconnect();  // the peer learns at once instead of from its retries running out
   update_events();
   if (server_ != nullptr && !owner_closed_) {
     RdmaServerSocket* server = server_;
@@ -502,6 +527,10 @@ void RdmaConnection::on_send_complete(bool ok, ibv_wc_status status) {
 }
 
 void RdmaConnection::on_send_complete_room() {
+  if (fin_wanted_ && !fin_sent_) {
+    try_post_fin();
+    maybe_finish_drain();
+  }
   if (!want_writable_) return;
   want_writable_ = false;
   update_events();
@@ -511,9 +540,11 @@ void RdmaConnection::maybe_finish_drain() {
   if (!owner_closed_ || state_ == ConnState::Destroyed) return;
   if (state_ == ConnState::Draining) {
     if (sends_outstanding_ > 0) return;  // data still in flight
+    if (fin_wanted_ && !fin_sent_ && !side_eof_) return;  // waiting for a send slot
     // Everything we sent was acknowledged by the peer's HCA: it is in the peer's CQ, which the
-    // peer polls before it acts on the side channel. So the close marker, then EOF, follow the
-    // data in order.
+    // peer polls before it acts on the side channel (or on our disconnect). So the close marker
+    // (or disconnect), then EOF, follow the data in order.
+    cm_disconnect();
     if (side_fd_ >= 0 && !side_eof_ && qp_ != nullptr && qp_->state == IBV_QPS_RTS) {
       const char marker = kCloseMarker;
       (void)::send(side_fd_, &marker, 1, MSG_NOSIGNAL | MSG_DONTWAIT);

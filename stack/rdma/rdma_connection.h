@@ -1,16 +1,24 @@
-// RdmaConnection: one RC queue pair, the TCP side channel that set it up (and that stays open so
-// the death of the peer process is noticed), and the received segments waiting for the owner.
+// RdmaConnection: one RC queue pair, what set it up and tells of the peer's end, and the received
+// segments waiting for the owner. Two set-up modes (rdma.connect_mode), one data path:
+//  - tcp: a TCP side channel exchanges QpInfo and stays open, so the death of the peer process
+//    is noticed as its EOF (this file's .cc);
+//  - rdma_cm: librdmacm's CM exchanges QP number and PSN and resolves the path; our CmPrivateData
+//    rides along; the peer's disconnect (or its process's death, which the kernel turns into a
+//    disconnect) arrives as RDMA_CM_EVENT_DISCONNECTED (rdma_connection_cm.cc).
+// Either way the QP is created on the worker's CQ and SRQ and, once in RTS, used the same way.
 //
 // Data path: every send is one SEND work request of at most rdma.chunk_size bytes (the size of the
 // peer's receive chunks). Bytes already in registered memory are posted in place (zero-copy, the
 // segment is held until the completion); others are copied into send chunks. shutdown() posts a
 // zero-length SEND with immediate data kFinImmediate, which the peer reads as end of stream;
-// close() waits for its sends to complete, then sends kCloseMarker on the side channel and closes it.
+// close() waits for its sends to complete, then sends kCloseMarker on the side channel and closes it
+// (rdma_cm mode: posts the FIN, waits for it to complete, then disconnects).
 // Receive backpressure is the RC transport's own: an empty receive queue makes the peer's HCA
 // retry (RNR, infinitely), so sends stay outstanding and the sender's chunks run out.
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include <cerrno>
 #include <chrono>
@@ -18,8 +26,11 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "stack/network_stack.h"
+#include "stack/rdma/cm_listener.h"
+#include "stack/rdma/cm_private_data.h"
 #include "stack/rdma/connection_state.h"
 #include "stack/rdma/handshake.h"
 
@@ -28,7 +39,7 @@ namespace bypass::rdma {
 class RdmaWorker;
 class RdmaServerSocket;
 
-class RdmaConnection : public std::enable_shared_from_this<RdmaConnection> {
+class RdmaConnection final : public CmEventTarget, public std::enable_shared_from_this<RdmaConnection> {
  public:
   static constexpr uint32_t kFinImmediate = 0x46494e21;  // "FIN!"
   // Sent on the side channel by close() once every send completed; the peer reads end of stream.
@@ -36,11 +47,23 @@ class RdmaConnection : public std::enable_shared_from_this<RdmaConnection> {
 
   // Takes ownership of `side_fd` (a non-blocking TCP socket, connected or connecting).
   RdmaConnection(RdmaWorker& worker, int side_fd, bool is_client, RdmaServerSocket* server);
+  // rdma_cm mode: takes ownership of `cm_id` (on the worker's event channel). A client's id is
+  // fresh (start() resolves set_peer_address()'s address); a server's comes from a connect request
+  // (set_cm_request() first).
+  RdmaConnection(RdmaWorker& worker, rdma_cm_id* cm_id, bool is_client, RdmaServerSocket* server);
   ~RdmaConnection();
 
-  // Starts the side-channel state machine. Client: waits for the TCP connect, then sends Request.
-  // Server: waits for the Request. Returns -errno when the QP or event id cannot be created.
+  // Starts the set-up state machine. Side channel: the client waits for the TCP connect, then
+  // sends Request; the server waits for the Request. rdma_cm: the client resolves the address;
+  // the server accepts (or rejects) the request. Returns -errno when the QP or event id cannot be
+  // created.
   int start(std::chrono::milliseconds connect_timeout);
+  void set_peer_address(const SocketAddress& peer) { peer_ = peer; }
+  void set_cm_request(const uint8_t* private_data, size_t len) {
+    cm_request_.assign(private_data, private_data + len);
+  }
+  // An event on this connection's rdma_cm id.
+  void on_cm_event(const CmEvent& event) override;
 
   // ---- owner's socket interface ----
   int is_connected() const;
@@ -63,7 +86,12 @@ class RdmaConnection : public std::enable_shared_from_this<RdmaConnection> {
   void on_send_complete(bool ok, ibv_wc_status status);
   // Some send slot or chunk came back after this connection's send() returned -EAGAIN.
   void on_send_complete_room();
-  void on_receive_flushed() { --receives_posted_; }
+  // Per-QP receive mode: one of our posted receives came back (data or flushed). A closed
+  // connection may be waiting for exactly that to be destroyed (see drained()).
+  void on_receive_flushed() {
+    --receives_posted_;
+    if (owner_closed_) maybe_finish_drain();
+  }
   void count_receive_posted() { ++receives_posted_; }
   uint32_t receives_posted() const { return receives_posted_; }
   // Called when the server that accepted this connection goes away before handing it out.
@@ -88,6 +116,17 @@ class RdmaConnection : public std::enable_shared_from_this<RdmaConnection> {
   void try_post_fin();
   void maybe_finish_drain();
   void close_side_channel();
+  // ---- rdma_cm mode (rdma_connection_cm.cc) ----
+  int cm_start(std::chrono::milliseconds connect_timeout);
+  void cm_route_resolved();
+  void cm_accept_request();
+  void cm_connect_response(const uint8_t* private_data, size_t len);
+  bool cm_take_peer_limits(const uint8_t* private_data, size_t len, CmPrivateData::Kind expected);
+  int cm_move_qp_to_rts();
+  bool cm_on_our_device();
+  void cm_peer_disconnected();
+  void cm_disconnect();
+  void cm_addresses();
 
   RdmaWorker& worker_;
   int side_fd_;
@@ -101,7 +140,7 @@ class RdmaConnection : public std::enable_shared_from_this<RdmaConnection> {
   bool fin_sent_ = false;
   bool fin_wanted_ = false;
   bool fin_received_ = false;
-  bool side_eof_ = false;
+  bool side_eof_ = false;  // the peer is gone: side-channel EOF, or (rdma_cm) its disconnect
   bool owner_closed_ = false;
   bool want_writable_ = false;
   uint32_t sends_outstanding_ = 0;
@@ -113,6 +152,13 @@ class RdmaConnection : public std::enable_shared_from_this<RdmaConnection> {
   uint64_t connect_timer_ = 0;
   uint64_t drain_timer_ = 0;
   SocketAddress local_, peer_;
+  // The largest SEND the peer can receive: its receive chunk size (rdma_cm mode learns it from the
+  // peer's private data; the side channel assumes both ends configured alike) and ours.
+  size_t send_limit_;
+  rdma_cm_id* cm_id_ = nullptr;
+  CmChannel cm_channel_;              // keeps the id's channel open until the id is destroyed
+  std::vector<uint8_t> cm_request_;   // server: the client's private data
+  bool cm_disconnected_ = false;      // rdma_disconnect() called
 };
 
 }  // namespace bypass::rdma

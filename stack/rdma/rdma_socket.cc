@@ -70,14 +70,41 @@ RdmaServerSocket::RdmaServerSocket(RdmaWorker& worker, int listen_fd, const Sock
     local_ = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
+RdmaServerSocket::RdmaServerSocket(RdmaWorker& worker, const SocketOptions& opts)
+    : worker_(worker), opts_(opts) {}
+
+void RdmaServerSocket::set_cm_port(std::shared_ptr<CmListenPort> port) {
+  cm_port_ = std::move(port);
+  local_ = cm_port_->local_address();
+}
+
 RdmaServerSocket::~RdmaServerSocket() { abort_accept(); }
 
 int RdmaServerSocket::init() {
   event_id_ = worker_.poller().create_user_event();
   if (event_id_ < 0) return event_id_;
-  worker_.center().create_file_event(listen_fd_, kEventReadable,
-                                     [this](int, int) { accept_side_channels(); });
+  if (listen_fd_ >= 0)
+    worker_.center().create_file_event(listen_fd_, kEventReadable,
+                                       [this](int, int) { accept_side_channels(); });
   return 0;
+}
+
+void RdmaServerSocket::start_connection(std::shared_ptr<RdmaConnection> conn) {
+  // Listed first: a setup that fails inside start() (a bad rdma_cm request) reports
+  // connection_failed(), which drops it from here.
+  handshaking_.insert(conn);
+  if (int rc = conn->start(opts_.connect_timeout); rc < 0) {
+    BYPASS_LOG(Warn, "rdma", "cannot set up a connection: %s", strerror(-rc));
+    handshaking_.erase(conn);
+    conn->detach_server();
+    conn->close();
+  }
+}
+
+void RdmaServerSocket::on_connect_request(rdma_cm_id* child, const uint8_t* private_data, size_t len) {
+  auto conn = worker_.adopt(std::make_shared<RdmaConnection>(worker_, child, false, this));
+  conn->set_cm_request(private_data, len);
+  start_connection(std::move(conn));
 }
 
 void RdmaServerSocket::accept_side_channels() {
@@ -90,14 +117,7 @@ void RdmaServerSocket::accept_side_channels() {
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    auto conn = worker_.adopt(std::make_shared<RdmaConnection>(worker_, fd, false, this));
-    if (int rc = conn->start(opts_.connect_timeout); rc < 0) {
-      BYPASS_LOG(Warn, "rdma", "cannot set up a connection: %s", strerror(-rc));
-      conn->detach_server();
-      conn->close();
-      continue;
-    }
-    handshaking_.insert(conn);
+    start_connection(worker_.adopt(std::make_shared<RdmaConnection>(worker_, fd, false, this)));
   }
 }
 
@@ -124,7 +144,7 @@ int RdmaServerSocket::accept(ConnectedSocket* sock, const SocketOptions& /*opts*
                              Worker* /*worker: listen_per_worker, always this one*/) {
   if (ready_.empty()) {
     if (event_id_ >= 0) worker_.poller().clear(event_id_, kEventReadable);
-    return listen_fd_ < 0 ? -EBADF : -EAGAIN;
+    return open_ ? -EAGAIN : -EBADF;
   }
   std::shared_ptr<RdmaConnection> conn = std::move(ready_.front());
   ready_.pop_front();
@@ -135,6 +155,11 @@ int RdmaServerSocket::accept(ConnectedSocket* sock, const SocketOptions& /*opts*
 }
 
 void RdmaServerSocket::abort_accept() {
+  open_ = false;
+  if (cm_port_) {
+    cm_port_->unsubscribe(this);
+    cm_port_.reset();
+  }
   if (listen_fd_ >= 0) {
     if (worker_.center().in_thread()) worker_.center().delete_file_event(listen_fd_, kEventReadable);
     ::close(listen_fd_);

@@ -1,6 +1,7 @@
 // The socket-interface faces of the RDMA transport: a ConnectedSocketImpl over an RdmaConnection
-// and a ServerSocketImpl that accepts side-channel TCP connections, completes the QP handshake on
-// the worker's loop, and hands out only established connections.
+// and a ServerSocketImpl that takes connection requests (side-channel TCP connections, or rdma_cm
+// connect requests handed over by a CmListenPort), completes the QP setup on the worker's loop,
+// and hands out only established connections.
 #pragma once
 
 #include <deque>
@@ -8,6 +9,7 @@
 #include <set>
 
 #include "stack/network_stack.h"
+#include "stack/rdma/cm_listener.h"
 #include "stack/rdma/rdma_connection.h"
 
 namespace bypass::rdma {
@@ -41,10 +43,15 @@ class RdmaConnectedSocket final : public ConnectedSocketImpl {
 
 class RdmaServerSocket final : public ServerSocketImpl {
  public:
-  // Takes a bound, listening, non-blocking TCP socket.
+  // Side-channel mode: takes a bound, listening, non-blocking TCP socket.
   RdmaServerSocket(RdmaWorker& worker, int listen_fd, const SocketOptions& opts);
+  // rdma_cm mode: connect requests come from the CmListenPort this socket subscribes to, given
+  // by set_cm_port() before init().
+  RdmaServerSocket(RdmaWorker& worker, const SocketOptions& opts);
+  void set_cm_port(std::shared_ptr<CmListenPort> port);
   ~RdmaServerSocket() override;
   int init();  // event ids and the accept file event; -errno on failure
+  RdmaWorker& worker() { return worker_; }
 
   int accept(ConnectedSocket* sock, const SocketOptions& opts, SocketAddress* peer,
              Worker* worker) override;
@@ -55,12 +62,18 @@ class RdmaServerSocket final : public ServerSocketImpl {
   // From RdmaConnection: its handshake finished (or failed).
   void connection_ready(RdmaConnection* conn);
   void connection_failed(RdmaConnection* conn);
+  // From the CmListenPort, on this worker's thread: a connect request on `child` (now on this
+  // worker's event channel) with the client's private data.
+  void on_connect_request(rdma_cm_id* child, const uint8_t* private_data, size_t len);
 
  private:
   void accept_side_channels();
+  void start_connection(std::shared_ptr<RdmaConnection> conn);
 
   RdmaWorker& worker_;
-  int listen_fd_;
+  int listen_fd_ = -1;
+  std::shared_ptr<CmListenPort> cm_port_;
+  bool open_ = true;  // until abort_accept()
   int event_id_ = -1;
   SocketOptions opts_;
   SocketAddress local_;

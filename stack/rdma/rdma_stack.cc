@@ -9,15 +9,12 @@ namespace bypass {
 namespace rdma {
 
 RdmaNetworkStack::RdmaNetworkStack(const config::Config& conf) : NetworkStack(conf, "rdma") {
-  if (conf.get_string("rdma.connect_mode") != "tcp") {
-    throw std::runtime_error("rdma.connect_mode=" + conf.get_string("rdma.connect_mode") +
-                             ": only 'tcp' (QP exchange over a TCP side channel) is implemented");
-  }
   device_ = RdmaDevice::open(RdmaDevice::selection_from(conf));
   const RdmaTuning tuning = RdmaTuning::from(conf);
+  auto cm_listeners = tuning.use_cm ? std::make_shared<CmListenRegistry>() : nullptr;
   const int workers = static_cast<int>(conf.get_int("ms.workers"));
   for (int i = 0; i < workers; ++i) {
-    add_worker(std::make_unique<RdmaWorker>(static_cast<unsigned>(i), device_, tuning));
+    add_worker(std::make_unique<RdmaWorker>(static_cast<unsigned>(i), device_, tuning, cm_listeners));
   }
 }
 

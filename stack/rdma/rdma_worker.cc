@@ -45,6 +45,7 @@ RdmaTuning RdmaTuning::from(const config::Config& conf) {
   t.inject_failures = static_cast<int>(conf.get_int("ms.inject_socket_failures"));
   t.ack_timeout_exponent = verbs_ack_timeout_exponent(conf.get_duration("rdma.ack_timeout"));
   t.retry_count = static_cast<uint8_t>(conf.get_int("rdma.retry_count"));
+  t.use_cm = conf.get_string("rdma.connect_mode") == "rdma_cm";
   return t;
 }
 
@@ -56,8 +57,13 @@ uint8_t verbs_ack_timeout_exponent(std::chrono::nanoseconds timeout) {
   return n;
 }
 
-RdmaWorker::RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const RdmaTuning& tuning)
-    : Worker(id, polling_driver_for(tuning)), device_(std::move(device)), tuning_(tuning) {
+RdmaWorker::RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const RdmaTuning& tuning,
+                       std::shared_ptr<CmListenRegistry> cm_listeners)
+    : Worker(id, polling_driver_for(tuning)),
+      device_(std::move(device)),
+      tuning_(tuning),
+      cm_listeners_(std::move(cm_listeners)) {
+  if (tuning_.use_cm) cm_channel_ = make_cm_channel();
   poller_ = static_cast<PollingDriver*>(&center().driver());
   const std::string tag = "rdma worker " + std::to_string(id);
   const ibv_device_attr& attr = device_->attributes();
@@ -125,10 +131,32 @@ void RdmaWorker::on_thread_start() {
     }
     cq_armed_ = false;
   });
+  if (cm_channel_) center().create_file_event(cm_channel_->fd, kEventReadable, [this](int, int) { handle_cm_events(); });
 }
 
 void RdmaWorker::on_thread_stop() {
   center().delete_file_event(channel_->fd, kEventReadable);
+  if (cm_channel_) center().delete_file_event(cm_channel_->fd, kEventReadable);
+}
+
+void RdmaWorker::handle_cm_events() {
+  for (int i = 0; i < 64; ++i) {  // bounded: a burst of connects cannot starve the loop
+    rdma_cm_event* event = nullptr;
+    if (rdma_get_cm_event(cm_channel_.get(), &event) != 0) {
+      if (errno != EAGAIN && errno != EINTR)
+        BYPASS_LOG(Warn, "rdma", "rdma_get_cm_event on worker %u: %s", id(), strerror(errno));
+      return;
+    }
+    // Copied and acknowledged before acting on it (see CmEvent). A connect request is the
+    // listening id's; its child id inherited the listener's context.
+    const auto* data = static_cast<const uint8_t*>(event->param.conn.private_data);
+    CmEvent copy{event->event, event->status, event->id,
+                 std::vector<uint8_t>(data, data + (data ? event->param.conn.private_data_len : 0))};
+    rdma_cm_id* target_id = event->event == RDMA_CM_EVENT_CONNECT_REQUEST ? event->listen_id : event->id;
+    auto* target = static_cast<CmEventTarget*>(target_id->context);
+    rdma_ack_cm_event(event);
+    if (target != nullptr) target->on_cm_event(copy);
+  }
 }
 
 RdmaWorkerStats RdmaWorker::stats() const {
@@ -151,6 +179,15 @@ RdmaWorkerStats RdmaWorker::stats() const {
 
 int RdmaWorker::listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
                        ServerSocket* out) {
+  if (cm_channel_) {
+    auto server = std::make_unique<RdmaServerSocket>(*this, sopts);
+    std::shared_ptr<CmListenPort> port;
+    if (int rc = cm_listeners_->join(*this, addr, lopts.backlog, server.get(), &port); rc < 0) return rc;
+    server->set_cm_port(std::move(port));
+    if (int rc = server->init(); rc < 0) return rc;
+    *out = ServerSocket(std::move(server));
+    return 0;
+  }
   const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   const int one = 1;
@@ -168,6 +205,18 @@ int RdmaWorker::listen(const SocketAddress& addr, const ListenOptions& lopts, co
 }
 
 int RdmaWorker::connect(const SocketAddress& addr, const SocketOptions& opts, ConnectedSocket* out) {
+  if (cm_channel_) {
+    rdma_cm_id* id = nullptr;
+    if (rdma_create_id(cm_channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0) return -errno;
+    auto conn = adopt(std::make_shared<RdmaConnection>(*this, id, true, nullptr));
+    conn->set_peer_address(addr);
+    if (int rc = conn->start(opts.connect_timeout); rc < 0) {
+      conn->close();
+      return rc;
+    }
+    *out = ConnectedSocket(std::make_unique<RdmaConnectedSocket>(*this, std::move(conn)));
+    return 0;
+  }
   const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   const int one = 1;
@@ -305,8 +354,11 @@ void RdmaWorker::replenish_receives() {
   }
   for (size_t i = 0; i < need_receives_.size();) {
     RdmaConnection* conn = need_receives_[i];
-    while (conn->qp() && conn->receives_posted() < tuning_.qp_depth && conn->state() != ConnState::Failed &&
-           !conn->owner_closed()) {
+    // Never onto a QP in the error state (the peer disconnected, say): soft-RoCE (kernel 6.1)
+    // does not flush receives posted after the QP entered it, so they would never come back and
+    // the connection would never drain.
+    while (conn->qp() && conn->qp()->state != IBV_QPS_ERR && conn->receives_posted() < tuning_.qp_depth &&
+           conn->state() != ConnState::Failed && !conn->owner_closed()) {
       char* chunk = rx_pool_->get();
       if (chunk == nullptr) return;  // the rest waits for chunks to come back
       if (!post_receive(conn->qp(), chunk)) break;

@@ -4,7 +4,9 @@
 //
 // Completions are polled from the PollingDriver's poll hook on the worker thread; when the loop has
 // been idle for rdma.busy_poll, the CQ is armed and the loop sleeps in epoll on the completion
-// channel's fd (registered as an ordinary kernel file event) instead of spinning.
+// channel's fd (registered as an ordinary kernel file event) instead of spinning. In the rdma_cm
+// connect mode the worker also owns an rdma_cm event channel, whose fd is one more file event:
+// connection set-up never blocks the loop.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -17,6 +19,7 @@
 #include "config/config.h"
 #include "stack/network_stack.h"
 #include "stack/rdma/chunk_pool.h"
+#include "stack/rdma/cm_listener.h"
 #include "stack/rdma/rdma_device.h"
 
 namespace bypass::rdma {
@@ -49,6 +52,7 @@ struct RdmaTuning {
   int inject_failures = 0;         // ms.inject_socket_failures
   uint8_t ack_timeout_exponent = 14;  // verbs local ACK timeout: 4.096 us * 2^n (67 ms)
   uint8_t retry_count = 7;            // transport retries before the QP fails
+  bool use_cm = false;                // rdma.connect_mode: rdma_cm (else the TCP side channel)
   static RdmaTuning from(const config::Config& conf);
 };
 
@@ -57,7 +61,9 @@ uint8_t verbs_ack_timeout_exponent(std::chrono::nanoseconds timeout);
 
 class RdmaWorker final : public Worker {
  public:
-  RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const RdmaTuning& tuning);
+  // `cm_listeners`: the stack's shared rdma_cm listening ports (rdma_cm mode only, else null).
+  RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const RdmaTuning& tuning,
+             std::shared_ptr<CmListenRegistry> cm_listeners);
   ~RdmaWorker() override;
 
   int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
@@ -73,6 +79,7 @@ class RdmaWorker final : public Worker {
   RdmaDevice& device() { return *device_; }
   const RdmaTuning& tuning() const { return tuning_; }
   PollingDriver& poller() { return *poller_; }
+  const CmChannel& cm_channel() const { return cm_channel_; }
   ibv_qp* create_qp();
   void register_qp(RdmaConnection* conn, uint32_t qp_num);
   // The connection is closed by its owner and drained: destroy the QP and forget it.
@@ -106,11 +113,14 @@ class RdmaWorker final : public Worker {
   bool post_receive(ibv_qp* qp, char* chunk);  // qp null: the SRQ
   void release_rx_chunk(char* chunk);
   void reap_retired();
+  void handle_cm_events();
 
   std::shared_ptr<RdmaDevice> device_;
   RdmaTuning tuning_;
   PollingDriver* poller_;
   ibv_comp_channel* channel_ = nullptr;
+  CmChannel cm_channel_;
+  std::shared_ptr<CmListenRegistry> cm_listeners_;
   ibv_cq* cq_ = nullptr;
   int cq_size_ = 0;
   ibv_srq* srq_ = nullptr;

@@ -1,7 +1,9 @@
 // The rdma transport on real verbs (run inside tools/rxe-vm, suite 'rdma'): resources come back
 // after 10,000 connect/close cycles, an empty chunk pool is backpressure (bounded memory, then
-// every byte arrives), the death of the peer process surfaces as a reset, and per-QP receive
-// queues (rdma.srq=false) carry data as the SRQ does.
+// every byte arrives), the death of the peer process surfaces as a reset, per-QP receive
+// queues (rdma.srq=false) carry data as the SRQ does, and two processes on two rxe devices joined
+// by a veth pair (tests/rdma/rxe_veth_pair.sh) exchange data across it in both connect modes.
+// BYPASS_RDMA_CONNECT_MODE=rdma_cm (with BYPASS_TEST_ADDR on the rxe netdev) runs them over rdma_cm.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,6 +12,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -26,11 +32,13 @@ using rdma::RdmaNetworkStack;
 char pattern_byte(size_t i) { return static_cast<char>((i * 131 + (i >> 12)) & 0xff); }
 
 // Sends `total` pattern bytes in 256 KiB batches as fast as the transport accepts, then shuts down.
+// `result` (optional) gets 0 or the error that ended it.
 class PatternSource final : public StreamHandler {
  public:
   PatternSource(HandlerPool& pool, Worker& worker, ConnectedSocket socket, size_t total,
-                std::atomic<int>* eagains, Completion* done)
-      : StreamHandler(pool, worker, std::move(socket)), total_(total), eagains_(eagains), done_(done) {}
+                std::atomic<int>* eagains, Completion* done, std::atomic<int>* result = nullptr)
+      : StreamHandler(pool, worker, std::move(socket)), total_(total), eagains_(eagains), done_(done),
+        result_(result) {}
   void start() override { set_interest(kEventWritable); }
 
  private:
@@ -58,7 +66,8 @@ class PatternSource final : public StreamHandler {
     socket_.shutdown();
     finish_with(0);
   }
-  void finish_with(int) {
+  void finish_with(int rc) {
+    if (result_) result_->store(rc);
     done_->signal();
     finish();
   }
@@ -69,6 +78,7 @@ class PatternSource final : public StreamHandler {
   bool connected_ = false;
   std::atomic<int>* eagains_;
   Completion* done_;
+  std::atomic<int>* result_;
 };
 
 // Reads (after an optional delay) and checks every byte against the pattern until EOF.
@@ -148,16 +158,23 @@ class CycleClient {
   std::atomic<int> completed_{0};
 };
 
-// Our process's QPs (or MRs) the kernel still tracks, from `rdma resource show`.
+// Our process's QPs (MRs, rdma_cm ids) the kernel still tracks, from `rdma resource show`. The
+// kernel records the creating thread's id, not the process's, and workers create most resources:
+// any thread of this process counts.
 int kernel_resources(const char* kind) {
+  std::set<std::string> ours;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+    ours.insert(task.path().filename().string());
   const std::string cmd = std::string("rdma resource show ") + kind + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return -1;
-  const std::string mine = "pid " + std::to_string(getpid()) + " ";
   int count = 0;
   char line[1024];
   while (fgets(line, sizeof(line), p)) {
-    if (std::string(line).find(mine) != std::string::npos) ++count;
+    std::istringstream words(line);
+    std::string word, pid;
+    while (words >> word && word != "pid") {}
+    if (words >> pid && ours.count(pid)) ++count;
   }
   pclose(p);
   return count;
@@ -198,6 +215,12 @@ class RdmaTransport : public ::testing::Test {
       }
       if (idle) return true;
       std::this_thread::sleep_for(20ms);
+    }
+    for (unsigned i = 0; i < stack_->num_workers(); ++i) {
+      const auto s = rdma().worker_stats(i);
+      std::fprintf(stderr, "worker %u not idle: %zu connections, %zu tx chunks in use, %zu rx chunks held, %zu "
+                   "posted, %zu sends outstanding\n", i, s.live_connections, s.tx_chunks_in_use,
+                   s.rx_chunks_held, s.rx_chunks_posted, s.sends_outstanding);
     }
     return false;
   }
@@ -240,6 +263,10 @@ TEST_F(RdmaTransport, ConnectCloseCyclesLeaveNoQueuePairsChunksOrRegions) {
   if (qps_before < 0 || qps_after < 0) GTEST_SKIP() << "rdma resource show unavailable";
   EXPECT_EQ(qps_after, 0) << "kernel still tracks QPs of this process (before: " << qps_before << ")";
   EXPECT_EQ(kernel_resources("mr"), 2 * static_cast<int>(stack_->num_workers()));
+  // rdma_cm mode: every connection's id is gone; only the listening id (one for both workers'
+  // listeners, rdma_cm having no SO_REUSEPORT) is left.
+  const bool cm = conf_.get_string("rdma.connect_mode") == "rdma_cm";
+  EXPECT_EQ(kernel_resources("cm_id"), cm ? 1 : 0) << "rdma_cm ids of this process left over";
 }
 
 TEST_F(RdmaTransport, EmptyChunkPoolIsBackpressureNotGrowth) {
@@ -327,6 +354,115 @@ TEST_F(RdmaTransport, PerQpReceiveQueuesCarryDataLikeTheSrq) {
   EXPECT_TRUE(wait_idle(30s));
 }
 
+// ---------------------------------------------------------------- two devices on a veth pair
+
+// BYPASS_TEST_RDMA_PAIR, as tests/rdma/rxe_veth_pair.sh prints it: "DEV_A IP_A DEV_B IP_B".
+struct DevicePair {
+  std::string client_device, client_ip, server_device, server_ip;
+};
+
+bool device_pair(DevicePair* out) {
+  const char* text = std::getenv("BYPASS_TEST_RDMA_PAIR");
+  if (text == nullptr) return false;
+  std::istringstream in(text);
+  return static_cast<bool>(in >> out->client_device >> out->client_ip >> out->server_device >> out->server_ip);
+}
+
+uint64_t netdev_counter(const std::string& netdev, const char* name) {
+  std::ifstream in("/sys/class/net/" + netdev + "/statistics/" + name);
+  uint64_t v = 0;
+  in >> v;
+  return v;
+}
+
+std::vector<std::string> device_overrides(const std::string& device, const std::string& mode) {
+  // gid index 1: rxe's IPv4-mapped RoCE v2 GID, so the QP's packets take the IPv4 route that
+  // rxe_veth_pair.sh sends across the veth (index 0 is the IPv6 link-local one).
+  return {"ms.workers=1", "rdma.device=" + device, "rdma.gid_index=1", "rdma.connect_mode=" + mode};
+}
+
+constexpr size_t kTwoDeviceBytes = 4 << 20;
+
+class RdmaTwoDevices : public RdmaTransport, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RdmaTwoDevices, PeersOnTwoRxeDevicesExchangeDataAcrossTheVeth) {
+  DevicePair pair;
+  ASSERT_TRUE(device_pair(&pair))
+      << "BYPASS_TEST_RDMA_PAIR unset or malformed: run through tests/rdma/run_in_guest.sh, which sets "
+         "up two rxe devices with tests/rdma/rxe_veth_pair.sh";
+  const std::string mode = GetParam();
+  start(device_overrides(pair.server_device, mode));
+  std::atomic<size_t> received{0};
+  std::atomic<int> result{0};
+  Completion done;
+  StopFirst stop_first{this};
+  listener_ = std::make_unique<TestListener>(*stack_, [&](Worker& w, ConnectedSocket s) {
+    pool_->spawn<PatternSink>(w, std::move(s), 0ms, &received, &result, &done);
+  });
+  SocketAddress listen_addr;
+  ASSERT_TRUE(SocketAddress::parse(pair.server_ip + ":0", &listen_addr));
+  ASSERT_EQ(listener_->listen(listen_addr, ListenOptions{}, SocketOptions{}), 0);
+  const std::string server = listener_->connect_address().to_string();
+  // The client's netdev is the veth end of its device: rxe_veth_pair.sh names them alike.
+  const std::string client_netdev = "veth" + pair.client_device.substr(3);
+  const uint64_t tx_before = netdev_counter(client_netdev, "tx_bytes");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    execl("/proc/self/exe", "rdma_transport_test", "--rdma-pair-child", pair.client_device.c_str(),
+          mode.c_str(), server.c_str(), nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "client process status " << status;
+  ASSERT_TRUE(done.wait_for(1, 60s)) << received.load() << " of " << kTwoDeviceBytes << " bytes";
+  EXPECT_EQ(result.load(), 1) << "sink ended with " << socket_error_name(result.load());
+  EXPECT_EQ(received.load(), kTwoDeviceBytes);
+  // The payload left through the client's veth end (RoCE v2 in UDP), not through lo.
+  EXPECT_GE(netdev_counter(client_netdev, "tx_bytes") - tx_before, kTwoDeviceBytes)
+      << client_netdev << " did not carry the payload";
+}
+
+INSTANTIATE_TEST_SUITE_P(ConnectModes, RdmaTwoDevices, ::testing::Values("tcp", "rdma_cm"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// The client half of PeersOnTwoRxeDevicesExchangeDataAcrossTheVeth: sends the pattern from
+// `device`, closes, and exits 0 once the connection is torn down (so the server reads EOF).
+int run_pair_child(const char* device, const char* mode, const char* address) {
+  SocketAddress addr;
+  if (!SocketAddress::parse(address, &addr)) return 2;
+  std::vector<std::string> overrides = device_overrides(device, mode);
+  overrides.push_back("ms.type=rdma");
+  config::Config conf = make_test_config(overrides);
+  auto stack = NetworkStack::create(conf);
+  stack->start();
+  int rc = 0;
+  {
+    HandlerPool pool(*stack);
+    Worker& w = *stack->worker(0);
+    Completion sent;
+    std::atomic<int> eagains{0};
+    std::atomic<int> result{0};
+    run_on(w, [&] {
+      ConnectedSocket s;
+      if (w.connect(addr, SocketOptions{}, &s) != 0) _exit(3);
+      pool.spawn<PatternSource>(w, std::move(s), kTwoDeviceBytes, &eagains, &sent, &result);
+    });
+    if (!sent.wait_for(1, 60s)) rc = 4;
+    if (result.load() != 0) {
+      std::fprintf(stderr, "pair child: sending failed: %s\n", socket_error_name(result.load()));
+      rc = 6;
+    }
+    pool.clear();
+  }
+  auto& rdma = static_cast<RdmaNetworkStack&>(*stack);
+  for (int i = 0; i < 500 && rdma.worker_stats(0).live_connections > 0; ++i) std::this_thread::sleep_for(20ms);
+  if (rdma.worker_stats(0).live_connections > 0) rc = 5;
+  stack->stop();
+  return rc;
+}
+
 // The child half of PeerProcessDeathSurfacesAsReset.
 int run_peer_child(const char* address) {
   SocketAddress addr;
@@ -358,6 +494,8 @@ int run_peer_child(const char* address) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--rdma-peer-child") return bypass::testing::run_peer_child(argv[2]);
+  if (argc == 5 && std::string(argv[1]) == "--rdma-pair-child")
+    return bypass::testing::run_pair_child(argv[2], argv[3], argv[4]);
   ::testing::InitGoogleTest(&argc, argv);
   try {
     bypass::config::Config conf = bypass::testing::make_test_config({"ms.type=rdma", "ms.workers=1"});

@@ -1,7 +1,13 @@
 #!/bin/bash
 # meson test wrapper (suite 'rdma'): runs the RDMA tests on real verbs inside the soft-RoCE guest
 # of tools/rxe-vm — the socket-interface suite with BYPASS_MS_TYPE=rdma, then the rdma-specific
-# transport tests, then the messenger suite. Exit 77 (skip) when the guest cannot boot here.
+# transport tests (with a second pair of rxe devices on a veth, tests/rdma/rxe_veth_pair.sh, for
+# the two-device case, in both connect modes), then the messenger suite; then, with
+# rdma.connect_mode=rdma_cm and listening on rxe0's address (RoCE cannot route loopback), the
+# socket suite and the transport tests again, the connect/close cycles scaled from 10,000 to 500.
+# The messenger suite is not repeated in rdma_cm mode: it only uses the socket interface the
+# socket suite covers, and would add about a minute (more on a busy host).
+# Exit 77 (skip) when the guest cannot boot here.
 #   run_in_guest.sh SOURCE_ROOT SOCKET_SUITE_EXE RDMA_TRANSPORT_TEST_EXE MESSENGER_SUITE_EXE
 set -u
 root=$1 socket_suite=$2 transport_test=$3 messenger_suite=$4
@@ -15,10 +21,19 @@ messenger_messages=${BYPASS_GUEST_MSGR_MESSAGES:-6400}
 # socket suite gets a 1 s transport ACK timeout (~7 s of silence before a QP gives up, instead of
 # ~0.5 s) and a 60 s connect timeout, or 2,000 connects and 64 MiB echoes fail on a loaded host.
 cmd="set -o pipefail; st=0
+note() { r=\$?; [ \$st = 0 ] && st=\$r; echo \"== failed with status \$r\"; }
+export BYPASS_TEST_RDMA_PAIR=\$('$root/tests/rdma/rxe_veth_pair.sh') || { echo 'rxe_veth_pair.sh failed'; exit 1; }
 echo '== rdma devices'; ibv_devices
-echo '== socket suite on rdma'; BYPASS_MS_TYPE=rdma BYPASS_RDMA_ACK_TIMEOUT=1s BYPASS_MS_CONNECT_TIMEOUT=60s timeout 900 '$socket_suite' || st=\$?
-echo '== rdma transport tests'; timeout 1200 '$transport_test' || { r=\$?; [ \$st = 0 ] && st=\$r; }
-echo '== messenger suite on rdma'; BYPASS_MS_TYPE=rdma BYPASS_RDMA_ACK_TIMEOUT=1s BYPASS_MS_CONNECT_TIMEOUT=60s BYPASS_TEST_MSGR_MESSAGES=$messenger_messages timeout 900 '$messenger_suite' || { r=\$?; [ \$st = 0 ] && st=\$r; }
+slow='BYPASS_MS_TYPE=rdma BYPASS_RDMA_ACK_TIMEOUT=1s BYPASS_MS_CONNECT_TIMEOUT=60s'
+for mode in tcp rdma_cm; do
+  if [ \$mode = tcp ]; then addr=127.0.0.1:0 cycles=10000; else addr=\$RXE_IP:0 cycles=500; fi
+  m=\"BYPASS_RDMA_CONNECT_MODE=\$mode BYPASS_TEST_ADDR=\$addr\"
+  echo \"== socket suite on rdma (\$mode)\"; env \$slow \$m timeout 900 '$socket_suite' || note
+  echo \"== rdma transport tests (\$mode)\"; env \$m RDMA_TEST_CYCLES=\$cycles timeout 1200 '$transport_test' \\
+    \"--gtest_filter=\$([ \$mode = tcp ] && echo '*' || echo '-*TwoDevices*')\" || note
+  [ \$mode = tcp ] || continue
+  echo \"== messenger suite on rdma (\$mode)\"; env \$slow \$m BYPASS_TEST_MSGR_MESSAGES=$messenger_messages timeout 900 '$messenger_suite' || note
+done
 exit \$st"
 RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-2400} "$root/tools/rxe-vm" "$cmd" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}

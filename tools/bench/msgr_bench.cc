@@ -2,6 +2,10 @@
 // the configured transport (posix loopback by default), fixed-size messages at a fixed queue depth.
 //
 //   msgr_bench [-c FILE] [--set k=v]... --mode pingpong|stream --depth N [--size BYTES] [--count N] [--warmup N]
+//              [--addr IP]
+//
+// --addr: the IP the server listens on and the client connects to (default 127.0.0.1); rdma with
+// rdma.connect_mode=rdma_cm needs the RDMA netdev's address (RoCE cannot route loopback).
 //
 // pingpong: the client keeps N requests outstanding; the server answers each with a message of the
 //           same size; latency is request sent -> reply dispatched. msgs/s counts round trips and
@@ -57,15 +61,21 @@ struct Options {
   size_t size = 4096;
   uint64_t count = 100000;
   uint64_t warmup = 10000;
+  std::string addr = "127.0.0.1";
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "msgr_bench: %s\n"
                "usage: msgr_bench [-c FILE] [--set key=value]... --mode pingpong|stream --depth N [--size BYTES] "
-               "[--count N] [--warmup N]\n",
+               "[--count N] [--warmup N] [--addr IP]\n",
                why);
   std::exit(2);
+}
+
+// "v2:IP:0" (IPv6 in brackets): where the server listens, on an ephemeral port.
+std::string listen_address_text(const std::string& ip) {
+  return "v2:" + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) + ":0";
 }
 
 // The benchmark's own flags, after the common ones (-c, --set) were taken out; bad values are a
@@ -107,6 +117,11 @@ Options parse(const std::vector<std::string>& args) {
       o.count = number(arg, value);
     } else if (arg == "--warmup") {
       o.warmup = number(arg, value);
+    } else if (arg == "--addr") {
+      EntityAddr probe;
+      if (!EntityAddr::parse(listen_address_text(value), &probe))
+        throw config::ConfigError("--addr: '" + value + "' is not an IPv4 or IPv6 address");
+      o.addr = value;
     } else {
       usage(("unknown argument " + arg).c_str());
     }
@@ -266,7 +281,7 @@ int main(int argc, char** argv) try {
   server->set_default_policy(Policy::stateful_server());
   server->add_dispatcher(&responder);
   EntityAddr addr;
-  EntityAddr::parse("v2:127.0.0.1:0", &addr);
+  EntityAddr::parse(listen_address_text(o.addr), &addr);
   if (server->bind(addr) != 0 || server->start() != 0) {
     std::fprintf(stderr, "msgr_bench: server failed to start\n");
     return 1;

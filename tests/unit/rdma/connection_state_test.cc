@@ -36,6 +36,21 @@ TEST(RdmaTuning, ConfigMapsOntoQueuePairTimeouts) {
   EXPECT_THROW(conf.set("rdma.retry_count", "8"), config::ConfigError);
 }
 
+TEST(RdmaTuning, ConnectModeIsTcpOrRdmaCmAndNothingElse) {
+  config::Config conf;
+  EXPECT_FALSE(RdmaTuning::from(conf).use_cm);  // the side channel by default
+  conf.set("rdma.connect_mode", "rdma_cm");
+  EXPECT_TRUE(RdmaTuning::from(conf).use_cm);
+  try {
+    conf.set_assignment("rdma.connect_mode=cm", "job.yaml");
+    FAIL() << "rdma.connect_mode=cm was accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("rdma.connect_mode: 'cm' is not one of tcp, rdma_cm"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(RdmaTuning::from(conf).use_cm);  // the bad value changed nothing
+}
+
 TEST(ConnectionState, HappyPathAndTeardown) {
   EXPECT_TRUE(transition_allowed(S::Connecting, S::Handshaking));
   EXPECT_TRUE(transition_allowed(S::Handshaking, S::Established));

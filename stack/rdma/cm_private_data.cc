@@ -1,0 +1,58 @@
+#include "stack/rdma/cm_private_data.h"
+
+#include <cstring>
+
+namespace bypass::rdma {
+
+namespace {
+
+constexpr uint8_t kMagic[4] = {'B', 'Y', 'C', 'M'};
+
+const char* kind_name(uint8_t kind) {
+  switch (kind) {
+    case 1: return "connect request";
+    case 2: return "accept";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::array<uint8_t, CmPrivateData::kWireSize> CmPrivateData::encode() const {
+  std::array<uint8_t, kWireSize> out{};
+  std::memcpy(out.data(), kMagic, 4);
+  out[4] = kVersion;
+  out[5] = static_cast<uint8_t>(kind);
+  out[8] = static_cast<uint8_t>(receive_chunk_size >> 24);
+  out[9] = static_cast<uint8_t>(receive_chunk_size >> 16);
+  out[10] = static_cast<uint8_t>(receive_chunk_size >> 8);
+  out[11] = static_cast<uint8_t>(receive_chunk_size);
+  return out;
+}
+
+std::optional<CmPrivateData> CmPrivateData::decode(const void* data, size_t len, Kind expected,
+                                                   std::string* error) {
+  auto fail = [error](const std::string& message) -> std::optional<CmPrivateData> {
+    if (error) *error = "rdma_cm private data: " + message;
+    return std::nullopt;
+  };
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (p == nullptr || len < kWireSize)
+    return fail(std::to_string(len) + " bytes, expected at least " + std::to_string(kWireSize));
+  if (std::memcmp(p, kMagic, 4) != 0) return fail("bad magic at offset 0 (not a Bypass RDMA peer?)");
+  if (p[4] != kVersion)
+    return fail("unsupported version " + std::to_string(p[4]) + " at offset 4 (expected 1)");
+  if (p[5] != static_cast<uint8_t>(expected))
+    return fail("kind " + std::to_string(p[5]) + " (" + kind_name(p[5]) + ") at offset 5, expected " +
+                kind_name(static_cast<uint8_t>(expected)));
+  const uint32_t chunk = uint32_t{p[8]} << 24 | uint32_t{p[9]} << 16 | uint32_t{p[10]} << 8 | p[11];
+  if (chunk < kMinChunk || chunk > kMaxChunk)
+    return fail("receive chunk size " + std::to_string(chunk) + " at offset 8 is outside 4096.." +
+                std::to_string(kMaxChunk));
+  CmPrivateData out;
+  out.kind = expected;
+  out.receive_chunk_size = chunk;
+  return out;
+}
+
+}  // namespace bypass::rdma

@@ -1,0 +1,97 @@
+// rdma_cm private data: round trip, fixed layout, IB CM zero padding accepted, and every malformed
+// field named in the error.
+#include "stack/rdma/cm_private_data.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace bypass::rdma {
+namespace {
+
+using Kind = CmPrivateData::Kind;
+
+CmPrivateData sample() {
+  CmPrivateData d;
+  d.kind = Kind::Accept;
+  d.receive_chunk_size = 0x00012345;
+  return d;
+}
+
+TEST(CmPrivateData, RoundTrips) {
+  const auto wire = sample().encode();
+  std::string error;
+  auto back = CmPrivateData::decode(wire.data(), wire.size(), Kind::Accept, &error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(*back, sample());
+}
+
+TEST(CmPrivateData, LayoutIsBigEndianAndFixed) {
+  const auto w = sample().encode();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(w.data()), 4), "BYCM");
+  EXPECT_EQ(w[4], 1);
+  EXPECT_EQ(w[5], 2);
+  EXPECT_EQ(w[6], 0);
+  EXPECT_EQ(w[7], 0);
+  EXPECT_EQ(w[8], 0x00);
+  EXPECT_EQ(w[9], 0x01);
+  EXPECT_EQ(w[10], 0x23);
+  EXPECT_EQ(w[11], 0x45);
+}
+
+TEST(CmPrivateData, AcceptsTheCmsZeroPadding) {
+  // An IB CM REP carries 196 bytes of private data whatever the sender put there.
+  const auto w = sample().encode();
+  std::vector<uint8_t> padded(w.begin(), w.end());
+  padded.resize(196, 0);
+  std::string error;
+  EXPECT_TRUE(CmPrivateData::decode(padded.data(), padded.size(), Kind::Accept, &error)) << error;
+}
+
+struct Corruption {
+  size_t offset;
+  uint8_t value;
+  const char* expect;
+};
+
+TEST(CmPrivateData, NamesTheBadFieldAndOffset) {
+  const Corruption cases[] = {
+      {0, 'X', "rdma_cm private data: bad magic at offset 0 (not a Bypass RDMA peer?)"},
+      {4, 9, "rdma_cm private data: unsupported version 9 at offset 4 (expected 1)"},
+      {5, 1, "rdma_cm private data: kind 1 (connect request) at offset 5, expected accept"},
+      {5, 7, "rdma_cm private data: kind 7 (unknown) at offset 5, expected accept"},
+      {8, 0x80, "rdma_cm private data: receive chunk size 2147558213 at offset 8 is outside "
+                "4096..1073741824"},
+  };
+  for (const Corruption& c : cases) {
+    auto w = sample().encode();
+    w[c.offset] = c.value;
+    std::string error;
+    EXPECT_FALSE(CmPrivateData::decode(w.data(), w.size(), Kind::Accept, &error)) << c.offset;
+    EXPECT_EQ(error, c.expect);
+  }
+}
+
+TEST(CmPrivateData, ChunkBelowTheOptionsMinimumIsAnError) {
+  CmPrivateData d = sample();
+  d.receive_chunk_size = 4095;
+  const auto w = d.encode();
+  std::string error;
+  EXPECT_FALSE(CmPrivateData::decode(w.data(), w.size(), Kind::Accept, &error));
+  EXPECT_EQ(error, "rdma_cm private data: receive chunk size 4095 at offset 8 is outside 4096..1073741824");
+  d.receive_chunk_size = 4096;
+  const auto ok = d.encode();
+  EXPECT_TRUE(CmPrivateData::decode(ok.data(), ok.size(), Kind::Accept, &error)) << error;
+}
+
+TEST(CmPrivateData, ShortOrMissingDataIsAnError) {
+  const auto w = sample().encode();
+  std::string error;
+  EXPECT_FALSE(CmPrivateData::decode(w.data(), 11, Kind::Accept, &error));
+  EXPECT_EQ(error, "rdma_cm private data: 11 bytes, expected at least 12");
+  EXPECT_FALSE(CmPrivateData::decode(nullptr, 0, Kind::ConnectRequest, &error));
+  EXPECT_EQ(error, "rdma_cm private data: 0 bytes, expected at least 12");
+}
+
+}  // namespace
+}  // namespace bypass::rdma
