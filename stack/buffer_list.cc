@@ -152,20 +152,23 @@ void BufferList::clear() {
   tail_room_ = 0;
 }
 
-void BufferList::trim_front(size_t n) {
+size_t BufferList::trim_front(size_t n) {
   if (n > length_) throw std::out_of_range("BufferList::trim_front past end");
   length_ -= n;
+  size_t removed = 0;
   while (n > 0) {
     BufferSegment& front = segments_.front();
     if (front.length() <= n) {
       n -= front.length();
       segments_.pop_front();
+      ++removed;
     } else {
       front.trim_front(n);
       n = 0;
     }
   }
   if (segments_.empty()) tail_room_ = 0;
+  return removed;
 }
 
 void BufferList::truncate(size_t n) {
@@ -205,14 +208,21 @@ void BufferList::splice_front(size_t n, BufferList& out) {
 }
 
 BufferList BufferList::sub(size_t offset, size_t len) const {
+  Position from_front;
+  return sub(offset, len, from_front);
+}
+
+BufferList BufferList::sub(size_t offset, size_t len, Position& hint) const {
   if (offset + len > length_) throw std::out_of_range("BufferList::sub past end");
+  if (hint.index >= segments_.size() || hint.start > offset) hint = {};
+  while (hint.index < segments_.size() && hint.start + segments_[hint.index].length() <= offset) {
+    hint.start += segments_[hint.index].length();
+    ++hint.index;
+  }
   BufferList out;
-  for (const auto& s : segments_) {
-    if (len == 0) break;
-    if (offset >= s.length()) {
-      offset -= s.length();
-      continue;
-    }
+  offset -= hint.start;
+  for (size_t i = hint.index; i < segments_.size() && len > 0; ++i) {
+    const BufferSegment& s = segments_[i];
     size_t n = std::min(len, s.length() - offset);
     out.append(s.sub(offset, n));
     offset = 0;

@@ -88,14 +88,34 @@ class BufferList {
   char* append_hole(size_t len);
 
   void clear();
-  // Drop the first `n` bytes (n <= length()).
-  void trim_front(size_t n);
+  // Drop the first `n` bytes (n <= length()); returns how many whole segments went.
+  size_t trim_front(size_t n);
   // Keep only the first `n` bytes.
   void truncate(size_t n);
   // Move the first `n` bytes into `out` (appended), sharing segments.
   void splice_front(size_t n, BufferList& out);
   // A new list viewing [offset, offset+len) of this one.
   BufferList sub(size_t offset, size_t len) const;
+
+  // Where one segment starts: lets a sender that reads a long list front to back (TCP's send
+  // buffer, one segment at a time) resume sub() there instead of walking from the front, which
+  // costs O(bytes in flight) per segment. Appends keep a Position valid; after trim_front the
+  // holder calls shift(); anything else needs a fresh Position.
+  struct Position {
+    size_t index = 0;  // segment index
+    size_t start = 0;  // offset of that segment's first byte
+    void shift(size_t segments_removed, size_t bytes_removed) {
+      if (index < segments_removed) {
+        *this = {};
+        return;
+      }
+      index -= segments_removed;
+      start = start >= bytes_removed ? start - bytes_removed : 0;  // the front segment, partly trimmed
+    }
+  };
+  // sub(offset, len), starting the search at `hint` when it lies at or before `offset`; `hint`
+  // is left at the segment holding `offset`.
+  BufferList sub(size_t offset, size_t len, Position& hint) const;
 
   // Copy [offset, offset+len) into dst.
   void copy_out(size_t offset, size_t len, void* dst) const;

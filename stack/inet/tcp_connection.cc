@@ -403,7 +403,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     uint32_t data_acked_to = seq_min(ack, data_end);
     if (seq_gt(data_acked_to, data_start_)) {
       bytes_acked_ += data_acked_to - data_start_;
-      send_buffer_.trim_front(data_acked_to - data_start_);
+      send_position_.shift(send_buffer_.trim_front(data_acked_to - data_start_), data_acked_to - data_start_);
       data_start_ = data_acked_to;
     }
     bool fin_acked = fin_queued_ && ack == data_end + 1;
@@ -423,7 +423,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
         // Partial ACK, RFC 6582 §3.2 step 5: retransmit the next hole, deflate by the amount
         // acknowledged, add back one SMSS.
         uint32_t len = std::min<uint32_t>(mss_, data_end - snd_una_);
-        if (len) transmit(snd_una_, kTcpAck, send_buffer_.sub(0, len), true);
+        if (len) transmit(snd_una_, kTcpAck, send_buffer_.sub(0, len, send_position_), true);
         uint32_t cwnd = cc_->cwnd();
         cc_->set_cwnd((cwnd > acked ? cwnd - acked : 0) + (acked >= mss_ ? mss_ : 0));
         rto_timer_.set_after(rto_);
@@ -466,7 +466,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     uint32_t len = std::min<uint32_t>(mss_, send_end() - snd_una_);
     high_rxt_ = snd_una_;
     if (len) {
-      transmit(snd_una_, kTcpAck, send_buffer_.sub(snd_una_ - data_start_, len), true);
+      transmit(snd_una_, kTcpAck, send_buffer_.sub(snd_una_ - data_start_, len, send_position_), true);
       high_rxt_ = snd_una_ + len;
     } else if (fin_sent()) {
       transmit(snd_una_, kTcpAck | kTcpFin, {}, true);
@@ -664,7 +664,7 @@ bool TcpConnection::send_next_hole() {
       uint32_t hole_end = seq_min(block.left, data_end);
       if (!seq_lt(cursor, hole_end)) return false;
       uint32_t len = std::min<uint32_t>(payload_limit(), hole_end - cursor);
-      transmit(cursor, kTcpAck, send_buffer_.sub(cursor - data_start_, len), true);
+      transmit(cursor, kTcpAck, send_buffer_.sub(cursor - data_start_, len, send_position_), true);
       high_rxt_ = cursor + len;
       if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
       return true;
@@ -725,7 +725,7 @@ void TcpConnection::output() {
       timed_seq_ = snd_nxt_;
       timed_at_ = layer_.timers().now();
     }
-    transmit(snd_nxt_, flags, send_buffer_.sub(snd_nxt_ - data_start_, len), retransmission);
+    transmit(snd_nxt_, flags, send_buffer_.sub(snd_nxt_ - data_start_, len, send_position_), retransmission);
     snd_nxt_ += len + (with_fin ? 1 : 0);
     snd_max_ = seq_max(snd_max_, snd_nxt_);
     if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
@@ -898,7 +898,7 @@ void TcpConnection::on_persist_timeout() {
   if (snd_wnd_ != 0 || snd_nxt_ != snd_una_ || send_end() == snd_nxt_) return output();
   // RFC 9293 §3.8.6.1: probe the zero window with one octet of new data; back off (RFC 1122
   // §4.2.2.17) until the window opens.
-  transmit(snd_nxt_, kTcpAck, send_buffer_.sub(snd_nxt_ - data_start_, 1));
+  transmit(snd_nxt_, kTcpAck, send_buffer_.sub(snd_nxt_ - data_start_, 1, send_position_));
   snd_max_ = seq_max(snd_max_, snd_nxt_ + 1);
   ++persist_backoff_;
   persist_timer_.set_after(std::min(rto_ * (int64_t{1} << std::min(persist_backoff_, 16)), settings_.rto_max));
@@ -948,6 +948,7 @@ void TcpConnection::terminate(TcpError error) {
   keepalive_timer_.clear();
   time_wait_timer_.clear();
   send_buffer_.clear();
+  send_position_ = {};
   out_of_order_.clear();
   layer_.on_closed(*this);
   notify(kTcpClosed | kTcpReadable | kTcpWritable);

@@ -189,6 +189,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t snd_wnd_ = 0, max_snd_wnd_ = 0, snd_wl1_ = 0, snd_wl2_ = 0;
   uint32_t data_start_ = 0;   // sequence number of send_buffer_'s first byte
   BufferList send_buffer_;    // unacknowledged and unsent data
+  BufferList::Position send_position_;  // where the last segment was cut from send_buffer_
   bool fin_queued_ = false;
   uint32_t mss_ = 536;        // SMSS: payload per full segment (options for timestamps excluded)
   uint16_t peer_mss_ = 536;   // RFC 9293 §3.7.1 default

@@ -142,6 +142,52 @@ TEST(BufferList, SubViewsARange) {
   EXPECT_THROW(bl.sub(10, 6), std::out_of_range);
 }
 
+// The way TCP reads its send buffer: segments cut front to back, the acknowledged front trimmed
+// (sometimes mid-segment), more appended, now and then a retransmission from further back. The
+// hinted sub must always equal the plain one.
+TEST(BufferList, SubFromAPositionMatchesSubFromTheFront) {
+  BufferList bl;
+  std::string mirror;
+  BufferList::Position position;
+  size_t cursor = 0;  // next byte to "send", relative to the front
+  uint32_t rng = 12345;
+  auto next = [&rng](uint32_t bound) {
+    rng = rng * 1103515245u + 12345u;
+    return (rng >> 8) % bound;
+  };
+  for (int round = 0; round < 2000; ++round) {
+    const size_t add = 1 + next(900);
+    const std::string bytes = pattern(add, static_cast<char>('a' + round % 20));
+    bl.append(BufferSegment::copy_of(bytes.data(), bytes.size()));
+    mirror += bytes;
+    while (cursor < bl.length() && next(4) != 0) {
+      const size_t len = std::min<size_t>(1 + next(700), bl.length() - cursor);
+      const BufferList cut = bl.sub(cursor, len, position);
+      ASSERT_EQ(cut.to_string(), mirror.substr(cursor, len)) << "round " << round;
+      ASSERT_TRUE(cut.contents_equal(bl.sub(cursor, len)));
+      cursor += len;
+    }
+    if (next(5) == 0 && cursor > 0) {  // retransmit from somewhere already sent
+      const size_t from = next(static_cast<uint32_t>(cursor));
+      const size_t len = std::min<size_t>(1 + next(700), bl.length() - from);
+      ASSERT_EQ(bl.sub(from, len, position).to_string(), mirror.substr(from, len));
+    }
+    if (next(2) == 0 && cursor > 0) {  // an ACK for part of what was sent
+      const size_t acked = 1 + next(static_cast<uint32_t>(cursor));
+      position.shift(bl.trim_front(acked), acked);
+      mirror.erase(0, acked);
+      cursor -= acked;
+    }
+  }
+}
+
+TEST(BufferList, TrimFrontCountsWholeSegments) {
+  BufferList bl = three_segments();
+  EXPECT_EQ(bl.trim_front(3), 0u);
+  EXPECT_EQ(bl.trim_front(7), 2u);  // "lo" and " big "
+  EXPECT_EQ(bl.to_string(), "world");
+}
+
 TEST(BufferList, CopyOutAndContentsEqual) {
   BufferList bl = three_segments();
   char buf[8] = {};
