@@ -391,8 +391,13 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   if (seq_gt(ack, snd_una_)) {
     uint32_t acked = ack - snd_una_;
     uint32_t flight_before_ack = snd_nxt_ - snd_una_;
-    // RTT (RFC 6298 §3 with Karn's rule; RFC 7323 §4 when timestamps are on).
-    if (ts_enabled_ && h.options.timestamp && h.options.timestamp->second != 0) {
+    // RTT (RFC 6298 §3 with Karn's rule; RFC 7323 §4 when timestamps are on). Karn's rule
+    // carries over to timestamps: an echo older than the last retransmission timeout is the
+    // TSval of a segment sent before it (the receiver echoes TS.Recent when a retransmission
+    // repeats data it already has, RFC 7323 §4.3), and the sample would span the whole backoff.
+    // Taken, it inflated SRTT to seconds and RTO to its ceiling under 10 % loss.
+    if (ts_enabled_ && h.options.timestamp && h.options.timestamp->second != 0 &&
+        !(rto_fired_ && seq_lt(h.options.timestamp->second, ts_at_last_rto_))) {
       sample_rtt(std::chrono::milliseconds(static_cast<int32_t>(ts_now() - h.options.timestamp->second)));
     } else if (!ts_enabled_ && timed_at_ >= TimePoint::zero() && seq_gt(ack, timed_seq_)) {
       sample_rtt(now - timed_at_);
@@ -868,6 +873,8 @@ void TcpConnection::on_retransmission_timeout() {
   ++layer_.stats().tcp_timeouts;
   ++timeouts_;
   ++backoff_;
+  rto_fired_ = true;
+  ts_at_last_rto_ = ts_now();
   rto_ = std::min(rto_ * 2, settings_.rto_max);  // RFC 6298 §5.5
   if (state_ == TcpState::SynSent || state_ == TcpState::SynReceived) {
     if (backoff_ > settings_.max_syn_retransmissions) return terminate(TcpError::TimedOut);

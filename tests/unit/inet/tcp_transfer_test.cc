@@ -67,7 +67,7 @@ INSTANTIATE_TEST_SUITE_P(
     Loss, TcpLossTransfer,
     ::testing::Values(LossCase{0.0, 100ull << 20, CongestionAlgorithm::NewReno, true},
                       LossCase{0.01, 100ull << 20, CongestionAlgorithm::NewReno, true},
-                      LossCase{0.10, 8ull << 20, CongestionAlgorithm::NewReno, true},
+                      LossCase{0.10, 100ull << 20, CongestionAlgorithm::NewReno, true},
                       LossCase{0.01, 16ull << 20, CongestionAlgorithm::NewReno, false},
                       LossCase{0.10, 4ull << 20, CongestionAlgorithm::NewReno, false},
                       LossCase{0.01, 32ull << 20, CongestionAlgorithm::Cubic, true},
