@@ -4,19 +4,17 @@
 
 #include "config/config.h"
 #include "stack/dpdk/dpdk_stack.h"
-#include "tests/unit/socket/socket_test_harness.h"
 
 namespace bypass::testing {
 
 namespace {
 
 // Runs `visit` on each dpdk worker's own thread.
-void for_each_dpdk_worker(NetworkStack& stack, const std::function<void(unsigned, DpdkWorker&)>& visit) {
-  for (unsigned i = 0; i < stack.num_workers(); ++i) {
-    auto* worker = dynamic_cast<DpdkWorker*>(stack.worker(i));
-    if (worker == nullptr) return;
-    run_on(*worker, [&] { visit(i, *worker); });
-  }
+void for_each_dpdk_worker(NetworkStack& stack, const std::function<void(unsigned, inet::InetStack&)>& visit) {
+  auto* dpdk = dynamic_cast<DpdkStack*>(&stack);
+  if (dpdk == nullptr) return;
+  for (unsigned i = 0; i < dpdk->num_workers(); ++i)
+    dpdk->run_on_worker(i, [&](inet::InetStack& host) { visit(i, host); });
 }
 
 }  // namespace
@@ -24,16 +22,16 @@ void for_each_dpdk_worker(NetworkStack& stack, const std::function<void(unsigned
 bool is_dpdk_stack(NetworkStack& stack) { return dynamic_cast<DpdkStack*>(&stack) != nullptr; }
 
 void print_tcp_connections(NetworkStack& stack, std::ostream& out) {
-  for_each_dpdk_worker(stack, [&](unsigned i, DpdkWorker& worker) {
-    worker.inet().tcp().for_each_connection(
+  for_each_dpdk_worker(stack, [&](unsigned i, inet::InetStack& host) {
+    host.tcp().for_each_connection(
         [&](const inet::TcpConnection& c) { out << "  worker " << i << ": " << c.describe() << "\n"; });
   });
   out.flush();
 }
 
 void print_inet_stats(NetworkStack& stack, std::ostream& out) {
-  for_each_dpdk_worker(stack, [&](unsigned i, DpdkWorker& worker) {
-    const inet::InetStats& s = worker.inet().stats();
+  for_each_dpdk_worker(stack, [&](unsigned i, inet::InetStack& host) {
+    const inet::InetStats& s = host.stats();
     out << "stats worker " << i << ":";
     for (const inet::InetCounter& c : inet::kInetCounters) {
       if (s.*(c.field) != 0) out << " " << c.name << "=" << s.*(c.field);
@@ -50,8 +48,8 @@ void print_inet_stats(NetworkStack& stack, std::ostream& out) {
 
 size_t unfinished_tcp_connections(NetworkStack& stack) {
   size_t unfinished = 0;
-  for_each_dpdk_worker(stack, [&](unsigned, DpdkWorker& worker) {
-    worker.inet().tcp().for_each_connection([&](const inet::TcpConnection& c) {
+  for_each_dpdk_worker(stack, [&](unsigned, inet::InetStack& host) {
+    host.tcp().for_each_connection([&](const inet::TcpConnection& c) {
       if (c.state() != inet::TcpState::TimeWait) ++unfinished;
     });
   });
@@ -59,10 +57,10 @@ size_t unfinished_tcp_connections(NetworkStack& stack) {
 }
 
 void print_arp_entries(NetworkStack& stack, const std::vector<std::string>& ips, std::ostream& out) {
-  for_each_dpdk_worker(stack, [&](unsigned i, DpdkWorker& worker) {
+  for_each_dpdk_worker(stack, [&](unsigned i, inet::InetStack& host) {
     if (i != 0) return;
     for (const std::string& ip : ips) {
-      const auto mac = worker.inet().arp().lookup(inet::Ipv4Address{config::parse_ipv4(ip).host_order});
+      const auto mac = host.arp().lookup(inet::Ipv4Address{config::parse_ipv4(ip).host_order});
       out << "arp " << ip << " " << (mac ? mac->to_string() : "unresolved") << "\n";
     }
   });
