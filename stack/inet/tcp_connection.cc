@@ -397,7 +397,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     // repeats data it already has, RFC 7323 §4.3), and the sample would span the whole backoff.
     // Taken, it inflated SRTT to seconds and RTO to its ceiling under 10 % loss.
     if (ts_enabled_ && h.options.timestamp && h.options.timestamp->second != 0 &&
-        !(rto_fired_ && seq_lt(h.options.timestamp->second, ts_at_last_rto_))) {
+        !(timeouts_ != 0 && seq_lt(h.options.timestamp->second, ts_at_last_rto_))) {
       sample_rtt(std::chrono::milliseconds(static_cast<int32_t>(ts_now() - h.options.timestamp->second)));
     } else if (!ts_enabled_ && timed_at_ >= TimePoint::zero() && seq_gt(ack, timed_seq_)) {
       sample_rtt(now - timed_at_);
@@ -873,7 +873,6 @@ void TcpConnection::on_retransmission_timeout() {
   ++layer_.stats().tcp_timeouts;
   ++timeouts_;
   ++backoff_;
-  rto_fired_ = true;
   ts_at_last_rto_ = ts_now();
   rto_ = std::min(rto_ * 2, settings_.rto_max);  // RFC 6298 §5.5
   if (state_ == TcpState::SynSent || state_ == TcpState::SynReceived) {

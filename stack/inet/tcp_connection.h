@@ -218,8 +218,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   Duration srtt_{0}, rttvar_{0}, rto_;
   bool have_rtt_ = false;
   int backoff_ = 0;
-  bool rto_fired_ = false;       // a retransmission timeout has happened
-  uint32_t ts_at_last_rto_ = 0;  // our TSval clock when it last did (no RTT samples from echoes older)
+  uint32_t ts_at_last_rto_ = 0;  // TSval clock at the last RTO (timeouts_ != 0); older echoes: no RTT sample
   uint32_t timed_seq_ = 0;       // Karn's algorithm when timestamps are off
   TimePoint timed_at_{-1};
   std::unique_ptr<CongestionControl> cc_;
