@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "config/config.h"
-#include "config/log.h"
+#include "base/log.h"
 #include "config/option_value.h"
 
 extern char** environ;

@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass::msgr {
 

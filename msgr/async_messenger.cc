@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "msgr/async_connection.h"
 
 namespace bypass::msgr {

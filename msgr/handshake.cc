@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass::msgr {
 

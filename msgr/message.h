@@ -16,7 +16,7 @@
 #include <string>
 
 #include "msgr/entity.h"
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 
 namespace bypass::msgr {
 

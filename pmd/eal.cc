@@ -12,7 +12,7 @@
 #include <optional>
 #include <sstream>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "pmd/error.h"
 
 namespace bypass::pmd {

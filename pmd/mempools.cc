@@ -6,7 +6,7 @@
 
 #include <atomic>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "pmd/error.h"
 
 namespace bypass::pmd {

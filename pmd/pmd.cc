@@ -2,7 +2,7 @@
 
 #include <rte_ethdev.h>
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass::pmd {
 

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "pmd/error.h"
 #include "pmd/mempools.h"
 

@@ -6,8 +6,8 @@
 #include <future>
 #include <stdexcept>
 
-#include "config/log.h"
-#include "stack/timer_wheel.h"
+#include "base/log.h"
+#include "base/timer_wheel.h"
 
 namespace bypass {
 

@@ -15,7 +15,7 @@
 #include <ctime>
 #include <system_error>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/event_center.h"
 
 namespace bypass {

@@ -8,7 +8,7 @@
 // the loop spins.
 #include <cerrno>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/event_center.h"
 
 namespace bypass {

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/dpdk/dpdk_stack.h"
 #include "stack/posix/posix_stack.h"
 #include "stack/rdma/rdma_stack.h"

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 #include "stack/event_center.h"
 
 namespace bypass {

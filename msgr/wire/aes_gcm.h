@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 
 typedef struct evp_cipher_ctx_st EVP_CIPHER_CTX;
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 
 namespace bypass::msgr::wire {
 

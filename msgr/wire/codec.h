@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 
 namespace bypass::msgr::wire {
 

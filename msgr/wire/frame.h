@@ -22,7 +22,7 @@
 #include <string>
 
 #include "msgr/wire/aes_gcm.h"
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 
 namespace bypass::msgr::wire {
 

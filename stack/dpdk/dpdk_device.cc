@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass {
 

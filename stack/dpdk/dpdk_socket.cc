@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/dpdk/dpdk_stack.h"
 
 namespace bypass {

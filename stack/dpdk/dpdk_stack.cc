@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "pmd/error.h"
 #include "pmd/toeplitz.h"
 #include "stack/dpdk/dpdk_socket.h"

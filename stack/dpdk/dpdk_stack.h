@@ -19,7 +19,7 @@
 #include "pmd/pmd.h"
 #include "stack/dpdk/dpdk_device.h"
 #include "stack/inet/inet_stack.h"
-#include "stack/inet/timer_service.h"
+#include "stack/dpdk/event_center_timer_service.h"
 #include "stack/network_stack.h"
 
 namespace bypass {
@@ -73,7 +73,7 @@ class DpdkWorker final : public Worker {
   pmd::Port& port_;
   inet::InetSettings settings_;
   DpdkDevice device_;
-  inet::EventCenterTimerService timers_;
+  EventCenterTimerService timers_;
   std::unique_ptr<inet::InetStack> inet_;
   std::vector<DpdkWorker*> siblings_;
   EventCenter::TimerId tick_ = 0;

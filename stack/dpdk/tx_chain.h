@@ -25,7 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 #include "stack/inet/packet.h"
 
 namespace bypass {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/inet/wire/ethernet.h"
 
 namespace bypass::inet {

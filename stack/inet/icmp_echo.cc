@@ -1,6 +1,6 @@
 #include "stack/inet/icmp_echo.h"
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/inet/ipv4_layer.h"
 
 namespace bypass::inet {

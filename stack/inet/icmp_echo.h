@@ -9,7 +9,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/timer_service.h"
 #include "stack/inet/wire/icmp.h"

@@ -1,6 +1,6 @@
 #include "stack/inet/inet_stack.h"
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/inet/wire/ethernet.h"
 
 namespace bypass::inet {

@@ -1,6 +1,6 @@
 #include "stack/inet/ip_reassembly.h"
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass::inet {
 

@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 #include "stack/inet/inet_options.h"
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/timer_service.h"

@@ -1,6 +1,6 @@
 #include "stack/inet/ipv4_layer.h"
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/inet/wire/icmp.h"
 
 namespace bypass::inet {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 
 namespace bypass::inet {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/inet/tcp_layer.h"
 
 namespace bypass::inet {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 #include "stack/inet/congestion.h"
 #include "stack/inet/inet_options.h"
 #include "stack/inet/tcp_seq.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/inet/wire/checksum.h"
 #include "stack/inet/wire/icmp.h"
 

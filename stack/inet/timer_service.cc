@@ -1,20 +1,6 @@
 #include "stack/inet/timer_service.h"
 
-#include "stack/event_center.h"
-
 namespace bypass::inet {
-
-TimePoint EventCenterTimerService::now() const {
-  return std::chrono::duration_cast<TimePoint>(
-      std::chrono::steady_clock::now().time_since_epoch());
-}
-
-TimerService::TimerId EventCenterTimerService::schedule(Duration delay,
-                                                        std::function<void()> callback) {
-  return center_.create_timer(delay, std::move(callback));
-}
-
-void EventCenterTimerService::cancel(TimerId id) { center_.cancel_timer(id); }
 
 TimerService::TimerId VirtualTimerService::schedule(Duration delay, std::function<void()> callback) {
   if (delay < Duration::zero()) delay = Duration::zero();

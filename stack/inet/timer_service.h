@@ -1,15 +1,12 @@
-// Time and timers for the protocol code. The EventCenter-backed implementation serves real
-// workers; VirtualTimerService lets tests run the stack on a simulated clock, deterministically.
+// Time and timers for the protocol code. The transport supplies the real implementation (the dpdk
+// transport's EventCenterTimerService, stack/dpdk); VirtualTimerService lets tests run the stack on a
+// simulated clock, deterministically.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
-
-namespace bypass {
-class EventCenter;
-}
 
 namespace bypass::inet {
 
@@ -24,18 +21,6 @@ class TimerService {
   // Runs `callback` once, no earlier than `delay` from now.
   virtual TimerId schedule(Duration delay, std::function<void()> callback) = 0;
   virtual void cancel(TimerId id) = 0;
-};
-
-// Backed by EventCenter::create_timer / cancel_timer and std::chrono::steady_clock.
-class EventCenterTimerService : public TimerService {
- public:
-  explicit EventCenterTimerService(EventCenter& center) : center_(center) {}
-  TimePoint now() const override;
-  TimerId schedule(Duration delay, std::function<void()> callback) override;
-  void cancel(TimerId id) override;
-
- private:
-  EventCenter& center_;
 };
 
 // A simulated clock: time moves only when the owner runs due timers. Several stacks can share one

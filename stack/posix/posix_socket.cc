@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/posix/posix_stack.h"
 
 namespace bypass {

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <stdexcept>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/posix/posix_socket.h"
 
 namespace bypass {

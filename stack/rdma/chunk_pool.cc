@@ -6,7 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass::rdma {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/rdma/rdma_socket.h"
 #include "stack/rdma/rdma_worker.h"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <random>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/rdma/rdma_socket.h"
 #include "stack/rdma/rdma_worker.h"
 

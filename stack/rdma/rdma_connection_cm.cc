@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/rdma/rdma_connection.h"
 #include "stack/rdma/rdma_socket.h"
 #include "stack/rdma/rdma_worker.h"

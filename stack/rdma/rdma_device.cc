@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass::rdma {
 

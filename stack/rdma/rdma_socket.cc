@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/rdma/rdma_worker.h"
 
 namespace bypass::rdma {

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/rdma/rdma_connection.h"
 #include "stack/rdma/rdma_socket.h"
 

@@ -31,7 +31,7 @@
 
 #include "config/cli.h"
 #include "config/config.h"
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/dpdk/dpdk_stack.h"
 #include "stack/network_stack.h"
 

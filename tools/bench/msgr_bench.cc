@@ -43,7 +43,7 @@
 
 #include "config/cli.h"
 #include "config/config.h"
-#include "config/log.h"
+#include "base/log.h"
 #include "msgr/messenger.h"
 
 using namespace bypass;

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <ostream>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "msgr/mon_get_version.h"
 #include "tools/bypass-bench/subcommand_flags.h"
 

@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass::bench {
 

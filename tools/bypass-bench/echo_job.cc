@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "tools/bypass-bench/process_snapshot.h"
 #include "tools/bypass-bench/results_table.h"
 

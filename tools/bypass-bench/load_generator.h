@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "msgr/messenger.h"
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 #include "tools/bypass-bench/bench_job.h"
 #include "tools/bypass-bench/latency_histogram.h"
 

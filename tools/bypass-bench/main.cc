@@ -9,7 +9,7 @@
 
 #include "config/cli.h"
 #include "config/config.h"
-#include "config/log.h"
+#include "base/log.h"
 #include "tools/bypass-bench/bench_client.h"
 #include "tools/bypass-bench/bench_run.h"
 #include "tools/bypass-bench/bench_server.h"

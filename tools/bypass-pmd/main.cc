@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "config/cli.h"
-#include "config/log.h"
+#include "base/log.h"
 #include "pmd/pmd.h"
 #include "tools/bypass-pmd/commands.h"
 

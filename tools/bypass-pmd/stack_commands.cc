@@ -12,7 +12,7 @@
 #include <random>
 #include <thread>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "stack/dpdk/dpdk_stack.h"
 #include "tools/bypass-pmd/commands.h"
 #include "tools/bypass-pmd/json.h"

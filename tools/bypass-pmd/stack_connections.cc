@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <string>
 
-#include "config/log.h"
+#include "base/log.h"
 
 namespace bypass::tools {
 

@@ -3,7 +3,7 @@
 
 #include <cstddef>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 #include "stack/inet/wire/bytes.h"
 
 namespace bypass::inet {

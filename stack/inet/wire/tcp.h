@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <optional>
 
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 #include "stack/inet/wire/bytes.h"
 
 namespace bypass::inet {

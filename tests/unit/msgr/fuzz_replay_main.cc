@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "tests/unit/msgr/fuzz_seeds.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "tests/unit/msgr/fuzz_seeds.h"
 
 int main(int argc, char** argv) {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "config/log.h"
+#include "base/log.h"
 #include "msgr/wire/banner.h"
 #include "msgr/wire/control_frames.h"
 #include "msgr/wire/message_header.h"

@@ -1,4 +1,4 @@
-#include "stack/buffer_list.h"
+#include "base/buffer_list.h"
 
 #include <gtest/gtest.h>
 

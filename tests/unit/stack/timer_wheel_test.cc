@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "stack/timer_wheel.h"
+#include "base/timer_wheel.h"
 
 namespace bypass::detail {
 namespace {

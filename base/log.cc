@@ -1,4 +1,4 @@
-#include "config/log.h"
+#include "base/log.h"
 
 #include <atomic>
 #include <chrono>

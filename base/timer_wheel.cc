@@ -1,4 +1,4 @@
-#include "stack/timer_wheel.h"
+#include "base/timer_wheel.h"
 
 #include <algorithm>
 #include <bit>
