@@ -74,7 +74,15 @@ void register_dpdk_options(Registry& r) {
          .help = "Mbuf data room including the 128-byte headroom (2176 holds a 1518-byte frame).",
          .min = 512, .max = 65535});
   r.add({.name = "dpdk.mtu", .type = OptionType::Int, .default_value = "1500",
-         .help = "Port MTU in bytes (IP packet size).", .min = 68, .max = 9600});
+         .help = "Port MTU in bytes (IP packet size). Up to the link's limit: the driver's, or for net_memif "
+                 "its bsize devarg less the 14-byte Ethernet header (see dpdk.mtu_limit).", .min = 68, .max = 9600});
+  r.add({.name = "dpdk.mtu_limit", .type = OptionType::Int, .default_value = "0",
+         .help = "The largest MTU the link really carries, when the driver reports less (0: the driver's limit; "
+                 "net_memif: derived from its bsize devarg). DPDK 22.11's net_memif reports a 1518-byte frame "
+                 "limit yet copies any frame up to bsize into one descriptor, so two DPDK processes can use "
+                 "jumbo frames over it; frames beyond bsize would need chained descriptors, which 22.11's "
+                 "copy-mode tx leaves flagged, so the MTU must keep frames within bsize.",
+         .min = 0, .max = 9600});
   r.add({.name = "dpdk.promiscuous", .type = OptionType::Bool, .default_value = "false",
          .help = "Put the port in promiscuous mode."});
   r.add({.name = "dpdk.link_wait", .type = OptionType::Duration, .default_value = "5s",

@@ -3,12 +3,15 @@
 #include <rte_bus.h>
 #include <rte_byteorder.h>
 #include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
@@ -27,6 +30,34 @@ std::string port_label(uint16_t port_id, const std::string& name) {
 
 std::string ethdev_error(int rc) { return rte_strerror(rc < 0 ? -rc : rc); }
 
+// One "key=value" of a device's devargs ("role=client,socket=/run/x.sock,bsize=9216").
+std::optional<std::string> devarg(const rte_device* device, const std::string& key) {
+  const rte_devargs* devargs = device != nullptr ? rte_dev_devargs(device) : nullptr;
+  const char* args = devargs != nullptr ? devargs->args : nullptr;
+  if (args == nullptr) return std::nullopt;
+  const std::string text = args;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string pair = text.substr(at, end - at);
+    if (pair.rfind(key + "=", 0) == 0) return pair.substr(key.size() + 1);
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+// net_memif's data path copies a frame of up to bsize bytes (devarg, default 2048) into one
+// descriptor whatever max_mtu it reports (1500 in DPDK 22.11); bsize less the Ethernet header is the
+// MTU it really carries. Frames longer than bsize would chain descriptors, and 22.11's copy-mode tx
+// never clears the first descriptor's NEXT flag, so later frames could be glued: stay within bsize.
+uint16_t memif_mtu(const rte_device* device) {
+  unsigned long bsize = 2048;
+  if (auto text = devarg(device, "bsize")) bsize = std::strtoul(text->c_str(), nullptr, 0);
+  bsize = std::min<unsigned long>(bsize, 65535);
+  return static_cast<uint16_t>(bsize > RTE_ETHER_HDR_LEN ? bsize - RTE_ETHER_HDR_LEN : 0);
+}
+
 }  // namespace
 
 PortOptions PortOptions::from_config(const config::Config& config) {
@@ -36,6 +67,7 @@ PortOptions PortOptions::from_config(const config::Config& config) {
   o.rx_desc = static_cast<uint16_t>(config.get_int("dpdk.rx_desc"));
   o.tx_desc = static_cast<uint16_t>(config.get_int("dpdk.tx_desc"));
   o.mtu = static_cast<uint16_t>(config.get_int("dpdk.mtu"));
+  o.mtu_limit = static_cast<uint16_t>(config.get_int("dpdk.mtu_limit"));
   o.promiscuous = config.get_bool("dpdk.promiscuous");
   o.link_wait = config.get_duration("dpdk.link_wait");
   o.offloads = OffloadRequest::from_config(config);
@@ -113,8 +145,33 @@ void Port::configure(MempoolSet& pools) {
 
   OffloadPlan plan = negotiate(caps, options_.offloads, info_.rx_queues, info_.driver);
 
+  // The link's real MTU limit: the driver's word, unless the driver is known to under-report it
+  // (net_memif) or dpdk.mtu_limit says otherwise. Beyond the driver's own limit ethdev refuses the
+  // MTU, so the port is configured at the driver's limit and the stack uses dpdk.mtu.
+  // ethdev checks the MTU against both max_mtu and max_rx_pktlen (less Ethernet header and CRC).
+  const unsigned frame_overhead = RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+  const uint16_t driver_mtu = static_cast<uint16_t>(std::min<unsigned>(
+      dev.max_mtu, dev.max_rx_pktlen > frame_overhead ? dev.max_rx_pktlen - frame_overhead : dev.max_mtu));
+  uint16_t mtu_limit = driver_mtu;
+  std::string limit_source = info_.driver + "'s reported limit";
+  if (info_.driver == "net_memif" && memif_mtu(dev.device) > mtu_limit) {
+    mtu_limit = memif_mtu(dev.device);
+    limit_source = "net_memif's bsize devarg (" + std::to_string(mtu_limit + RTE_ETHER_HDR_LEN) + ")";
+  }
+  if (options_.mtu_limit != 0) {
+    mtu_limit = options_.mtu_limit;
+    limit_source = "dpdk.mtu_limit";
+  }
+  if (options_.mtu > mtu_limit)
+    throw PmdError("dpdk.mtu: " + std::to_string(options_.mtu) + " exceeds " + label + "'s limit " +
+                   std::to_string(mtu_limit) + " (" + limit_source + ")" +
+                   (info_.driver == "net_memif" ? "; raise the vdev's bsize devarg to at least " +
+                                                      std::to_string(options_.mtu + RTE_ETHER_HDR_LEN)
+                                                : std::string()));
+  const bool beyond_driver_limit = options_.mtu > driver_mtu;
+
   rte_eth_conf conf{};
-  conf.rxmode.mtu = options_.mtu;
+  conf.rxmode.mtu = beyond_driver_limit ? driver_mtu : options_.mtu;
   conf.rxmode.offloads = plan.rx_offloads;
   conf.txmode.offloads = plan.tx_offloads;
   if (plan.enabled.lro) conf.rxmode.max_lro_pkt_size = dev.max_lro_pkt_size;
@@ -147,9 +204,9 @@ void Port::configure(MempoolSet& pools) {
     tx_desc = options_.tx_desc;
   }
   pool_ = pools.for_socket(info_.numa_socket);
-  // Without rx scatter a frame must fit one mbuf.
+  // Without rx scatter a frame must fit one mbuf (net_memif's copy-mode rx chains mbufs itself).
   const unsigned frame = options_.mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 8;  // + 2 VLAN tags
-  if (!plan.enabled.rx_scatter && frame > pools.data_room() - RTE_PKTMBUF_HEADROOM)
+  if (!plan.enabled.rx_scatter && info_.driver != "net_memif" && frame > pools.data_room() - RTE_PKTMBUF_HEADROOM)
     throw PmdError("dpdk.mtu: " + std::to_string(options_.mtu) + " needs " + std::to_string(frame) +
                    "-byte mbufs and " + info_.driver + " cannot scatter; raise dpdk.mbuf_size to at least " +
                    std::to_string(frame + RTE_PKTMBUF_HEADROOM));
@@ -172,7 +229,11 @@ void Port::configure(MempoolSet& pools) {
 
   uint16_t mtu = 0;
   rte_eth_dev_get_mtu(port_id, &mtu);
-  if (mtu != options_.mtu) {
+  if (beyond_driver_limit) {
+    BYPASS_LOG(Info, "pmd", "%s: mtu %u beyond the driver's %u, as %s allows", label.c_str(), options_.mtu,
+               driver_mtu, limit_source.c_str());
+    mtu = options_.mtu;
+  } else if (mtu != options_.mtu) {
     rc = rte_eth_dev_set_mtu(port_id, options_.mtu);
     if (rc != 0 && rc != -ENOTSUP)
       throw PmdError(label + ": cannot set dpdk.mtu=" + std::to_string(options_.mtu) + ": " + ethdev_error(rc) +

@@ -33,6 +33,7 @@ struct PortOptions {
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
   uint16_t mtu = 1500;
+  uint16_t mtu_limit = 0;  // 0: the driver's (or net_memif's bsize); see dpdk.mtu_limit
   bool promiscuous = false;
   std::chrono::nanoseconds link_wait{std::chrono::seconds(5)};
   OffloadRequest offloads;

@@ -4,14 +4,24 @@
 # port nobody listens on must fail with ECONNREFUSED (so the checks can fail); then two messengers
 # (msgr2, lossless client) exchange requests and replies checked byte-exact.
 #
-#   inet_peer_memif_test.sh INET_PEER_BINARY MSGR_PEER_BINARY CONFIG_EXAMPLES_DIR
+#   inet_peer_memif_test.sh INET_PEER_BINARY MSGR_PEER_BINARY CONFIG_EXAMPLES_DIR [jumbo]
+# With "jumbo" both sides run MTU 9000 over memif (bsize 9216, 9 KiB mbufs: dpdk.mtu_limit's help
+# says why memif allows it) and the echo must have moved its bytes in jumbo segments.
 # Needs root (DPDK memory and the memif socket); fails when it is missing.
 set -euo pipefail
 
 peer=$1
 msgr_peer=$2
 examples=$3
+mode=${4:-standard}
 name=G  # this suite's tag: every resource it creates carries it
+memif_args=
+jumbo_settings=()
+if [ "$mode" = jumbo ]; then
+  name=J
+  memif_args=,bsize=9216
+  jumbo_settings=(--set dpdk.mtu=9000 --set dpdk.mbuf_size=9472 --set dpdk.mbufs=8191)
+fi
 socket=/run/bypass-memif-$name.sock  # abstract (DPDK's default): nothing on disk to clean up
 port=7300
 server_ip=10.98.0.1
@@ -47,12 +57,12 @@ wait_for_memif_socket() {
   fail "the memif server did not open $socket within 10 s"
 }
 
-server_vdev="--set=dpdk.vdev=[\"net_memif0,role=server,socket=$socket\"]"
-client_vdev="--set=dpdk.vdev=[\"net_memif0,role=client,socket=$socket\"]"
+server_vdev="--set=dpdk.vdev=[\"net_memif0,role=server,socket=$socket$memif_args\"]"
+client_vdev="--set=dpdk.vdev=[\"net_memif0,role=client,socket=$socket$memif_args\"]"
 
 # The server's port comes up only once the client attaches, so the server prints its ready line
 # after the client started; the client waits for the listener (--wait-for-server) instead.
-timeout 150 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" --set ms.cpus=1 \
+timeout 150 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=1 \
   echo-server --listen "$server_ip:$port" --serve $((connections + 1)) --lifetime 120s \
   >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
@@ -60,7 +70,7 @@ wait_for_memif_socket
 
 echo "client: $bytes over $connections connections to $server_ip:$port"
 start=$(date +%s.%N)
-if ! timeout 150 "$peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" --set ms.cpus=0 \
+if ! timeout 150 "$peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=0 \
        echo-client --to "$server_ip:$port" --bytes $bytes --connections $connections --seed 71 \
        --timeout 90s --wait-for-server 30s >"$work/client.out" 2>"$work/client.err"; then
   cat "$work/client.out" "$work/client.err" "$work/server.out" "$work/server.err" >&2
@@ -70,6 +80,15 @@ end=$(date +%s.%N)
 cat "$work/client.out"
 grep -q "^ok " "$work/client.out" || fail "client printed no ok line"
 grep -qx "worker 0 cpus 0" "$work/client.out" || fail "the client's worker is not pinned to CPU 0 alone"
+if [ "$mode" = jumbo ]; then
+  # 64 MiB out and back in 1460-byte segments would take over 46,000 data segments plus ACKs; in
+  # 8960-byte segments about 7,500. Fewer than one segment per 3,000 bytes proves jumbo segments.
+  sent=$(grep -o 'tcp_segments_sent=[0-9]*' "$work/client.out" | head -1 | cut -d= -f2)
+  [ -n "$sent" ] || fail "client printed no tcp_segments_sent"
+  limit=$(( $(numfmt --from=iec "$bytes") / 3000 ))
+  echo "jumbo: client sent $sent TCP segments for $bytes (limit $limit)"
+  [ "$sent" -lt "$limit" ] || fail "client sent $sent segments for $bytes: not jumbo segments"
+fi
 # --wait-for-server's probe is the server's extra connection: it exits by itself after serving all.
 rc=0
 wait "$server_pid" || rc=$?
@@ -82,12 +101,12 @@ grep -q "^served $((connections + 1)) connections\$" "$work/server.out" || fail 
 echo "memif echo: $bytes in $(echo "$end - $start" | bc) s wall clock (both EAL start-ups included)"
 
 # Negative case: a listener on the wrong port. The client must give up with a clear error.
-timeout 60 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" --set ms.cpus=1 \
+timeout 60 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=1 \
   echo-server --listen "$server_ip:$((port + 1))" --lifetime 30s >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
 wait_for_memif_socket
 rc=0
-timeout 60 "$peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" --set ms.cpus=0 \
+timeout 60 "$peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=0 \
   echo-client --to "$server_ip:$port" --bytes 1M --timeout 10s >"$work/client.out" 2>"$work/client.err" || rc=$?
 cat "$work/client.err"
 [ "$rc" = 1 ] || fail "client to a closed port exited with $rc, expected 1"
@@ -99,11 +118,11 @@ server_pid=
 # The messenger: a lossless client retries a refused connect itself, so it needs no wait for the
 # server's listener; the server exits 0 on SIGTERM once the client checked every reply.
 messages=1000
-timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" --set ms.cpus=1 \
+timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=1 \
   server --bind "$server_ip:$port" --lifetime 120s >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
 wait_for_memif_socket
-if ! timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" --set ms.cpus=0 \
+if ! timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=0 \
        client --to "$server_ip:$port" --messages $messages --max-size 64K --depth 8 --seed 71 \
        --timeout 90s >"$work/client.out" 2>"$work/client.err"; then
   cat "$work/client.out" "$work/client.err" "$work/server.out" "$work/server.err" >&2
