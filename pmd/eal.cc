@@ -2,15 +2,20 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "base/log.h"
 #include "pmd/error.h"
@@ -74,6 +79,51 @@ void check_vdev(const std::string& vdev) {
     if (role && *role == "client" && abstract && *abstract == "no" && socket && !std::filesystem::exists(*socket))
       throw PmdError("dpdk.vdev: memif socket '" + *socket + "' of '" + name +
                      "' does not exist (start the role=server process first)");
+  }
+}
+
+// A virtio-user port connects to its vhost-user backend's socket during EAL probe and fails at
+// once when the socket is not there yet. Two processes started together (bench run, a test) race
+// for it, so the virtio-user side waits for the socket, up to dpdk.link_wait, before EAL starts.
+void wait_for_vhost_sockets(const std::vector<std::string>& vdevs, std::chrono::nanoseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (const std::string& vdev : vdevs) {
+    if (vdev.compare(0, 15, "net_virtio_user") != 0) continue;
+    const auto path = vdev_param(vdev, "path");
+    const auto server = vdev_param(vdev, "server");
+    if (!path || (server && *server == "1") || path->compare(0, 5, "/dev/") == 0) continue;  // vhost-kernel
+    while (!std::filesystem::exists(*path)) {
+      if (std::chrono::steady_clock::now() >= deadline)
+        throw PmdError("dpdk.vdev: vhost-user socket '" + *path + "' of '" + vdev.substr(0, vdev.find(',')) +
+                       "' did not appear within dpdk.link_wait (start the net_vhost process first)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+// A net_vhost backend that finds a socket file left by a process that died fails its configure
+// with "Operation not permitted". Nobody answering on it means it is stale: remove it; somebody
+// answering means another backend owns it, which deserves a clear error rather than a fight.
+void clear_stale_vhost_sockets(const std::vector<std::string>& vdevs) {
+  for (const std::string& vdev : vdevs) {
+    if (vdev.compare(0, 9, "net_vhost") != 0) continue;
+    const auto path = vdev_param(vdev, "iface");
+    const auto client = vdev_param(vdev, "client");
+    if (!path || (client && *client == "1") || !std::filesystem::is_socket(*path)) continue;
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (path->size() >= sizeof address.sun_path) continue;  // EAL will say the path is too long
+    std::memcpy(address.sun_path, path->c_str(), path->size() + 1);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    const bool answered = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+    ::close(fd);
+    if (answered)
+      throw PmdError("dpdk.vdev: vhost-user socket '" + *path + "' of '" + vdev.substr(0, vdev.find(',')) +
+                     "' is served by another process (choose another iface path)");
+    std::error_code ignored;
+    std::filesystem::remove(*path, ignored);
+    BYPASS_LOG(Info, "pmd", "removed stale vhost-user socket %s", path->c_str());
   }
 }
 
@@ -233,6 +283,8 @@ const EalPlan& start_eal(const config::Config& config, const std::string& progra
     BYPASS_LOG(Info, "pmd", "running with --no-huge (dpdk.no_huge=yes)");
   BYPASS_LOG(Info, "pmd", "EAL arguments: %s", join_args(plan.args).c_str());
   std::vector<char*> argv;
+  clear_stale_vhost_sockets(config.get_list("dpdk.vdev"));
+  wait_for_vhost_sockets(config.get_list("dpdk.vdev"), config.get_duration("dpdk.link_wait"));
   std::vector<std::string> storage = plan.args;  // rte_eal_init may permute argv
   for (auto& a : storage) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -127,7 +127,10 @@ void Port::configure(MempoolSet& pools) {
   caps.max_rx_queues = dev.max_rx_queues;
   caps.max_tx_queues = dev.max_tx_queues;
   const rte_bus* bus = dev.device != nullptr ? rte_dev_bus(dev.device) : nullptr;
-  info_.dma_needs_registered_memory = bus == nullptr || std::string(rte_bus_name(bus)) != "vdev";
+  // net_virtio_user is a virtual device, yet its peer (a vhost-user backend in another process)
+  // reads buffers through the memory DPDK shared with it: any other address is invisible there.
+  info_.dma_needs_registered_memory =
+      bus == nullptr || std::string(rte_bus_name(bus)) != "vdev" || info_.driver == "net_virtio_user";
   if (dev.tx_desc_lim.nb_seg_max != 0) info_.tx_max_segments = dev.tx_desc_lim.nb_seg_max;
 
   // Never more queues than workers: a queue nobody polls would swallow its share of the flows.

@@ -68,7 +68,8 @@ struct PortInfo {
   bool software_redirect = false;  // packets may cross workers through the redirect rings
   // The device DMAs from memory it was given (a PCI NIC): a transmitted buffer must lie in memory
   // DPDK knows (its hugepages, or areas added with rte_extmem_register + rte_dev_dma_map). Virtual
-  // devices (memif, tap, ring, af_packet) read buffers with the CPU, so any address works.
+  // devices (memif, tap, ring, af_packet) read buffers with the CPU, so any address works, except
+  // virtio-user, whose vhost-user peer sees only the memory DPDK shared with it.
   bool dma_needs_registered_memory = false;
   uint16_t tx_max_segments = UINT16_MAX;  // mbufs one transmitted frame may chain
   std::string mac_text() const;
