@@ -16,6 +16,10 @@ void register_tcp_options(Registry& r) {
          .min = 1'000'000});
   r.add({.name = "tcp.msl", .type = OptionType::Duration, .default_value = "30s",
          .help = "Maximum segment lifetime; TIME_WAIT lasts 2*msl (RFC 9293 3.4.2)."});
+  r.add({.name = "tcp.fin_wait2_timeout", .type = OptionType::Duration, .default_value = "60s",
+         .help = "How long a connection the application has closed waits in FIN_WAIT_2 for the peer's FIN "
+                 "before it is dropped (Linux's tcp_fin_timeout): nobody can read what would arrive, and a "
+                 "peer that never closes would otherwise hold it for good."});
   r.add({.name = "tcp.congestion", .type = OptionType::Enum, .default_value = "cubic",
          .help = "Congestion control: newreno (RFC 6582) or cubic (RFC 9438).",
          .enum_values = {"newreno", "cubic"}});

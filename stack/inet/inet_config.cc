@@ -8,6 +8,7 @@ void apply_tcp_config(const config::Config& config, InetSettings& settings) {
   tcp.rto_initial = config.get_duration("tcp.rto_initial");
   tcp.rto_max = config.get_duration("tcp.rto_max");
   tcp.msl = config.get_duration("tcp.msl");
+  tcp.fin_wait2_timeout = config.get_duration("tcp.fin_wait2_timeout");
   tcp.congestion = config.get_string("tcp.congestion") == "cubic" ? CongestionAlgorithm::Cubic
                                                                   : CongestionAlgorithm::NewReno;
   tcp.delayed_ack_timeout = config.get_duration("tcp.delayed_ack");

@@ -19,6 +19,7 @@ struct TcpSettings {
   std::chrono::nanoseconds rto_initial = 1s;     // RFC 6298 §2.1
   std::chrono::nanoseconds rto_max = 60s;        // RFC 6298 §2.5
   std::chrono::nanoseconds msl = 30s;            // TIME_WAIT lasts 2*MSL (RFC 9293 §3.4.2)
+  std::chrono::nanoseconds fin_wait2_timeout = 60s;  // an orphaned FIN_WAIT_2 (closed by the app) ends
   CongestionAlgorithm congestion = CongestionAlgorithm::NewReno;
   bool delayed_ack = true;
   std::chrono::nanoseconds delayed_ack_timeout = 40ms;

@@ -110,8 +110,14 @@ void TcpConnection::shutdown_write() {
 void TcpConnection::close() {
   user_closed_ = true;
   if (!receive_queue_.empty()) return abort();  // RFC 9293 §3.10.4, RFC 2525 §2.17
+  if (state_ == TcpState::FinWait2) return expire_orphan();
   shutdown_write();
 }
+
+// RFC 9293 lets FIN-WAIT-2 last until the peer closes. Once the application has closed too,
+// nobody can read what would still arrive, so (as Linux's tcp_fin_timeout) the connection waits
+// for the peer's FIN only so long; the FIN moves it to TIME-WAIT, which re-arms this timer.
+void TcpConnection::expire_orphan() { time_wait_timer_.set_after(settings_.fin_wait2_timeout); }
 
 void TcpConnection::abort() {
   if (state_ == TcpState::Closed) return;
@@ -373,6 +379,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     send_challenge_ack();
     return false;
   }
+  unanswered_probes_ = 0;  // the peer is alive: it may keep its window closed (RFC 9293 §3.8.6.1)
   uint32_t old_window = snd_wnd_;
   if (seq_lt(snd_wl1_, h.seq) || (snd_wl1_ == h.seq && seq_leq(snd_wl2_, ack))) {
     snd_wnd_ = static_cast<uint32_t>(h.window) << snd_wscale_;
@@ -444,8 +451,10 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     else rto_timer_.set_after(rto_);
     if (send_space() > 0) notify(kTcpWritable);
     if (fin_acked) {
-      if (state_ == TcpState::FinWait1) enter_state(TcpState::FinWait2);
-      else if (state_ == TcpState::Closing) enter_time_wait();
+      if (state_ == TcpState::FinWait1) {
+        enter_state(TcpState::FinWait2);
+        if (user_closed_) expire_orphan();
+      } else if (state_ == TcpState::Closing) enter_time_wait();
       else if (state_ == TcpState::LastAck) {
         terminate(TcpError::None);
         return false;
@@ -902,6 +911,14 @@ void TcpConnection::on_retransmission_timeout() {
 
 void TcpConnection::on_persist_timeout() {
   if (snd_wnd_ != 0 || snd_nxt_ != snd_una_ || send_end() == snd_nxt_) return output();
+  // A receiver may keep its window closed for as long as it answers the probes (RFC 9293
+  // §3.8.6.1, RFC 1122 §4.2.2.17); one that stops answering is gone, and probing it forever would
+  // hold the connection (and its unsent data) for good. Give up as the retransmission timer does.
+  if (unanswered_probes_ >= settings_.max_retransmissions) {
+    send_rst(next_new_sequence());
+    return terminate(TcpError::TimedOut);
+  }
+  ++unanswered_probes_;
   // RFC 9293 §3.8.6.1: probe the zero window with one octet of new data; back off (RFC 1122
   // §4.2.2.17) until the window opens.
   transmit(snd_nxt_, kTcpAck, send_buffer_.sub(snd_nxt_ - data_start_, 1, send_position_));

@@ -163,6 +163,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Timers.
   void on_retransmission_timeout();
   void on_persist_timeout();
+  void expire_orphan();
   void on_keepalive_timeout();
   void restart_rto();
   void sample_rtt(Duration rtt);
@@ -233,6 +234,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint64_t timeouts_ = 0;
   int keepalive_probes_sent_ = 0;
   int persist_backoff_ = 0;
+  int unanswered_probes_ = 0;  // zero-window probes since the peer last sent an acceptable ACK
 
   DeadlineTimer rto_timer_;
   DeadlineTimer delack_timer_;

@@ -85,6 +85,12 @@ std::shared_ptr<TcpListener> TcpLayer::listen(uint16_t port) {
 void TcpLayer::stop_listening(const std::shared_ptr<TcpListener>& listener) {
   listener->closed_ = true;
   listeners_.erase(listener->port());
+  // Established connections nobody accepted have no owner left: reset them, as Linux does when a
+  // listening socket closes, instead of leaving them in the table for as long as the peer is quiet.
+  // (Half-open ones are reset when their handshake completes, in on_established.)
+  auto unaccepted = std::move(listener->accept_queue_);
+  listener->accept_queue_.clear();
+  for (auto& connection : unaccepted) connection->abort();
 }
 
 std::shared_ptr<TcpConnection> TcpLayer::find(const FourTuple& tuple) const {

@@ -4,15 +4,13 @@
 // msgr_fuzz_seeds); the replay driver mutates them directly.
 #pragma once
 
-#include <string>
 #include <vector>
+
+#include "tests/support/fuzz_driver.h"
 
 namespace bypass::msgr::fuzz {
 
-struct Seed {
-  std::string name;   // file name in the corpus
-  std::string bytes;  // selector byte + peer bytes
-};
+using Seed = testing::FuzzSeed;  // bytes: selector byte + peer bytes
 
 std::vector<Seed> make_seeds();
 

@@ -1,0 +1,134 @@
+// Seed programs for the inet stack fuzzer: each spells, in the harness's operand order
+// (fuzz_stack.cc), a scenario that reaches a deep state, so mutations start from there.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/unit/inet/fuzz_stack.h"
+
+namespace bypass::inet::fuzz {
+
+namespace {
+
+// Operation codes (low three bits) as fuzz_stack.cc reads them.
+enum Op : uint8_t { kRaw = 0, kTcp = 1, kIpv4 = 3, kIcmp = 4, kArp = 5, kAdvance = 6, kApp = 7 };
+enum AppOp : uint8_t { kConnect = 0, kAccept = 1, kToggleListener = 2, kOnConnection = 3 };
+enum ConnectionAction : uint8_t { kSend = 0, kRead = 1, kShutdown = 2, kClose = 3, kAbort = 4 };
+constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08, kAck = 0x10;
+
+class Program {
+ public:
+  explicit Program(uint8_t setup) { u8(setup); }
+  Program& u8(uint8_t v) { bytes_.push_back(static_cast<char>(v)); return *this; }
+  Program& u16(uint16_t v) { return u8(static_cast<uint8_t>(v >> 8)).u8(static_cast<uint8_t>(v)); }
+  Program& u32(uint32_t v) { return u16(static_cast<uint16_t>(v >> 16)).u16(static_cast<uint16_t>(v)); }
+
+  // A SYN to the listener (from peer port 1000, or `source_port`), with MSS, window scale,
+  // SACK-permitted and timestamps.
+  Program& syn_to_listener(uint16_t source_port = 0) {
+    if (source_port == 0) {
+      u8(kTcp).u8(1);
+    } else {
+      u8(kTcp).u8(3).u16(source_port).u16(80);
+    }
+    u8(kSyn).u8(0x0f).u8(0).u16(65535);
+    u8(0x0f).u16(1460).u8(7).u32(100).u32(0);  // options, then payload length 0
+    return u8(0).ip();
+  }
+  // A segment on the stack's connection `track` with the sequence and acknowledgement numbers it
+  // expects (numbering 0x0f), no options; `payload` bytes (< 1461).
+  Program& segment(uint8_t track, uint8_t flags, uint16_t payload = 0, uint16_t window = 65535,
+                   uint8_t numbering = 0x0f, int8_t delta = 0) {
+    u8(kTcp).u8(0).u8(track).u8(flags).u8(numbering).u8(static_cast<uint8_t>(delta)).u16(window);
+    if (payload < 64) {
+      u8(0).u8(static_cast<uint8_t>(payload));
+    } else {
+      u8(0x20).u16(payload);
+    }
+    return ip();
+  }
+  // The same with a timestamp and SACK blocks below the stack's snd_nxt.
+  Program& sack(uint8_t track, uint16_t hole_from_end, uint16_t block) {
+    u8(kTcp).u8(0).u8(track).u8(kAck).u8(0x0f).u8(0).u16(65535);
+    u8(0x18).u32(200).u8(0).u16(hole_from_end).u16(block).u8(0);  // ts, 1 SACK block, no payload
+    return ip();
+  }
+  // A SYN-ACK answering the stack's own SYN (connection `track`): any ISN, ack = its ISN + 1.
+  Program& syn_ack(uint8_t track, uint32_t isn) {
+    u8(kTcp).u8(0).u8(track).u8(kSyn | kAck).u8(0x0d).u8(0).u32(isn).u16(65535);
+    u8(0x0f).u16(1460).u8(7).u32(300).u8(0);
+    return ip();
+  }
+  Program& app(AppOp op) { return u8(static_cast<uint8_t>(kApp | op << 3)); }
+  Program& on_connection(uint8_t index, ConnectionAction action, uint16_t send_bytes = 0) {
+    app(kOnConnection).u8(index).u8(action);
+    return action == kSend ? u16(send_bytes) : *this;
+  }
+  // Advance virtual time: scale 0..3 = 1 ms, 20 ms, 1 s, 60 s; times 1..64.
+  Program& advance(uint8_t scale, uint8_t times) { return u8(kAdvance).u8(static_cast<uint8_t>(scale | (times - 1) << 2)); }
+  Program& arp(uint8_t how) { return u8(kArp).u8(how); }
+  Program& raw(const std::string& bytes) {
+    u8(kRaw).u16(static_cast<uint16_t>(bytes.size()));
+    bytes_ += bytes;
+    return *this;
+  }
+  // An ICMP echo request of `length` bytes cut into three fragments.
+  Program& fragmented_ping(uint8_t length) {
+    u8(kIcmp).u8(0).u32(0x00010001).u8(length);
+    for (uint8_t i = 0; i < length; ++i) u8(i);
+    return u8(0x40).u16(77).u8(1).u8(0).u8(1).u8(2).u8(0).u8(2).u8(0).u8(4).u8(0).u8(0);
+  }
+  std::string take() { return bytes_; }
+
+ private:
+  Program& ip() { return u8(0).u16(1); }  // not fragmented, identification 1
+  std::string bytes_;
+};
+
+}  // namespace
+
+std::vector<testing::FuzzSeed> make_seeds() {
+  std::vector<testing::FuzzSeed> seeds;
+  {  // passive open, data both ways, close from both ends, TIME-WAIT
+    Program p(0);
+    p.syn_to_listener().segment(0, kAck).app(kAccept);
+    p.segment(0, kPsh | kAck, 100).on_connection(0, kRead).on_connection(0, kSend, 3000);
+    p.advance(1, 2).segment(0, kAck).on_connection(0, kClose).segment(0, kFin | kAck).advance(2, 5);
+    seeds.push_back({"passive-open-data-close", p.take()});
+  }
+  {  // active open, the peer's data out of order, then a window closing to zero and reopening
+    Program p(0);
+    p.app(kConnect).u8(0).syn_ack(0, 5000).segment(0, kAck, 500, 65535, 0x0c, 100);
+    p.segment(0, kPsh | kAck, 200).on_connection(0, kSend, 60000).segment(0, kAck, 0, 0);
+    p.advance(2, 3).segment(0, kAck, 0, 65535).advance(1, 5).on_connection(0, kShutdown);
+    p.segment(0, kFin | kAck).advance(3, 3);
+    seeds.push_back({"active-open-reorder-zero-window", p.take()});
+  }
+  {  // loss: the stack's data goes unacknowledged until RTOs fire, then SACK fills the holes
+    Program p(0);
+    p.syn_to_listener().segment(0, kAck).app(kAccept).on_connection(0, kSend, 20000);
+    p.sack(0, 8000, 2000).sack(0, 4000, 1000).advance(2, 2).advance(2, 4).segment(0, kAck);
+    p.on_connection(0, kAbort);
+    seeds.push_back({"loss-sack-rto-abort", p.take()});
+  }
+  {  // SYN flood against a full backlog with SYN cookies, then RSTs
+    Program p(1);
+    for (int i = 0; i < 8; ++i) p.syn_to_listener(static_cast<uint16_t>(1000 + i));
+    p.segment(0, kAck).segment(1, kRst).app(kAccept).app(kToggleListener).advance(2, 8);
+    seeds.push_back({"syn-flood-cookies", p.take()});
+  }
+  {  // fragments, ARP in every form, raw garbage
+    Program p(0x80);
+    p.arp(0).arp(1).arp(0x1f).arp(0x20).fragmented_ping(120).raw(std::string(60, '\xff'));
+    p.raw(std::string("\x02\0\0\0\0\x01\x02\0\0\0\0\x02\x08\x00\x45\x00\x00\x14", 18)).advance(3, 2);
+    seeds.push_back({"arp-fragments-garbage", p.take()});
+  }
+  {  // keepalive on an idle connection the peer stops answering
+    Program p(32);
+    p.syn_to_listener().segment(0, kAck).app(kAccept).advance(3, 2).segment(0, kAck).advance(3, 20);
+    seeds.push_back({"keepalive-dead-peer", p.take()});
+  }
+  return seeds;
+}
+
+}  // namespace bypass::inet::fuzz
