@@ -23,7 +23,7 @@ struct ExternalPiece {
 
 // DPDK calls this when the last mbuf referring to the external buffer is freed: after the driver
 // sent (or dropped) the frame, possibly on another thread (a looped net_ring hands the mbuf to the
-// receiving worker). BufferSegment's shared owner is thread-safe, so releasing here is too.
+// receiving worker). attach() made the piece's count atomic, so releasing here is safe.
 void release_piece(void* /*addr*/, void* opaque) {
   delete static_cast<ExternalPiece*>(opaque);
   pieces_outstanding.fetch_sub(1, std::memory_order_relaxed);
@@ -139,6 +139,9 @@ rte_mbuf* TxChainBuilder::attach(const BufferSegment& piece) {
     return nullptr;
   }
   owned->piece = piece;
+  // The mbuf may be freed on another worker (a looped net_ring delivers it there): from now on
+  // the piece's count is atomic (base/buffer_storage.h).
+  owned->piece.share_across_threads();
   owned->shinfo.free_cb = &release_piece;
   owned->shinfo.fcb_opaque = owned;
   rte_mbuf_ext_refcnt_set(&owned->shinfo, 1);
