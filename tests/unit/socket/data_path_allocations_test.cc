@@ -27,7 +27,9 @@
 #include "tests/unit/socket/socket_test_harness.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
+// From the sanitizer runtime (sanitizer/allocator_interface.h, not always installed).
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, size_t),
+                                                         void (*free_hook)(const volatile void*));
 #define BYPASS_COUNT_WITH_SANITIZER_HOOKS 1
 #endif
 
