@@ -4,42 +4,55 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 
 namespace bypass {
 
-namespace {
-// Runs a foreign buffer's release callback when the last view on it is dropped.
-// Built in place and never copied: a copy would run `release` once per instance.
-struct ForeignOwner {
-  explicit ForeignOwner(std::function<void()> fn) : release(std::move(fn)) {}
-  ForeignOwner(const ForeignOwner&) = delete;
-  ForeignOwner& operator=(const ForeignOwner&) = delete;
-  ~ForeignOwner() {
-    if (release) release();
+BufferSegment BufferSegment::allocate(size_t capacity, BufferSharing sharing) {
+  const size_t bytes = sizeof(BufferStorage) + capacity;
+  const int size_class = block_pool::class_for(bytes);
+  BufferStorage* header;
+  if (size_class < block_pool::kClasses) {
+    header = static_cast<BufferStorage*>(block_pool::get(size_class));
+    header->init(BufferStorage::Origin::pooled_block, sharing);
+    header->size_class = static_cast<uint8_t>(size_class);
+  } else {
+    void* block = std::malloc(bytes);
+    if (block == nullptr) throw std::bad_alloc();
+    header = static_cast<BufferStorage*>(block);
+    header->init(BufferStorage::Origin::heap_block, sharing);
   }
-  std::function<void()> release;
-};
-}  // namespace
-
-BufferSegment BufferSegment::allocate(size_t capacity) {
   BufferSegment s;
-  std::shared_ptr<char[]> block(new char[capacity ? capacity : 1]);
-  s.data_ = block.get();
+  s.storage_ = header;
+  s.data_ = reinterpret_cast<char*>(header + 1);
   s.length_ = capacity;
-  s.owner_ = std::move(block);
   return s;
 }
 
-BufferSegment BufferSegment::copy_of(const void* data, size_t len) {
-  BufferSegment s = allocate(len);
+BufferSegment BufferSegment::copy_of(const void* data, size_t len, BufferSharing sharing) {
+  BufferSegment s = allocate(len, sharing);
   if (len) std::memcpy(s.data_, data, len);
   return s;
 }
 
-BufferSegment BufferSegment::wrap(char* data, size_t len, std::function<void()> release) {
+BufferSegment BufferSegment::wrap(char* data, size_t len, BufferReleaseFn release, void* context,
+                                  BufferSharing sharing) {
+  auto* header = static_cast<BufferStorage*>(block_pool::get(0));
+  BufferSegment s = wrap(header, data, len, release, context, sharing);
+  header->origin = BufferStorage::Origin::foreign;
+  return s;
+}
+
+BufferSegment BufferSegment::wrap(BufferStorage* header_memory, char* data, size_t len, BufferReleaseFn release,
+                                  void* context, BufferSharing sharing) {
+  auto* header = new (header_memory) BufferStorage;
+  header->init(BufferStorage::Origin::foreign_header, sharing);
+  header->release = release;
+  header->context = context;
   BufferSegment s;
-  s.owner_ = std::make_shared<ForeignOwner>(std::move(release));
+  s.storage_ = header;
   s.data_ = data;
   s.length_ = len;
   return s;
@@ -50,6 +63,12 @@ BufferSegment BufferSegment::borrow(const char* data, size_t len) {
   s.data_ = const_cast<char*>(data);
   s.length_ = len;
   return s;
+}
+
+size_t BufferSegment::room_after() const {
+  if (storage_ == nullptr || storage_->origin != BufferStorage::Origin::pooled_block) return 0;
+  const char* block_end = reinterpret_cast<const char*>(storage_) + block_pool::kClassBytes[storage_->size_class];
+  return static_cast<size_t>(block_end - (data_ + length_));
 }
 
 BufferList& BufferList::operator=(BufferList&& other) noexcept {
@@ -124,13 +143,12 @@ char* BufferList::append_hole(size_t len) {
     length_ += len;
     return at;
   }
-  const size_t capacity = std::max(len, append_block);
-  BufferSegment block = BufferSegment::allocate(capacity);
+  BufferSegment block = BufferSegment::allocate(std::max(len, append_block));
   block.truncate(len);
   char* at = block.data();
   length_ += len;
+  tail_room_ = block.room_after();
   segments_.push_back(std::move(block));
-  tail_room_ = capacity - len;
   return at;
 }
 
@@ -180,10 +198,10 @@ void BufferList::truncate(size_t n) {
     keep -= segments_[i].length();
   }
   if (keep == 0) {
-    segments_.erase(segments_.begin() + i, segments_.end());
+    segments_.truncate(i);
   } else {
     segments_[i].truncate(keep);
-    segments_.erase(segments_.begin() + i + 1, segments_.end());
+    segments_.truncate(i + 1);
   }
   length_ = n;
   tail_room_ = 0;
@@ -301,6 +319,10 @@ uint32_t BufferList::crc32c(uint32_t seed) const {
   uint32_t crc = seed;
   for (const auto& s : segments_) crc = ::bypass::crc32c(crc, s.data(), s.length());
   return crc;
+}
+
+void BufferList::share_across_threads() const {
+  for (const auto& s : segments_) s.share_across_threads();
 }
 
 uint32_t crc32c(uint32_t seed, const void* data, size_t len) {

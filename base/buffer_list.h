@@ -1,10 +1,13 @@
 // BufferList: an ordered list of refcounted buffer segments.
 //
-// A segment is a view (pointer + length) into storage kept alive by a shared owner. The storage is
-// either our own heap block or foreign memory (an mbuf, a registered RDMA chunk) wrapped with a
-// release callback that runs when the last segment referring to it is dropped. This is what lets
-// transports hand data up and down without copying: splicing, trimming and sub-ranging only move
-// views, never bytes.
+// A segment is a view (pointer + length) into storage kept alive by a BufferStorage header
+// (base/buffer_storage.h: an intrusive count, plain unless the storage is shared across threads).
+// The storage is either our own block (header and bytes in one allocation from the thread's block
+// pool) or foreign memory (an mbuf, a registered RDMA chunk) wrapped with a release function that
+// runs when the last view on it is dropped. This is what lets transports hand data up and down
+// without copying: splicing, trimming and sub-ranging only move views, never bytes. Segments sit in
+// a small inline vector (a few inline, the rest in a pooled array), so a steady stream of appends,
+// trims and sub-lists on one worker makes no heap calls.
 #pragma once
 
 #include <sys/uio.h>
@@ -12,32 +15,67 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <deque>
-#include <functional>
-#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
-#include <vector>
+#include <utility>
+
+#include "base/buffer_storage.h"
+#include "base/segment_vector.h"
 
 namespace bypass {
 
 class BufferSegment {
  public:
   BufferSegment() = default;
+  BufferSegment(const BufferSegment& other) : storage_(other.storage_), data_(other.data_), length_(other.length_) {
+    if (storage_ != nullptr) storage_->ref();
+  }
+  BufferSegment(BufferSegment&& other) noexcept
+      : storage_(std::exchange(other.storage_, nullptr)), data_(other.data_), length_(other.length_) {}
+  BufferSegment& operator=(const BufferSegment& other) {
+    if (other.storage_ != nullptr) other.storage_->ref();
+    if (storage_ != nullptr) storage_->unref();
+    storage_ = other.storage_;
+    data_ = other.data_;
+    length_ = other.length_;
+    return *this;
+  }
+  BufferSegment& operator=(BufferSegment&& other) noexcept {
+    if (this != &other) {
+      if (storage_ != nullptr) storage_->unref();
+      storage_ = std::exchange(other.storage_, nullptr);
+      data_ = other.data_;
+      length_ = other.length_;
+    }
+    return *this;
+  }
+  ~BufferSegment() {
+    if (storage_ != nullptr) storage_->unref();
+  }
 
-  // A fresh heap block of `capacity` bytes; length starts at `capacity` (caller fills it).
-  static BufferSegment allocate(size_t capacity);
-  // A heap copy of `data`.
-  static BufferSegment copy_of(const void* data, size_t len);
-  // Foreign memory; `release` runs once, when the last view on it is gone.
-  static BufferSegment wrap(char* data, size_t len, std::function<void()> release);
-  // Static or caller-owned memory that outlives every view (no release).
+  // A fresh block of `capacity` bytes; length starts at `capacity` (caller fills it).
+  static BufferSegment allocate(size_t capacity, BufferSharing sharing = BufferSharing::worker_local);
+  // A copy of `data` in a fresh block.
+  static BufferSegment copy_of(const void* data, size_t len, BufferSharing sharing = BufferSharing::worker_local);
+  // Foreign memory; `release(context, header)` runs once, when the last view on it is gone. The
+  // header comes from the thread's pool.
+  static BufferSegment wrap(char* data, size_t len, BufferReleaseFn release, void* context,
+                            BufferSharing sharing = BufferSharing::worker_local);
+  // The same with the header in memory the owner already has (`header_memory`: header_size bytes,
+  // 8-byte aligned, untouched by the owner until `release` runs): no allocation at all.
+  static BufferSegment wrap(BufferStorage* header_memory, char* data, size_t len, BufferReleaseFn release,
+                            void* context, BufferSharing sharing = BufferSharing::worker_local);
+  static constexpr size_t header_size = sizeof(BufferStorage);
+  // Static or caller-owned memory that outlives every view (no count, no release).
   static BufferSegment borrow(const char* data, size_t len);
 
   char* data() const { return data_; }
   size_t length() const { return length_; }
   bool empty() const { return length_ == 0; }
   std::string_view view() const { return {data_, length_}; }
+  // Writable bytes after this view's end inside its own block (0 for foreign memory).
+  size_t room_after() const;
 
   // Narrow the view: drop `n` bytes from the front or keep only the first `n`.
   void trim_front(size_t n) { data_ += n; length_ -= n; }
@@ -50,15 +88,21 @@ class BufferSegment {
   }
   // True when this view and `other` share storage and are adjacent, so they can be merged.
   bool continues(const BufferSegment& other) const {
-    return owner_ == other.owner_ && other.data_ + other.length_ == data_;
+    return storage_ == other.storage_ && other.data_ + other.length_ == data_;
   }
   void extend(size_t n) { length_ += n; }
-  // Count of views on the storage (for tests and leak checks).
-  long use_count() const { return owner_.use_count(); }
-  const void* storage_id() const { return owner_.get(); }
+  // Count of views on the storage (for tests and leak checks; 0 for borrowed memory).
+  long use_count() const { return storage_ != nullptr ? static_cast<long>(storage_->count()) : 0; }
+  const void* storage_id() const { return storage_; }
+  BufferSharing sharing() const { return storage_ != nullptr ? storage_->sharing : BufferSharing::across_threads; }
+  // Makes the storage's count atomic for good (see buffer_storage.h): call it on the thread that
+  // holds every view of it, before handing some to another thread.
+  void share_across_threads() const {
+    if (storage_ != nullptr) storage_->share_across_threads();
+  }
 
  private:
-  std::shared_ptr<void> owner_;
+  BufferStorage* storage_ = nullptr;
   char* data_ = nullptr;
   size_t length_ = 0;
 };
@@ -74,7 +118,7 @@ class BufferList {
   size_t length() const { return length_; }
   bool empty() const { return length_ == 0; }
   size_t segment_count() const { return segments_.size(); }
-  const std::deque<BufferSegment>& segments() const { return segments_; }
+  std::span<const BufferSegment> segments() const { return segments_.span(); }
 
   // Appends share the segment (no copy).
   void append(BufferSegment segment);
@@ -131,10 +175,15 @@ class BufferList {
   // CRC32C (Castagnoli) over the content, seeded like Ceph's bufferlist::crc32c(seed).
   uint32_t crc32c(uint32_t seed) const;
 
+  // Makes every segment's storage count atomic (BufferSegment::share_across_threads): the thread
+  // holding every view calls it before handing this list to another thread while views stay here.
+  void share_across_threads() const;
+
   static constexpr size_t append_block = 4096;
 
  private:
-  std::deque<BufferSegment> segments_;
+  // Four inline: a message frame's parts, a TCP segment's header and payload pieces.
+  SegmentVector<BufferSegment, 4> segments_;
   size_t length_ = 0;
   size_t tail_room_ = 0;  // writable bytes after the last segment's end, inside its own block
 };

@@ -313,6 +313,11 @@ void AsyncMessenger::deliver(const MessageRef& m, std::function<void()> done) {
     done();
     return;
   }
+  // The message's buffers may share storage with what stays on this worker (the rest of a read
+  // chunk): their counts become atomic before the dispatch thread holds views (base/buffer_storage.h).
+  m->front().share_across_threads();
+  m->middle().share_across_threads();
+  m->data().share_across_threads();
   dispatch_queue_.push_back([dispatchers, m, done = std::move(done)] {
     for (Dispatcher* d : dispatchers)
       if (d->ms_dispatch(m)) break;

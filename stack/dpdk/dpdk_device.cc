@@ -93,6 +93,22 @@ void DpdkDevice::set_checksum_verdicts(inet::Packet& packet, const rte_mbuf* mbu
                                   RTE_MBUF_F_RX_L4_CKSUM_BAD, RTE_MBUF_F_RX_L4_CKSUM_NONE);
 }
 
+namespace {
+void free_mbuf_segment(void* mbuf, BufferStorage* /*header*/) { rte_pktmbuf_free_seg(static_cast<rte_mbuf*>(mbuf)); }
+}  // namespace
+
+// The storage header goes into the segment's own headroom when it is ours alone (a direct mbuf
+// nobody else references): wrapping then allocates nothing. Attached external buffers (a looped
+// port hands over the sender's pieces) have no headroom of theirs and take a pooled header.
+BufferSegment DpdkDevice::wrap_mbuf_segment(rte_mbuf* seg) {
+  char* data = rte_pktmbuf_mtod(seg, char*);
+  if (RTE_MBUF_DIRECT(seg) && rte_mbuf_refcnt_read(seg) == 1 && seg->data_off >= BufferSegment::header_size) {
+    auto* header = static_cast<BufferStorage*>(seg->buf_addr);  // cache-line aligned
+    return BufferSegment::wrap(header, data, seg->data_len, &free_mbuf_segment, seg);
+  }
+  return BufferSegment::wrap(data, seg->data_len, &free_mbuf_segment, seg);
+}
+
 inet::Packet DpdkDevice::packet_from_mbuf(rte_mbuf* mbuf) {
   inet::Packet packet;
   set_checksum_verdicts(packet, mbuf);
@@ -107,8 +123,7 @@ inet::Packet DpdkDevice::packet_from_mbuf(rte_mbuf* mbuf) {
     if (seg->data_len == 0) {
       rte_pktmbuf_free_seg(seg);
     } else {
-      packet.data.append(BufferSegment::wrap(rte_pktmbuf_mtod(seg, char*), seg->data_len,
-                                             [seg] { rte_pktmbuf_free_seg(seg); }));
+      packet.data.append(wrap_mbuf_segment(seg));
     }
     seg = next;
   }

@@ -31,6 +31,8 @@ class DpdkDevice final : public inet::PacketDevice {
   // safe there since the pools are multi-producer). The device's checksum verdicts
   // (RTE_MBUF_F_RX_*_CKSUM_*) become Packet::rx_*_checksum.
   static inet::Packet packet_from_mbuf(rte_mbuf* mbuf);
+  // One segment of a chain as a worker_local BufferSegment (header in its headroom when it can).
+  static BufferSegment wrap_mbuf_segment(rte_mbuf* seg);
   // The frame's bytes copied to the heap; the mbuf chain is freed before this returns.
   static inet::Packet packet_copied_from_mbuf(rte_mbuf* mbuf);
   // packet_from_mbuf, counting the frames whose TCP checksum the device already verified. While

@@ -23,9 +23,16 @@ struct ExternalPiece {
 
 // DPDK calls this when the last mbuf referring to the external buffer is freed: after the driver
 // sent (or dropped) the frame, possibly on another thread (a looped net_ring hands the mbuf to the
-// receiving worker). BufferSegment's shared owner is thread-safe, so releasing here is too.
+// receiving worker). attach() made the piece's count atomic, so releasing here is safe.
+// ExternalPiece blocks come from the thread's block pool (base/buffer_storage.h): the one that
+// frees them keeps them for its own next attach, so a steady stream allocates nothing.
+const int kPieceClass = block_pool::class_for(sizeof(ExternalPiece));
+static_assert(sizeof(ExternalPiece) <= block_pool::kLargestBlock);
+
 void release_piece(void* /*addr*/, void* opaque) {
-  delete static_cast<ExternalPiece*>(opaque);
+  auto* piece = static_cast<ExternalPiece*>(opaque);
+  piece->~ExternalPiece();
+  block_pool::put(kPieceClass, piece);
   pieces_outstanding.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -133,12 +140,11 @@ bool TxChainBuilder::attachable(const BufferSegment& piece) {
 rte_mbuf* TxChainBuilder::attach(const BufferSegment& piece) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (m == nullptr) return nullptr;
-  auto* owned = new (std::nothrow) ExternalPiece{};
-  if (owned == nullptr) {
-    rte_pktmbuf_free(m);
-    return nullptr;
-  }
+  auto* owned = new (block_pool::get(kPieceClass)) ExternalPiece{};
   owned->piece = piece;
+  // The mbuf may be freed on another worker (a looped net_ring delivers it there): from now on
+  // the piece's count is atomic (base/buffer_storage.h).
+  owned->piece.share_across_threads();
   owned->shinfo.free_cb = &release_piece;
   owned->shinfo.fcb_opaque = owned;
   rte_mbuf_ext_refcnt_set(&owned->shinfo, 1);

@@ -95,4 +95,31 @@ size_t ChunkPool::collect_returned() {
   return batch.size();
 }
 
+std::shared_ptr<ChunkPool> ChunkPool::create_lendable(std::string name, size_t chunk_size, size_t chunk_count,
+                                                      bool hugepages) {
+  auto* pool = new ChunkPool(std::move(name), chunk_size, chunk_count, hugepages);
+  pool->descriptors_.resize(chunk_count);
+  pool->lendable_ = true;
+  return std::shared_ptr<ChunkPool>(pool, [](ChunkPool* p) { p->drop_hold(); });
+}
+
+BufferSegment ChunkPool::lend(char* chunk, size_t len) {
+  if (!lendable_) throw std::logic_error(name_ + ": lend() on a pool not made by create_lendable()");
+  if (!contains(chunk) || (chunk - base_) % chunk_size_ != 0 || len > chunk_size_) {
+    throw std::logic_error(name_ + ": lend of a pointer that is not one of its chunks");
+  }
+  holds_.fetch_add(1, std::memory_order_relaxed);
+  return BufferSegment::wrap(&descriptors_[index_of(chunk)], chunk, len, &ChunkPool::return_lent, this);
+}
+
+void ChunkPool::return_lent(void* pool, BufferStorage* header) {
+  auto* self = static_cast<ChunkPool*>(pool);
+  self->put_from_any_thread(self->chunk_at(static_cast<size_t>(header - self->descriptors_.data())));
+  self->drop_hold();
+}
+
+void ChunkPool::drop_hold() {
+  if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+}
+
 }  // namespace bypass::rdma

@@ -10,9 +10,12 @@
 #include <cstddef>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "base/buffer_list.h"
 
 namespace bypass::rdma {
 
@@ -22,6 +25,10 @@ class ChunkPool {
   // cannot be mapped.
   ChunkPool(std::string name, size_t chunk_size, size_t chunk_count, bool hugepages);
   ~ChunkPool();
+  // A pool that lend() may hand out: it stays alive while lent chunks are viewed anywhere, even
+  // after the last shared_ptr (its owner) is gone.
+  static std::shared_ptr<ChunkPool> create_lendable(std::string name, size_t chunk_size, size_t chunk_count,
+                                                    bool hugepages);
   ChunkPool(const ChunkPool&) = delete;
   ChunkPool& operator=(const ChunkPool&) = delete;
 
@@ -35,6 +42,11 @@ class ChunkPool {
   void put_from_any_thread(char* chunk);
   // Owner thread: moves chunks returned by other threads back to the free list; returns how many.
   size_t collect_returned();
+  // Owner thread: the first `len` bytes of `chunk` (from get()) as a buffer segment whose storage
+  // header is the chunk's descriptor (no allocation); the chunk comes back through
+  // put_from_any_thread when the last view is dropped, on whatever thread. Pools made by
+  // create_lendable() only.
+  BufferSegment lend(char* chunk, size_t len);
 
   bool contains(const void* p, size_t len = 1) const {
     auto* c = static_cast<const char*>(p);
@@ -67,6 +79,12 @@ class ChunkPool {
   std::mutex returned_mutex_;           // only other threads' returns take it
   std::vector<uint32_t> returned_;
   std::atomic<size_t> returned_count_{0};  // lets the owner skip the lock when nothing came back
+  std::vector<BufferStorage> descriptors_;  // lend(): one storage header per chunk
+  std::atomic<size_t> holds_{1};            // create_lendable(): the owner's hold + one per lent chunk
+  bool lendable_ = false;
+
+  static void return_lent(void* pool, BufferStorage* header);
+  void drop_hold();
 };
 
 }  // namespace bypass::rdma

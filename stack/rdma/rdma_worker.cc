@@ -67,7 +67,7 @@ RdmaWorker::RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const Rd
   poller_ = static_cast<PollingDriver*>(&center().driver());
   const std::string tag = "rdma worker " + std::to_string(id);
   const ibv_device_attr& attr = device_->attributes();
-  rx_pool_ = std::make_shared<ChunkPool>(tag + " rx", tuning_.chunk_size, tuning_.chunk_count, tuning_.hugepages);
+  rx_pool_ = ChunkPool::create_lendable(tag + " rx", tuning_.chunk_size, tuning_.chunk_count, tuning_.hugepages);
   tx_pool_ = std::make_shared<ChunkPool>(tag + " tx", tuning_.chunk_size, tuning_.chunk_count, tuning_.hugepages);
   // Registered once, for the life of the worker: no registration on the data path.
   rx_mr_ = ibv_reg_mr(device_->pd(), rx_pool_->base(), rx_pool_->region_bytes(), IBV_ACCESS_LOCAL_WRITE);
@@ -403,9 +403,7 @@ void RdmaWorker::handle_completion(const ibv_wc& wc) {
     }
     // Zero-copy: the chunk itself goes up; it returns to the pool (and then the receive queue)
     // when the last view on it is dropped, on whatever thread that happens.
-    std::shared_ptr<ChunkPool> pool = rx_pool_;
-    conn->on_receive(BufferSegment::wrap(chunk, wc.byte_len, [pool, chunk] { pool->put_from_any_thread(chunk); }),
-                     fin);
+    conn->on_receive(rx_pool_->lend(chunk, wc.byte_len), fin);
     return;
   }
   SendSlot& slot = send_slots_[wc.wr_id];

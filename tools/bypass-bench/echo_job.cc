@@ -108,7 +108,8 @@ EchoResults EchoJob::run(std::ostream& progress) {
   client_stack_ = NetworkStack::create(conf_);
   server_connections_ = std::make_unique<ConnectionSet>(*server_stack_);
   client_connections_ = std::make_unique<ConnectionSet>(*client_stack_);
-  shared_.payload = BufferSegment::allocate(options_.message_size);
+  // Every connection's worker sends views of it at once: counted across threads.
+  shared_.payload = BufferSegment::allocate(options_.message_size, BufferSharing::across_threads);
   for (size_t i = 0; i < options_.message_size; ++i) shared_.payload.data()[i] = static_cast<char>(i * 131 + 7);
   shared_.depth = options_.depth;
   for (unsigned i = 0; i < client_stack_->num_workers(); ++i) {

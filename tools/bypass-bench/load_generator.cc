@@ -39,7 +39,8 @@ void LoadGenerator::start_case(uint64_t message_size, int depth) {
   payload_ = BufferList();
   std::string bytes(message_size, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131 + 7);
-  payload_.append_copy(bytes);
+  // Every worker appends this to its messages at once: the one storage counted across threads.
+  payload_.append(BufferSegment::copy_of(bytes.data(), bytes.size(), BufferSharing::across_threads));
   message_size_ = message_size;
   depth_ = depth;
   measuring_.store(false);

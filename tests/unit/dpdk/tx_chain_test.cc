@@ -176,7 +176,8 @@ TEST_F(TxChainTest, DmaPortsAttachOnlyRegisteredMemory) {
   std::memset(registered, 'r', 1500);
   inet::Packet dpdk_memory;
   dpdk_memory.data.append(BufferSegment::copy_of(pattern(kHeaders, 'H').data(), kHeaders));
-  dpdk_memory.data.append(BufferSegment::wrap(registered, 1500, [registered] { rte_free(registered); }));
+  dpdk_memory.data.append(
+      BufferSegment::wrap(registered, 1500, [](void* memory, BufferStorage*) { rte_free(memory); }, registered));
   m = builder.build(dpdk_memory);
   ASSERT_NE(m, nullptr);
   const bool va = rte_eal_iova_mode() == RTE_IOVA_VA;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -66,6 +67,27 @@ TEST(ChunkPool, ReturnsFromOtherThreadsComeBackThroughTheOwner) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(pool.free_count(), 63u);
   EXPECT_EQ(pool.collect_returned(), 0u);
+}
+
+TEST(ChunkPool, LentChunksComeBackWhenTheLastViewGoesAndKeepThePoolAlive) {
+  auto pool = ChunkPool::create_lendable("test", 4096, 4, false);
+  char* chunk = pool->get();
+  std::memcpy(chunk, "received bytes", 14);
+  BufferList received;
+  const auto before = block_pool::stats();
+  received.append(pool->lend(chunk, 14));
+  // The storage header is the chunk's descriptor: no header came from the block pool.
+  EXPECT_EQ(block_pool::stats().hits + block_pool::stats().misses, before.hits + before.misses);
+  BufferList part = received.sub(9, 5);
+  received.clear();
+  EXPECT_EQ(pool->collect_returned(), 0u) << "a view remains";
+  ChunkPool* raw = pool.get();
+  pool.reset();  // the owner lets go while the application still reads the chunk
+  EXPECT_EQ(part.to_string(), "bytes");
+  EXPECT_EQ(raw->in_use(), 1u);
+  std::thread([moved = std::move(part)]() mutable { moved.clear(); }).join();  // freed elsewhere: pool goes
+  ChunkPool plain("plain", 4096, 1, false);
+  EXPECT_THROW(plain.lend(plain.get(), 1), std::logic_error);
 }
 
 TEST(ChunkPool, BadSizesAreRejected) {

@@ -231,7 +231,8 @@ TEST(BufferList, WrapReleaseRunsExactlyOnceWhenTheLastViewGoes) {
   int releases = 0;
   {
     BufferList a;
-    a.append(BufferSegment::wrap(storage, 35, [&] { ++releases; }));
+    a.append(BufferSegment::wrap(
+        storage, 35, [](void* count, BufferStorage*) { ++*static_cast<int*>(count); }, &releases));
     EXPECT_EQ(releases, 0);
     BufferList b = a;
     BufferList part = a.sub(8, 6);
