@@ -17,13 +17,17 @@ TxChainOptions with_port_limits(TxChainOptions tx, const pmd::PortInfo& info) {
   tx.multi_seg = info.offloads.enabled.multi_seg;
   tx.dma_needs_registered_memory = info.dma_needs_registered_memory;
   tx.max_segments = info.tx_max_segments;
+  tx.device_copies = !info.dma_needs_registered_memory;
+  tx.software_tcp_checksum = !info.offloads.enabled.tx_tcp_checksum;
   return tx;
 }
 
 inet::DeviceCapabilities capabilities_of(const pmd::OffloadFlags& enabled) {
   inet::DeviceCapabilities caps;
   caps.tx_ipv4_checksum = enabled.tx_ipv4_checksum;
-  caps.tx_tcp_checksum = enabled.tx_tcp_checksum;
+  // Always: what the port cannot do, TxChainBuilder completes while it copies the frame
+  // (TxChainOptions::software_tcp_checksum), so the stack never sums the payload a second time.
+  caps.tx_tcp_checksum = true;
   caps.rx_checksum = enabled.rx_ipv4_checksum && enabled.rx_tcp_checksum;
   return caps;
 }
@@ -35,6 +39,13 @@ inet::RxChecksum verdict(uint64_t flags, uint64_t mask, uint64_t good, uint64_t 
   if (v == good || v == none) return inet::RxChecksum::Good;
   if (v == bad) return inet::RxChecksum::Bad;
   return inet::RxChecksum::Unknown;
+}
+
+// One received mbuf segment as a BufferSegment without a copy: the segment goes back to its pool when
+// the last view on it is gone (possibly on another thread: rte_pktmbuf_free_seg is safe there since
+// the pools are multi-producer). The only place that wraps an mbuf.
+BufferSegment segment_of_mbuf(rte_mbuf* seg) {
+  return BufferSegment::wrap(rte_pktmbuf_mtod(seg, char*), seg->data_len, [seg] { rte_pktmbuf_free_seg(seg); });
 }
 
 }  // namespace
@@ -55,13 +66,10 @@ DpdkDevice::~DpdkDevice() {
 }
 
 inet::Packet DpdkDevice::receive(rte_mbuf* mbuf) {
-  inet::Packet packet;
-  if (rx_pool_is_low(mbuf->pool)) {
-    ++rx_low_pool_copies_;
-    packet = packet_copied_from_mbuf(mbuf);
-  } else {
-    packet = packet_from_mbuf(mbuf);
-  }
+  const bool copy = rx_pool_is_low(mbuf->pool);
+  if (copy) ++rx_low_pool_copies_;
+  // One Packet, built in place (a default-constructed one assigned later cost two allocations).
+  inet::Packet packet = copy ? packet_copied_from_mbuf(mbuf) : packet_from_mbuf(mbuf);
   if (packet.rx_l4_checksum != inet::RxChecksum::Unknown) ++rx_checksum_offloads_;
   return packet;
 }
@@ -107,8 +115,7 @@ inet::Packet DpdkDevice::packet_from_mbuf(rte_mbuf* mbuf) {
     if (seg->data_len == 0) {
       rte_pktmbuf_free_seg(seg);
     } else {
-      packet.data.append(BufferSegment::wrap(rte_pktmbuf_mtod(seg, char*), seg->data_len,
-                                             [seg] { rte_pktmbuf_free_seg(seg); }));
+      packet.data.append(segment_of_mbuf(seg));
     }
     seg = next;
   }
