@@ -133,6 +133,8 @@ void DpdkDevice::transmit(inet::Packet&& frame) {
 }
 
 unsigned DpdkDevice::flush() {
+  // Most poll iterations send nothing: no call into the driver (or the shared queue's lock) then.
+  if (pending_count_ == 0 && backlog_.empty()) return 0;
   const unsigned queued = pending_count_;
   // Older frames first, so the queue keeps the stack's order.
   while (!backlog_.empty()) {
