@@ -157,14 +157,24 @@ void ChecksumAccumulator::add_bytes(const uint8_t* p, size_t len, uint8_t* dst) 
     --len;
     odd_ = false;
   }
+  const auto add_native = [this](uint16_t native) {
+    sum_ += std::endian::native == std::endian::big ? native : static_cast<uint16_t>(native >> 8 | native << 8);
+  };
   if (len >= kBulkMinimum) {
     static const detail::ChecksumKernelInfo kBest = kernels().best;
     const size_t bulk = len - len % kBest.block;
-    const uint16_t native = kBest.kernel(p, bulk, dst);
-    sum_ += std::endian::native == std::endian::big ? native : static_cast<uint16_t>(native >> 8 | native << 8);
+    add_native(kBest.kernel(p, bulk, dst));
     p += bulk;
     len -= bulk;
     if (dst != nullptr) dst += bulk;
+  }
+  // Headers and the vector loop's remainder: 8 bytes at a time, then at most three words.
+  if (len >= 8) {
+    const size_t words = len & ~size_t{7};
+    add_native(sum_scalar(p, words, dst));
+    p += words;
+    len -= words;
+    if (dst != nullptr) dst += words;
   }
   if (dst != nullptr) std::memcpy(dst, p, len);
   while (len >= 2) {
