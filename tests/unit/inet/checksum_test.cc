@@ -107,5 +107,28 @@ TEST(ChecksumAccumulator, RandomPiecesSumAndCopyLikeOneBuffer) {
   }
 }
 
+// add_u16/add_u32 add big-endian words straight to the sum on the word grid and go byte-wise
+// after an odd piece: both agree with the bytes added as such.
+TEST(ChecksumAccumulator, WordsMatchTheirBytesOnAndOffTheGrid) {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 2000; ++round) {
+    const uint32_t v32 = static_cast<uint32_t>(rng());
+    const uint16_t v16 = static_cast<uint16_t>(rng());
+    const uint8_t lead = static_cast<uint8_t>(rng());
+    const bool odd = round % 2 == 1;
+    ChecksumAccumulator words, bytes;
+    if (odd) {
+      words.add(&lead, 1);
+      bytes.add(&lead, 1);
+    }
+    words.add_u32(v32);
+    words.add_u16(v16);
+    const uint8_t raw[6] = {uint8_t(v32 >> 24), uint8_t(v32 >> 16), uint8_t(v32 >> 8), uint8_t(v32),
+                            uint8_t(v16 >> 8), uint8_t(v16)};
+    bytes.add(raw, sizeof(raw));
+    ASSERT_EQ(words.folded(), bytes.folded()) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace bypass::inet
