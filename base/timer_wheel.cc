@@ -43,6 +43,7 @@ TimerWheel::TimerId TimerWheel::add(Clock::time_point deadline, Callback callbac
   n.state = State::Queued;
   ++live_;
   place(index);
+  if (next_event_known_) next_event_ = std::min(next_event_, std::max(n.expire_tick, next_tick_));
   return (static_cast<uint64_t>(n.generation) << 32) | index;
 }
 
@@ -192,8 +193,18 @@ uint64_t TimerWheel::next_event_tick() const {
   return best;
 }
 
+uint64_t TimerWheel::bounded_next_event_tick() const {
+  // Every tick before next_tick_ is done, so a remembered bound below it says nothing any more.
+  if (!next_event_known_ || next_event_ < next_tick_) {
+    next_event_ = next_event_tick();
+    next_event_known_ = true;
+  }
+  return next_event_;
+}
+
 std::optional<TimerWheel::Clock::time_point> TimerWheel::next_wakeup() const {
-  const uint64_t tick = next_event_tick();
+  if (queued_ == 0) return std::nullopt;
+  const uint64_t tick = bounded_next_event_tick();
   if (tick == std::numeric_limits<uint64_t>::max()) return std::nullopt;
   return time_of_tick(tick);
 }
@@ -203,7 +214,7 @@ int TimerWheel::advance(Clock::time_point now) {
   while (next_tick_ <= target) {
     // Jump over ticks where nothing fires and nothing cascades: a long sleep with a few far
     // timers costs a handful of steps, not one per 100 us.
-    const uint64_t next_event = next_event_tick();
+    const uint64_t next_event = bounded_next_event_tick();
     if (next_event > next_tick_) {
       next_tick_ = std::min(next_event, target + 1);
       continue;

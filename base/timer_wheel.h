@@ -42,8 +42,10 @@ class TimerWheel {
   bool cancel(TimerId id);
   size_t size() const { return live_; }
 
-  // Earliest time at which advance() may have work: the start of the first occupied tick, or of
-  // the next cascade that may bring timers down. Never later than the earliest deadline.
+  // A time at which advance() may have work, never later than the earliest deadline: the start of
+  // the first occupied tick or of the next cascade, or an earlier expiry remembered from add() or
+  // from a timer cancelled since. O(1) between advances that pass it, since a busy loop asks every
+  // iteration.
   std::optional<Clock::time_point> next_wakeup() const;
 
   // Run every timer whose deadline is <= now, in deadline order (insertion order on ties).
@@ -85,6 +87,8 @@ class TimerWheel {
   void collect_tick(uint64_t tick);
   // The first tick at or after next_tick_ that has timers to collect or to cascade (max if none).
   uint64_t next_event_tick() const;
+  // next_event_ when it still applies, else next_event_tick() (remembered).
+  uint64_t bounded_next_event_tick() const;
   // First occupied slot of `level` at or after `slot` (wrapping), as an offset 0..255, or -1.
   int next_occupied(int level, int slot) const;
 
@@ -104,6 +108,10 @@ class TimerWheel {
   std::array<uint32_t, kBuckets> heads_;
   std::array<std::array<uint64_t, kSlots / 64>, kLevels> occupied_{};
   std::vector<DueTimer> due_;
+  // A lower bound of next_event_tick() (valid while next_event_known_): add() lowers it, cancel()
+  // leaves it (waking early costs one empty advance), advance() forgets it once it has passed it.
+  mutable uint64_t next_event_ = 0;
+  mutable bool next_event_known_ = false;
 };
 
 }  // namespace bypass::detail

@@ -107,6 +107,10 @@ void register_dpdk_options(Registry& r) {
          .help = "Transmit payload buffers of at least dpdk.zero_copy_threshold bytes by attaching them to "
                  "mbufs as external buffers instead of copying (needs tx-multi-seg; on a NIC that DMAs, "
                  "buffers outside DPDK-registered memory are still copied)."});
+  r.add({.name = "dpdk.attach_on_copying_ports", .type = OptionType::Bool, .default_value = "false",
+         .help = "With dpdk.zero_copy_send, attach payload buffers also on virtual devices that copy every frame "
+                 "with the CPU anyway (memif, tap, af_packet, ring). Off: they get the pieces copied into the "
+                 "mbuf, which costs less than an external buffer released microseconds later."});
   r.add({.name = "dpdk.zero_copy_threshold", .type = OptionType::Size, .default_value = "512",
          .help = "Smallest payload piece attached without a copy; smaller pieces are copied next to the "
                  "headers (attaching costs an mbuf and a callback, copying a few hundred bytes is cheaper).",

@@ -128,8 +128,14 @@ int EventCenter::create_file_event(int fd, int mask, FileCallback callback) {
   if (index >= table.size()) table.resize(std::max(index + 1, table.size() * 2));
   FileEvent& event = table[index];
   event.mask = new_mask;
-  if (mask & kEventReadable) event.read_cb = callback;
-  if (mask & kEventWritable) event.write_cb = std::move(callback);
+  if (mask & kEventReadable) {
+    event.read_cb = callback;
+    ++event.read_generation;
+  }
+  if (mask & kEventWritable) {
+    event.write_cb = std::move(callback);
+    ++event.write_generation;
+  }
   return 0;
 }
 
@@ -139,15 +145,22 @@ void EventCenter::delete_file_event(int fd, int mask) {
   const int remaining = event->mask & ~mask;
   driver_->remove_interest(fd, event->mask, remaining);
   event->mask = remaining;
-  // Safe even from inside the callback being removed: dispatch runs a copy.
-  if (mask & kEventReadable) event->read_cb = nullptr;
-  if (mask & kEventWritable) event->write_cb = nullptr;
+  // Safe even from inside the callback being removed: it runs out of its slot (run_file_callback),
+  // and the bumped generation keeps it from going back.
+  if (mask & kEventReadable) {
+    event->read_cb = nullptr;
+    ++event->read_generation;
+  }
+  if (mask & kEventWritable) {
+    event->write_cb = nullptr;
+    ++event->write_generation;
+  }
 }
 
 EventCenter::TimerId EventCenter::create_timer(std::chrono::nanoseconds delay, TimerCallback callback) {
   if (delay < std::chrono::nanoseconds::zero()) delay = std::chrono::nanoseconds::zero();
   if (delay > kMaxTimerDelay) delay = kMaxTimerDelay;
-  return timers_->add(Clock::now() + delay, std::move(callback));
+  return timers_->add(now() + delay, std::move(callback));
 }
 
 bool EventCenter::cancel_timer(TimerId id) { return timers_->cancel(id); }
@@ -190,42 +203,58 @@ int EventCenter::run_external() {
   return ran;
 }
 
+bool EventCenter::run_file_callback(int fd, int half) {
+  auto* event = find_event(file_events_, user_events_, fd);
+  if (!event || !(event->mask & half)) return false;
+  const bool read = half == kEventReadable;
+  FileCallback* slot = read ? &event->read_cb : &event->write_cb;
+  if (!*slot) return false;  // already running further up the stack (a nested process_events)
+  // Moved out, not copied (a copy may allocate): the slot stays valid for create/delete calls the
+  // callback makes, and the callback survives its own deletion while it runs.
+  FileCallback callback;
+  callback.swap(*slot);
+  const uint32_t generation = read ? event->read_generation : event->write_generation;
+  callback(fd, half);
+  // The tables may have grown meanwhile: look the event up again.
+  event = find_event(file_events_, user_events_, fd);
+  if (event && (read ? event->read_generation : event->write_generation) == generation)
+    (read ? event->read_cb : event->write_cb).swap(callback);
+  return true;
+}
+
 int EventCenter::process_events(std::chrono::nanoseconds max_wait) {
+  // Marks the iteration (now() returns the cached reading) until it ends, also by an exception; a
+  // nested call (a callback running the loop) leaves the flag to the outer one.
+  struct IterationScope {
+    bool& flag;
+    const bool outer = !flag;
+    explicit IterationScope(bool& f) : flag(f) { flag = true; }
+    ~IterationScope() {
+      if (outer) flag = false;
+    }
+  } scope(in_iteration_);
+  now_ = Clock::now();
   std::chrono::nanoseconds timeout = std::max(max_wait, std::chrono::nanoseconds::zero());
   if (external_->maybe_pending() || stopping()) {
     timeout = std::chrono::nanoseconds::zero();
   } else if (auto next = timers_->next_wakeup()) {
-    const auto now = Clock::now();
-    timeout = *next <= now ? std::chrono::nanoseconds::zero()
-                           : std::min(timeout, std::chrono::nanoseconds(*next - now));
+    timeout = *next <= now_ ? std::chrono::nanoseconds::zero()
+                            : std::min(timeout, std::chrono::nanoseconds(*next - now_));
   }
 
   fired_.clear();
   driver_->wait(fired_, timeout);
+  if (driver_->last_wait_blocked()) now_ = Clock::now();
 
   int ran = 0;
   // Indexes, not iterators, and a fresh lookup per callback: a callback may add or delete file
   // events (growing the tables) and may delete the other half of its own event.
   for (size_t i = 0; i < fired_.size(); ++i) {
     const FiredEvent fired = fired_[i];
-    if (fired.mask & kEventReadable) {
-      auto* event = find_event(file_events_, user_events_, fired.fd);
-      if (event && (event->mask & kEventReadable)) {
-        FileCallback callback = event->read_cb;
-        callback(fired.fd, kEventReadable);
-        ++ran;
-      }
-    }
-    if (fired.mask & kEventWritable) {
-      auto* event = find_event(file_events_, user_events_, fired.fd);
-      if (event && (event->mask & kEventWritable)) {
-        FileCallback callback = event->write_cb;
-        callback(fired.fd, kEventWritable);
-        ++ran;
-      }
-    }
+    if ((fired.mask & kEventReadable) && run_file_callback(fired.fd, kEventReadable)) ++ran;
+    if ((fired.mask & kEventWritable) && run_file_callback(fired.fd, kEventWritable)) ++ran;
   }
-  ran += timers_->advance(Clock::now());
+  ran += timers_->advance(now_);
   ran += run_external();
   return ran;
 }

@@ -41,6 +41,8 @@ class EventDriver {
   virtual void wakeup() = 0;
   // A polling driver never sleeps in the kernel; the loop spins.
   virtual bool is_polling() const { return false; }
+  // Whether the last wait() blocked in the kernel: the loop then reads its clock again.
+  virtual bool last_wait_blocked() const = 0;
 };
 
 // Kernel fds through epoll, wake-up through an eventfd.
@@ -90,7 +92,15 @@ class EventCenter {
   int create_file_event(int fd, int mask, FileCallback callback);
   void delete_file_event(int fd, int mask);
 
-  // Timers (owner thread only). Resolution is the wheel tick (100 us); callbacks never run early.
+  // The loop's clock: read once per iteration (before the poll hook and file events run, and again
+  // after a wait that blocked), so everything in one iteration sees the same time and a busy loop
+  // pays for one clock read per iteration, not one per packet or timer. Outside process_events
+  // (before the loop runs, or between iterations) it reads the clock. Owner thread only.
+  Clock::time_point now() const { return in_iteration_ ? now_ : Clock::now(); }
+
+  // Timers (owner thread only). Resolution is the wheel tick (100 us); a callback never runs before
+  // now() + delay as now() read when the timer was created (inside an iteration that is the
+  // iteration's start, which may be a little earlier than the moment of the call).
   TimerId create_timer(std::chrono::nanoseconds delay, TimerCallback callback);
   bool cancel_timer(TimerId id);  // false if already fired or unknown
   size_t pending_timers() const;
@@ -114,11 +124,17 @@ class EventCenter {
     int mask = 0;
     FileCallback read_cb;
     FileCallback write_cb;
+    // Bumped whenever a half is set or deleted: a callback taken out of its slot to run goes back
+    // only if nobody replaced or deleted that half meanwhile.
+    uint32_t read_generation = 0;
+    uint32_t write_generation = 0;
   };
   class TimerWheel;
   class ExternalQueue;
 
   int run_external();
+  // Runs the `half` (kEventReadable or kEventWritable) callback of fd, if it is still registered.
+  bool run_file_callback(int fd, int half);
 
   std::string name_;
   std::unique_ptr<EventDriver> driver_;
@@ -127,6 +143,8 @@ class EventCenter {
   std::unique_ptr<TimerWheel> timers_;
   std::unique_ptr<ExternalQueue> external_;
   std::vector<FiredEvent> fired_;
+  Clock::time_point now_{};
+  bool in_iteration_ = false;
   std::atomic<std::thread::id> owner_{};
   std::atomic<bool> stop_{false};
 };

@@ -100,6 +100,7 @@ class EpollDriver final : public EventDriver {
     int n = block ? blocking_wait(std::min<std::chrono::nanoseconds>(timeout, kMaxBlock))
                   : epoll_wait(epfd_, events_.data(), static_cast<int>(events_.size()), 0);
     if (block) sleeping_.store(false, std::memory_order_relaxed);
+    blocked_ = block;
     if (n < 0) {
       if (errno == EINTR) return 0;
       int err = errno;
@@ -125,6 +126,8 @@ class EpollDriver final : public EventDriver {
     if (static_cast<size_t>(n) == events_.size() && events_.size() < kMaxEvents) events_.resize(events_.size() * 2);
     return reported;
   }
+
+  bool last_wait_blocked() const override { return blocked_; }
 
   void wakeup() override {
     pending_.store(true, std::memory_order_seq_cst);
@@ -153,6 +156,7 @@ class EpollDriver final : public EventDriver {
   int epfd_ = -1;
   int wakefd_ = -1;
   bool have_pwait2_ = true;
+  bool blocked_ = false;
   std::vector<epoll_event> events_;
   std::atomic<bool> pending_{false};
   std::atomic<bool> sleeping_{false};

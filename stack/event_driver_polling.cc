@@ -96,6 +96,7 @@ class PollingDriverImpl final : public PollingDriver {
 
   int wait(std::vector<FiredEvent>& fired, std::chrono::nanoseconds timeout) override {
     ++iteration_;
+    blocked_ = false;
     const int work = hook_ ? hook_() : 0;
     int reported = collect_ready(fired);
     if (kernel_fds_ > 0 && iteration_ % kKernelCheckEvery == 0) {
@@ -118,11 +119,13 @@ class PollingDriverImpl final : public PollingDriver {
     // Idle long enough: block until a kernel fd fires, wakeup() is called, or the timeout ends.
     // Afterwards spin for another idle period, since whatever woke us likely brings more work.
     idle_ = false;
+    blocked_ = true;
     int r = kernel_->wait(fired, timeout);
     return r > 0 ? reported + r : reported;
   }
 
   void wakeup() override { kernel_->wakeup(); }
+  bool last_wait_blocked() const override { return blocked_; }
 
  private:
   struct UserEvent {
@@ -171,6 +174,7 @@ class PollingDriverImpl final : public PollingDriver {
   int kernel_fds_ = 0;
   uint64_t iteration_ = 0;
   bool idle_ = false;
+  bool blocked_ = false;
   std::chrono::steady_clock::time_point idle_since_;
 };
 

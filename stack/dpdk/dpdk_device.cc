@@ -17,13 +17,17 @@ TxChainOptions with_port_limits(TxChainOptions tx, const pmd::PortInfo& info) {
   tx.multi_seg = info.offloads.enabled.multi_seg;
   tx.dma_needs_registered_memory = info.dma_needs_registered_memory;
   tx.max_segments = info.tx_max_segments;
+  tx.device_copies = !info.dma_needs_registered_memory;
+  tx.software_tcp_checksum = !info.offloads.enabled.tx_tcp_checksum;
   return tx;
 }
 
 inet::DeviceCapabilities capabilities_of(const pmd::OffloadFlags& enabled) {
   inet::DeviceCapabilities caps;
   caps.tx_ipv4_checksum = enabled.tx_ipv4_checksum;
-  caps.tx_tcp_checksum = enabled.tx_tcp_checksum;
+  // Always: what the port cannot do, TxChainBuilder completes while it copies the frame
+  // (TxChainOptions::software_tcp_checksum), so the stack never sums the payload a second time.
+  caps.tx_tcp_checksum = true;
   caps.rx_checksum = enabled.rx_ipv4_checksum && enabled.rx_tcp_checksum;
   return caps;
 }
@@ -55,13 +59,10 @@ DpdkDevice::~DpdkDevice() {
 }
 
 inet::Packet DpdkDevice::receive(rte_mbuf* mbuf) {
-  inet::Packet packet;
-  if (rx_pool_is_low(mbuf->pool)) {
-    ++rx_low_pool_copies_;
-    packet = packet_copied_from_mbuf(mbuf);
-  } else {
-    packet = packet_from_mbuf(mbuf);
-  }
+  const bool copy = rx_pool_is_low(mbuf->pool);
+  if (copy) ++rx_low_pool_copies_;
+  // One Packet, built in place (a default-constructed one assigned later cost two allocations).
+  inet::Packet packet = copy ? packet_copied_from_mbuf(mbuf) : packet_from_mbuf(mbuf);
   if (packet.rx_l4_checksum != inet::RxChecksum::Unknown) ++rx_checksum_offloads_;
   return packet;
 }
@@ -141,6 +142,8 @@ void DpdkDevice::transmit(inet::Packet&& frame) {
 }
 
 unsigned DpdkDevice::flush() {
+  // Most poll iterations send nothing: no call into the driver (or the shared queue's lock) then.
+  if (pending_count_ == 0 && backlog_.empty()) return 0;
   const unsigned queued = pending_count_;
   // Older frames first, so the queue keeps the stack's order.
   while (!backlog_.empty()) {

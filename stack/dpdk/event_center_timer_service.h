@@ -8,7 +8,8 @@ namespace bypass {
 
 class EventCenter;
 
-// Backed by EventCenter::create_timer / cancel_timer and std::chrono::steady_clock.
+// Backed by EventCenter::create_timer / cancel_timer, and EventCenter::now() (steady_clock, read once
+// per loop iteration).
 class EventCenterTimerService : public inet::TimerService {
  public:
   explicit EventCenterTimerService(EventCenter& center) : center_(center) {}

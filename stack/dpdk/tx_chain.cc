@@ -58,7 +58,8 @@ class TxChainBuilder::Chain {
   }
   uint16_t segments() const { return head_->nb_segs; }
 
-  bool copy(const char* src, size_t len) {
+  // With `sum`, the copied bytes are also added to it (one pass over them).
+  bool copy(const char* src, size_t len, inet::ChecksumAccumulator* sum = nullptr) {
     while (len > 0) {
       if (!RTE_MBUF_DIRECT(tail_) || rte_pktmbuf_tailroom(tail_) == 0) {
         rte_mbuf* m = rte_pktmbuf_alloc(pool_);
@@ -66,7 +67,12 @@ class TxChainBuilder::Chain {
         link(m);
       }
       const size_t n = std::min<size_t>(len, rte_pktmbuf_tailroom(tail_));
-      std::memcpy(rte_pktmbuf_mtod_offset(tail_, char*, tail_->data_len), src, n);
+      char* dst = rte_pktmbuf_mtod_offset(tail_, char*, tail_->data_len);
+      if (sum != nullptr) {
+        sum->add_copy(dst, src, n);
+      } else {
+        std::memcpy(dst, src, n);
+      }
       grow(static_cast<uint16_t>(n));
       src += n;
       len -= n;
@@ -112,6 +118,7 @@ TxChainBuilder::TxChainBuilder(rte_mempool* pool, const TxChainOptions& options)
   // Attaching means chaining; and a DMA-ing NIC in physical-address mode could not follow a piece
   // across non-contiguous pages with the single IOVA an mbuf carries.
   if (!options_.multi_seg || (options_.dma_needs_registered_memory && !iova_is_va_)) options_.zero_copy = false;
+  if (options_.device_copies && !options_.attach_when_device_copies) options_.zero_copy = false;
   options_.zero_copy_threshold = std::max<size_t>(options_.zero_copy_threshold, 1);
 }
 
@@ -157,22 +164,43 @@ rte_mbuf* TxChainBuilder::attach(const BufferSegment& piece) {
   return m;
 }
 
+void TxChainBuilder::store_tcp_checksum(rte_mbuf* head, size_t l4_offset, uint16_t checksum) {
+  const uint8_t bytes[2] = {static_cast<uint8_t>(checksum >> 8), static_cast<uint8_t>(checksum)};
+  size_t at = l4_offset + 16;  // RFC 9293 §3.1: the checksum field
+  int written = 0;
+  for (rte_mbuf* m = head; m != nullptr && written < 2; m = m->next) {
+    for (; at < m->data_len && written < 2; ++at) *rte_pktmbuf_mtod_offset(m, uint8_t*, at) = bytes[written++];
+    if (written < 2) at -= m->data_len;
+  }
+}
+
 rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
   if (frames_until_pool_check_ > 0) --frames_until_pool_check_;
   Chain chain(pool_);
   if (!chain.start()) return nullptr;
+  // The TCP checksum the port cannot complete is summed here over the L4 bytes (the field holds the
+  // pseudo-header sum already), as they are copied.
+  const bool sum_here = frame.tx.tcp_checksum && options_.software_tcp_checksum;
+  const size_t l4_offset = size_t{frame.tx.l2_length} + frame.tx.l3_length;
+  inet::ChecksumAccumulator sum;
   const auto& segments = frame.data.segments();
   uint64_t attached_pieces = 0, attached_bytes = 0;
-  for (size_t i = 0; i < segments.size(); ++i) {
+  size_t at = 0;  // frame offset of segments[i]
+  for (size_t i = 0; i < segments.size(); at += segments[i].length(), ++i) {
     const BufferSegment& segment = segments[i];
+    // Bytes of this segment before the L4 header are not summed.
+    const size_t unsummed = !sum_here ? segment.length() : at >= l4_offset ? 0 : std::min(segment.length(), l4_offset - at);
     // The first segment is the stack's header block: always copied, so the headers sit in the
     // first mbuf, where checksum offload (and net_tap's software fallback for it) looks for them.
     // Keep one segment spare for a copied tail when the port limits the chain length.
     const bool attach_it = i > 0 && chain.segments() + 2 <= options_.max_segments && attachable(segment);
     if (!attach_it) {
-      if (!chain.copy(segment.data(), segment.length())) return nullptr;
+      if (!chain.copy(segment.data(), unsummed) ||
+          !chain.copy(segment.data() + unsummed, segment.length() - unsummed, &sum))
+        return nullptr;
       continue;
     }
+    if (sum_here) sum.add(segment.data() + unsummed, segment.length() - unsummed);
     constexpr size_t kMaxPiece = UINT16_MAX;  // rte_mbuf::buf_len
     for (size_t offset = 0; offset < segment.length(); offset += kMaxPiece) {
       const BufferSegment piece = segment.sub(offset, std::min(kMaxPiece, segment.length() - offset));
@@ -184,7 +212,12 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
     }
   }
   rte_mbuf* head = chain.head();
-  if (frame.tx.ipv4_checksum || frame.tx.tcp_checksum) {
+  if (sum_here) {
+    store_tcp_checksum(head, l4_offset, sum.finish());
+    ++counters_.software_checksums;
+  }
+  const bool port_tcp_checksum = frame.tx.tcp_checksum && !sum_here;
+  if (frame.tx.ipv4_checksum || port_tcp_checksum) {
     // DPDK's contract (rte_mbuf_core.h, RTE_MBUF_F_TX_*_CKSUM): l2/l3/l4 lengths set, the IPv4
     // checksum field zero and the TCP field holding the pseudo-header sum; the stack did both.
     head->l2_len = frame.tx.l2_length;
@@ -192,7 +225,7 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
     head->l4_len = frame.tx.l4_length;
     head->ol_flags |= RTE_MBUF_F_TX_IPV4;
     if (frame.tx.ipv4_checksum) head->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
-    if (frame.tx.tcp_checksum) head->ol_flags |= RTE_MBUF_F_TX_TCP_CKSUM;
+    if (port_tcp_checksum) head->ol_flags |= RTE_MBUF_F_TX_TCP_CKSUM;
     ++counters_.checksum_offloads;
   }
   ++counters_.frames;

@@ -9,6 +9,12 @@
 // done with the mbuf, so the memory outlives both the NIC's use and the TCP retransmission queue,
 // whichever lets go last; a retransmission attaches the same memory again.
 //
+// Ports that copy anyway: a virtual device (memif in copy mode, tap, af_packet, ring) reads every
+// frame with the CPU, so an attachment saves no copy; it only adds an mbuf, a heap-allocated owner
+// and a free callback microseconds later. There pieces are copied into the mbufs (unless
+// dpdk.attach_on_copying_ports asks otherwise), and where the port cannot complete the TCP checksum
+// the copy sums the bytes it moves (ChecksumAccumulator::add_copy) and fills the field itself.
+//
 // Mbufs: an attachment costs one mbuf more than a copy (the payload no longer shares the header
 // mbuf), and on a looped or shared-memory port the receiver may hold those mbufs until its
 // application reads. So attaching stops while the pool is below a quarter free: copying then keeps
@@ -27,6 +33,7 @@
 
 #include "base/buffer_list.h"
 #include "stack/inet/packet.h"
+#include "stack/inet/wire/checksum.h"
 
 namespace bypass {
 
@@ -36,6 +43,11 @@ struct TxChainOptions {
   bool multi_seg = true;             // the port takes chained mbufs (tx-multi-seg)
   bool dma_needs_registered_memory = false;  // pmd::PortInfo::dma_needs_registered_memory
   uint16_t max_segments = UINT16_MAX;        // pmd::PortInfo::tx_max_segments
+  bool device_copies = false;         // the port reads frames with the CPU (a virtual device)
+  bool attach_when_device_copies = false;  // dpdk.attach_on_copying_ports
+  // The port has no TCP checksum offload: frames asking for it (TxOffload::tcp_checksum, the
+  // pseudo-header sum in the field) get it completed here, summed while their bytes are copied.
+  bool software_tcp_checksum = false;
 };
 
 struct TxChainCounters {
@@ -46,6 +58,7 @@ struct TxChainCounters {
   uint64_t unregistered_copies = 0;  // pieces copied only because the NIC could not DMA from them
   uint64_t low_pool_copies = 0;      // pieces copied because the mempool was running low
   uint64_t checksum_offloads = 0;    // frames whose IPv4/TCP checksum the port completes
+  uint64_t software_checksums = 0;   // frames whose TCP checksum the chain completed while copying
 };
 
 class TxChainBuilder {
@@ -67,6 +80,8 @@ class TxChainBuilder {
   static constexpr unsigned kPoolCheckInterval = 16;
   // A fresh mbuf whose external buffer is `piece` (at most 65535 bytes: buf_len is 16 bits).
   rte_mbuf* attach(const BufferSegment& piece);
+  // Fills the TCP checksum field of a frame whose L4 bytes `sum` covered.
+  static void store_tcp_checksum(rte_mbuf* head, size_t l4_offset, uint16_t checksum);
 
   rte_mempool* pool_;
   TxChainOptions options_;

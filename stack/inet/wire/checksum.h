@@ -14,6 +14,9 @@ namespace bypass::inet {
 class ChecksumAccumulator {
  public:
   void add(const void* data, size_t len);
+  // Copies `len` bytes from `src` to `dst` (which must not overlap) and adds them: where the bytes
+  // are copied anyway (into an mbuf), the sum costs no second pass over them.
+  void add_copy(void* dst, const void* src, size_t len);
   void add(const BufferList& list, size_t offset, size_t len);
   void add_u16(uint16_t host_order_value);
   void add_u32(uint32_t host_order_value);
@@ -24,10 +27,30 @@ class ChecksumAccumulator {
   uint16_t finish() const { return static_cast<uint16_t>(~folded()); }
 
  private:
+  void add_bytes(const uint8_t* src, size_t len, uint8_t* dst);
+
   uint64_t sum_ = 0;
   bool odd_ = false;  // the previous piece ended in the middle of a 16-bit word
 };
 
 uint16_t internet_checksum(const void* data, size_t len);
+
+namespace detail {
+
+// The bulk loops behind ChecksumAccumulator, exposed so tests can hold each against a plain
+// reference whatever the machine picks. A kernel sums the 16-bit words of `len` bytes (`len` a
+// multiple of its block) in the machine's byte order and folds the result to 16 bits; when `copy_to`
+// is not null it also copies the bytes there.
+using ChecksumKernel = uint16_t (*)(const uint8_t* data, size_t len, uint8_t* copy_to);
+struct ChecksumKernelInfo {
+  const char* name;
+  ChecksumKernel kernel;
+  size_t block;      // bytes per loop step: `len` must be a multiple of it
+  bool supported;    // this CPU can run it
+};
+// Every kernel built in, widest last; ChecksumAccumulator uses the widest supported one.
+const ChecksumKernelInfo* checksum_kernels(size_t* count);
+
+}  // namespace detail
 
 }  // namespace bypass::inet

@@ -246,6 +246,80 @@ TEST_F(TxChainTest, ChecksumOffloadFieldsFollowThePacket) {
   rte_pktmbuf_free(m);
 }
 
+// A virtual device reads frames with the CPU: pieces are copied into the mbufs, never attached,
+// unless dpdk.attach_on_copying_ports asks for attachment anyway.
+TEST_F(TxChainTest, PortsThatCopyGetPiecesCopied) {
+  TxChainOptions copying;
+  copying.device_copies = true;
+  TxChainBuilder builder(pool_, copying);
+  inet::Packet p = frame({100, 3000, 70000});
+  rte_mbuf* m = builder.build(p);
+  ASSERT_NE(m, nullptr);
+  for (const rte_mbuf* s = m; s != nullptr; s = s->next) EXPECT_TRUE(RTE_MBUF_DIRECT(s));
+  EXPECT_EQ(chain_bytes(m), p.data.to_string());
+  EXPECT_EQ(builder.counters().attached_pieces, 0u);
+  EXPECT_EQ(builder.counters().copied_bytes, p.data.length());
+  EXPECT_EQ(tx_pieces_outstanding(), 0u);
+  rte_pktmbuf_free(m);
+
+  copying.attach_when_device_copies = true;
+  TxChainBuilder attaching(pool_, copying);
+  m = attaching.build(p);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(attaching.counters().attached_pieces, 3u);  // 3000, 65535 + 4465
+  rte_pktmbuf_free(m);
+}
+
+// Plain RFC 1071 sum over the pseudo-header sum and the chain's L4 bytes, as a receiver verifies
+// it: a correct TCP checksum field makes it 0xffff.
+uint16_t l4_sum(const std::string& frame_bytes, size_t l4_offset, uint16_t pseudo_header_sum) {
+  uint64_t sum = pseudo_header_sum;
+  for (size_t i = l4_offset; i < frame_bytes.size(); i += 2) {
+    const uint32_t high = static_cast<uint8_t>(frame_bytes[i]);
+    const uint32_t low = i + 1 < frame_bytes.size() ? static_cast<uint8_t>(frame_bytes[i + 1]) : 0;
+    sum += high << 8 | low;
+  }
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
+
+// A port without TCP checksum offload: the chain completes the field (which holds the pseudo-header
+// sum, as for offload) over the bytes it copies and the pieces it attaches, odd lengths included,
+// and leaves the offload flags off.
+TEST_F(TxChainTest, SoftwareChecksumIsCompletedWhileCopying) {
+  constexpr size_t kL4 = 34;  // Ethernet 14 + IPv4 20; the TCP header is the rest of the 54 bytes
+  for (const bool attach : {false, true}) {
+    for (const std::vector<size_t>& sizes :
+         std::vector<std::vector<size_t>>{{}, {1}, {7, 1000}, {333, 2049, 1}, {1448}, {3001, 5, 9000}}) {
+      TxChainOptions options;
+      options.software_tcp_checksum = true;
+      options.zero_copy = attach;
+      TxChainBuilder builder(pool_, options);
+      inet::Packet p = frame(sizes);
+      p.tx.tcp_checksum = true;
+      p.tx.l2_length = 14;
+      p.tx.l3_length = 20;
+      p.tx.l4_length = 20;
+      // The stack leaves the pseudo-header sum in the field; any value works for the check.
+      std::string expected = p.data.to_string();
+      expected[kL4 + 16] = 0x12;
+      expected[kL4 + 17] = 0x34;
+      std::memcpy(p.data.segments()[0].data() + kL4 + 16, "\x12\x34", 2);
+      rte_mbuf* m = builder.build(p);
+      ASSERT_NE(m, nullptr);
+      const std::string sent = chain_bytes(m);
+      EXPECT_EQ(l4_sum(sent, kL4, 0x1234), 0xffff) << "attach " << attach << " payload pieces " << sizes.size();
+      // Everything but the checksum field is the frame as given.
+      EXPECT_EQ(sent.substr(0, kL4 + 16), expected.substr(0, kL4 + 16));
+      EXPECT_EQ(sent.substr(kL4 + 18), expected.substr(kL4 + 18));
+      EXPECT_EQ(m->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM, 0u);
+      EXPECT_EQ(builder.counters().software_checksums, 1u);
+      EXPECT_EQ(builder.counters().checksum_offloads, 0u);
+      rte_pktmbuf_free(m);
+    }
+  }
+}
+
 TEST_F(TxChainTest, ReceivedChecksumVerdictsReachThePacket) {
   const struct {
     uint64_t flags;

@@ -107,6 +107,31 @@ TEST(TimerWheel, NextWakeupIsNeverAfterTheEarliestDeadline) {
   }
 }
 
+// next_wakeup() remembers a bound between advances: an add lowers it at once, a cancelled timer's
+// bound costs one empty wake-up, after which the real next deadline is found again.
+TEST(TimerWheel, NextWakeupFollowsAddsAndForgetsPassedBounds) {
+  using std::chrono::milliseconds;
+  const Clock::time_point start{};
+  TimerWheel wheel(start);
+  int fired = 0;
+  wheel.add(start + milliseconds(50), [&] { ++fired; });
+  ASSERT_TRUE(wheel.next_wakeup().has_value());
+  EXPECT_LE(*wheel.next_wakeup(), start + milliseconds(50));
+  const auto early = wheel.add(start + milliseconds(10), [&] { ++fired; });
+  EXPECT_LE(*wheel.next_wakeup(), start + milliseconds(10));
+  EXPECT_TRUE(wheel.cancel(early));
+  const auto wake = *wheel.next_wakeup();
+  EXPECT_LE(wake, start + milliseconds(50));
+  EXPECT_EQ(wheel.advance(wake), 0);
+  const auto next = wheel.next_wakeup();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_GT(*next, start + milliseconds(10)) << "a bound the wheel has passed must be forgotten";
+  EXPECT_LE(*next, start + milliseconds(50));
+  EXPECT_EQ(wheel.advance(start + milliseconds(50)), 1);
+  EXPECT_FALSE(wheel.next_wakeup().has_value());
+  EXPECT_EQ(fired, 1);
+}
+
 TEST(TimerWheel, CancelByIdIsExactAndStaleIdsAreRejected) {
   const Clock::time_point start{};
   TimerWheel wheel(start);
