@@ -10,7 +10,9 @@ using wire::Tag;
 using Clock = EventCenter::Clock;
 
 namespace {
-constexpr size_t kReadChunk = 256 * 1024;
+// Bytes asked of the socket per read (more when the frame being read needs more): a transport
+// that reads into fresh buffers sizes them by this, so asking far more than arrives costs.
+constexpr size_t kReadChunk = 64 * 1024;
 constexpr int kMaxReadsPerEvent = 16;
 constexpr int kMaxFramesPerEvent = 256;
 constexpr auto kThrottleRetry = std::chrono::milliseconds(1);
@@ -30,7 +32,7 @@ void AsyncConnection::complete(const MessageRef& m, bool delivered) {
   }
 }
 
-struct AsyncConnection::Link {
+struct AsyncConnection::Link : std::enable_shared_from_this<AsyncConnection::Link> {
   uint64_t serial = 0;
   Worker* worker = nullptr;
   ConnectedSocket socket;
@@ -89,6 +91,19 @@ EntityName AsyncConnection::peer_name() const {
 EntityAddrVec AsyncConnection::peer_addrs() const {
   std::lock_guard<std::mutex> guard(peer_lock_);
   return peer_addrs_;
+}
+
+// The EventCenter copies a callback each time it runs it. Two raw pointers fit std::function's
+// inline storage, so that copy allocates nothing (a lambda holding two shared_ptrs did, on every
+// event). They are safe: a link's file events are deleted (drop_link, handshake_done) before the
+// link or its connection can go away, and the EventCenter never runs a deleted event; for the
+// run itself the callback holds strong references.
+template <void (AsyncConnection::*handler)(const AsyncConnection::LinkRef&)>
+EventCenter::FileCallback AsyncConnection::link_event(Link* link) {
+  return [con = this, link](int, int) {
+    auto self = con->shared_from_this();
+    (con->*handler)(link->shared_from_this());
+  };
 }
 
 void AsyncConnection::run_on_worker(std::function<void()> fn) {
@@ -200,7 +215,7 @@ void AsyncConnection::open_link(LinkRef link) {
   auto self = shared_from_this();
   EventCenter& center = link->worker->center();
   if (!link->connecting) {
-    center.create_file_event(link->fd, kEventReadable, [self, link](int, int) { self->on_readable(link); });
+    center.create_file_event(link->fd, kEventReadable, link_event<&AsyncConnection::on_readable>(link.get()));
     link->read_armed = true;
   }
   auto interval = msgr_.timings().keepalive_interval;
@@ -264,9 +279,9 @@ void AsyncConnection::reconnect() {
     // The server lost our session: what it had not acknowledged is lost with it.
     BYPASS_LOG(Info, "msgr", "%s: server reset the session; dropping %zu unacknowledged messages",
                describe().c_str(), sent_.size());
-    for (auto& m : sent_) {
+    for (size_t i = 0; i < sent_.size(); ++i) {
       bump(msgr_.perf().msgs_dropped);
-      complete(m, false);
+      complete(sent_[i], false);
     }
     sent_.clear();
     out_seq_ = in_seq_ = acked_in_seq_ = 0;
@@ -279,7 +294,7 @@ void AsyncConnection::reconnect() {
   link->handshake = Handshake::client(msgr_.handshake_settings(policy_.lossy), target_, session, std::move(hooks));
   open_link(link);
   auto self = shared_from_this();
-  w->center().create_file_event(link->fd, kEventWritable, [self, link](int, int) { self->on_connected(link); });
+  w->center().create_file_event(link->fd, kEventWritable, link_event<&AsyncConnection::on_connected>(link.get()));
   link->write_armed = true;
 }
 
@@ -296,8 +311,7 @@ void AsyncConnection::on_connected(const LinkRef& link) {
   EventCenter& center = link->worker->center();
   center.delete_file_event(link->fd, kEventWritable);
   link->write_armed = false;
-  auto self = shared_from_this();
-  center.create_file_event(link->fd, kEventReadable, [self, link](int, int) { self->on_readable(link); });
+  center.create_file_event(link->fd, kEventReadable, link_event<&AsyncConnection::on_readable>(link.get()));
   link->read_armed = true;
   link->last_rx = Clock::now();
   link->handshake->start(link->outbuf);
@@ -350,12 +364,13 @@ void AsyncConnection::start_accept(ConnectedSocket socket, const SocketAddress& 
 
 void AsyncConnection::on_readable(const LinkRef& link) {
   if (link->dead || link->stalled) return;
+  const size_t want = std::max(kReadChunk, link->reader ? link->reader->wanted() : size_t{0});
   for (int i = 0; i < kMaxReadsPerEvent; ++i) {
-    ssize_t n = link->socket.zero_copy_read(link->inbuf, kReadChunk);
+    ssize_t n = link->socket.zero_copy_read(link->inbuf, want);
     if (n > 0) {
       link->last_rx = Clock::now();
       bump(msgr_.perf().bytes_received, static_cast<uint64_t>(n));
-      if (static_cast<size_t>(n) < kReadChunk) break;
+      if (static_cast<size_t>(n) < want) break;
       continue;
     }
     if (n == 0) {
@@ -385,8 +400,7 @@ void AsyncConnection::flush_output(const LinkRef& link) {
   }
   EventCenter& center = link->worker->center();
   if (!link->outbuf.empty() && !link->write_armed) {
-    auto self = shared_from_this();
-    center.create_file_event(link->fd, kEventWritable, [self, link](int, int) { self->on_writable(link); });
+    center.create_file_event(link->fd, kEventWritable, link_event<&AsyncConnection::on_writable>(link.get()));
     link->write_armed = true;
   } else if (link->outbuf.empty() && link->write_armed) {
     center.delete_file_event(link->fd, kEventWritable);
@@ -503,8 +517,8 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
     bump(msgr_.perf().sessions_reconnected);
     BYPASS_LOG(Debug, "msgr", "%s: session resumed, replaying %zu messages", describe().c_str(), sent_.size());
     try {
-      for (auto& m : sent_) {
-        write_message(link, m, true);
+      for (size_t i = 0; i < sent_.size(); ++i) {
+        write_message(link, sent_[i], true);
         bump(msgr_.perf().msgs_replayed);
       }
     } catch (const std::exception& e) {
@@ -715,8 +729,8 @@ void AsyncConnection::resume_reading(const LinkRef& link) {
     return;
   }
   if (!link->read_armed && !link->dead) {
-    auto self = shared_from_this();
-    link->worker->center().create_file_event(link->fd, kEventReadable, [self, link](int, int) { self->on_readable(link); });
+    link->worker->center().create_file_event(link->fd, kEventReadable,
+                                             link_event<&AsyncConnection::on_readable>(link.get()));
     link->read_armed = true;
   }
   process_input(link);
@@ -819,9 +833,9 @@ void AsyncConnection::close(const std::string& why, bool notify_reset) {
   if (link_) drop_link(link_);
   if (reconnect_timer_) worker()->center().cancel_timer(*reconnect_timer_);
   reconnect_timer_.reset();
-  for (auto& m : sent_) {
+  for (size_t i = 0; i < sent_.size(); ++i) {
     bump(msgr_.perf().msgs_dropped);
-    complete(m, false);
+    complete(sent_[i], false);
   }
   sent_.clear();
   for (auto& m : queued) drop_unsent(std::move(m));

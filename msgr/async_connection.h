@@ -19,6 +19,7 @@
 #include "msgr/async_messenger.h"
 #include "msgr/connection.h"
 #include "msgr/handshake.h"
+#include "msgr/message_ring.h"
 #include "msgr/wire/frame.h"
 #include "msgr/wire/message_header.h"
 
@@ -52,6 +53,9 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   using LinkRef = std::shared_ptr<Link>;
 
   void run_on_worker(std::function<void()> fn);
+  // A file-event callback for `link` that runs `handler` (see the .cc for why raw pointers).
+  template <void (AsyncConnection::*handler)(const LinkRef&)>
+  EventCenter::FileCallback link_event(Link* link);
   void open_link(LinkRef link);
   void on_readable(const LinkRef& link);
   void on_writable(const LinkRef& link);
@@ -99,7 +103,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   uint64_t link_serial_ = 0;
   std::deque<MessageRef> out_queue_;  // waiting for an open link, in order
   bool in_input_ = false;             // process_input runs: it flushes the output when done
-  std::deque<MessageRef> sent_;  // written, not yet acknowledged
+  MessageRing sent_;  // written, not yet acknowledged
   uint64_t out_seq_ = 0;
   uint64_t in_seq_ = 0;
   std::atomic<uint64_t> in_seq_atomic_{0};
