@@ -275,7 +275,10 @@ TEST(MessengerAllocations, RequestReplyDataPathAllocatesOnlyMessages) {
   g_probing.store(false);
   g_message_block_size = g_probed_size.load();
   ASSERT_GT(g_message_block_size, sizeof(Message));
-  config::Config conf = testing::make_test_config({"ms.workers=1"});
+  // Keepalives are off: they are timer-driven (one per few seconds, not per message), so over a
+  // run whose length depends on the machine's load they would make the count time-dependent.
+  config::Config conf =
+      testing::make_test_config({"ms.workers=1", "ms.keepalive_interval=0", "ms.keepalive_timeout=0"});
   BufferList payload;
   std::memset(payload.append_hole(kPayload), 0x5a, kPayload);
 
