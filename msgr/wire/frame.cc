@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "msgr/wire/le.h"
+
 namespace bypass::msgr::wire {
 
 namespace {
@@ -31,21 +33,10 @@ constexpr const char* kTagNames[] = {
     "COMPRESSION_DONE",
 };
 
-void put_le32(char* at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) at[i] = static_cast<char>(v >> (8 * i));
-}
-void put_le16(char* at, uint16_t v) {
-  at[0] = static_cast<char>(v);
-  at[1] = static_cast<char>(v >> 8);
-}
-uint32_t get_le32(const char* at) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(at[i])} << (8 * i);
-  return v;
-}
-uint16_t get_le16(const char* at) {
-  return static_cast<uint16_t>(static_cast<uint8_t>(at[0]) | (static_cast<uint8_t>(at[1]) << 8));
-}
+void put_le32(char* at, uint32_t v) { store_le(at, v); }
+void put_le16(char* at, uint16_t v) { store_le(at, v); }
+uint32_t get_le32(const char* at) { return load_le<uint32_t>(at); }
+uint16_t get_le16(const char* at) { return load_le<uint16_t>(at); }
 
 constexpr char kZeros[kCryptoBlock] = {};
 

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "msgr/wire/le.h"
+
 namespace bypass::msgr::wire {
 
 namespace {
@@ -11,13 +13,11 @@ constexpr size_t kSeq = 0, kTid = 8, kType = 16, kPriority = 18, kVersion = 20, 
 
 template <typename T>
 void put(char* at, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) at[i] = static_cast<char>(v >> (8 * i));
+  store_le(at, v);
 }
 template <typename T>
 T get(const char* at) {
-  T v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) v = static_cast<T>(v | (T{static_cast<uint8_t>(at[i])} << (8 * i)));
-  return v;
+  return load_le<T>(at);
 }
 }  // namespace
 
