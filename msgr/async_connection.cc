@@ -1,5 +1,7 @@
 #include "msgr/async_connection.h"
 
+#include <algorithm>
+#include <bit>
 #include <ctime>
 
 #include "base/log.h"
@@ -10,9 +12,12 @@ using wire::Tag;
 using Clock = EventCenter::Clock;
 
 namespace {
-// Bytes asked of the socket per read (more when the frame being read needs more): a transport
-// that reads into fresh buffers sizes them by this, so asking far more than arrives costs.
-constexpr size_t kReadChunk = 64 * 1024;
+// Bytes asked of the socket per read. A transport that reads into fresh buffers sizes them by
+// this (and copies a read that fills only a small part into a tight buffer), so the ask follows
+// what the last read brought: about twice that, within these bounds, or what the frame being
+// read still needs when that is more.
+constexpr size_t kMinReadSize = 16 * 1024;
+constexpr size_t kMaxReadSize = 256 * 1024;
 constexpr int kMaxReadsPerEvent = 16;
 constexpr int kMaxFramesPerEvent = 256;
 constexpr auto kThrottleRetry = std::chrono::milliseconds(1);
@@ -48,6 +53,7 @@ struct AsyncConnection::Link : std::enable_shared_from_this<AsyncConnection::Lin
   std::unique_ptr<wire::FrameAssembler> assembler;
   BufferList inbuf;
   BufferList outbuf;
+  size_t read_size = kMaxReadSize / 4;  // next read's ask (on_readable adapts it)
   wire::Frame rx_frame;  // reused for every frame read on this link
   wire::Frame stalled_frame;
   std::optional<EventCenter::TimerId> keepalive_timer;
@@ -364,12 +370,13 @@ void AsyncConnection::start_accept(ConnectedSocket socket, const SocketAddress& 
 
 void AsyncConnection::on_readable(const LinkRef& link) {
   if (link->dead || link->stalled) return;
-  const size_t want = std::max(kReadChunk, link->reader ? link->reader->wanted() : size_t{0});
   for (int i = 0; i < kMaxReadsPerEvent; ++i) {
+    const size_t want = std::max(link->read_size, link->reader ? link->reader->wanted() : size_t{0});
     ssize_t n = link->socket.zero_copy_read(link->inbuf, want);
     if (n > 0) {
       link->last_rx = Clock::now();
       bump(msgr_.perf().bytes_received, static_cast<uint64_t>(n));
+      link->read_size = std::clamp(std::bit_ceil(static_cast<size_t>(n)) * 2, kMinReadSize, kMaxReadSize);
       if (static_cast<size_t>(n) < want) break;
       continue;
     }
