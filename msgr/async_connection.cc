@@ -1,5 +1,7 @@
 #include "msgr/async_connection.h"
 
+#include <algorithm>
+#include <bit>
 #include <ctime>
 
 #include "base/log.h"
@@ -10,7 +12,12 @@ using wire::Tag;
 using Clock = EventCenter::Clock;
 
 namespace {
-constexpr size_t kReadChunk = 256 * 1024;
+// Bytes asked of the socket per read. A transport that reads into fresh buffers sizes them by
+// this (and copies a read that fills only a small part into a tight buffer), so the ask follows
+// what the last read brought: about twice that, within these bounds, or what the frame being
+// read still needs when that is more.
+constexpr size_t kMinReadSize = 16 * 1024;
+constexpr size_t kMaxReadSize = 256 * 1024;
 constexpr int kMaxReadsPerEvent = 16;
 constexpr int kMaxFramesPerEvent = 256;
 constexpr auto kThrottleRetry = std::chrono::milliseconds(1);
@@ -30,7 +37,7 @@ void AsyncConnection::complete(const MessageRef& m, bool delivered) {
   }
 }
 
-struct AsyncConnection::Link {
+struct AsyncConnection::Link : std::enable_shared_from_this<AsyncConnection::Link> {
   uint64_t serial = 0;
   Worker* worker = nullptr;
   ConnectedSocket socket;
@@ -46,6 +53,8 @@ struct AsyncConnection::Link {
   std::unique_ptr<wire::FrameAssembler> assembler;
   BufferList inbuf;
   BufferList outbuf;
+  size_t read_size = kMaxReadSize / 4;  // next read's ask (on_readable adapts it)
+  wire::Frame rx_frame;  // reused for every frame read on this link
   wire::Frame stalled_frame;
   std::optional<EventCenter::TimerId> keepalive_timer;
   Clock::time_point last_rx = Clock::now();
@@ -60,7 +69,17 @@ AsyncConnection::AsyncConnection(AsyncMessenger& msgr, Worker* worker, Policy po
   peer_name_.num = -1;
 }
 
-AsyncConnection::~AsyncConnection() = default;
+AsyncConnection::~AsyncConnection() {
+  // Handed over after the worker stopped draining (shutdown): dropped.
+  Message* m = handovers_.exchange(nullptr, std::memory_order_acquire);
+  while (m) {
+    Message* next = m->handover_next_;
+    m->handover_next_ = nullptr;
+    MessageRef ref = std::move(m->handover_ref_);
+    m = next;
+    complete(ref, false);
+  }
+}
 
 std::string AsyncConnection::describe() const {
   std::string text = client_side_ ? "conn(out " : "conn(in ";
@@ -71,13 +90,26 @@ std::string AsyncConnection::describe() const {
 }
 
 EntityName AsyncConnection::peer_name() const {
-  std::lock_guard<std::mutex> guard(out_lock_);
+  std::lock_guard<std::mutex> guard(peer_lock_);
   return peer_name_;
 }
 
 EntityAddrVec AsyncConnection::peer_addrs() const {
-  std::lock_guard<std::mutex> guard(out_lock_);
+  std::lock_guard<std::mutex> guard(peer_lock_);
   return peer_addrs_;
+}
+
+// The EventCenter copies a callback each time it runs it. Two raw pointers fit std::function's
+// inline storage, so that copy allocates nothing (a lambda holding two shared_ptrs did, on every
+// event). They are safe: a link's file events are deleted (drop_link, handshake_done) before the
+// link or its connection can go away, and the EventCenter never runs a deleted event; for the
+// run itself the callback holds strong references.
+template <void (AsyncConnection::*handler)(const AsyncConnection::LinkRef&)>
+EventCenter::FileCallback AsyncConnection::link_event(Link* link) {
+  return [con = this, link](int, int) {
+    auto self = con->shared_from_this();
+    (con->*handler)(link->shared_from_this());
+  };
 }
 
 void AsyncConnection::run_on_worker(std::function<void()> fn) {
@@ -93,26 +125,74 @@ void AsyncConnection::run_on_worker(std::function<void()> fn) {
 }
 
 bool AsyncConnection::send_message(MessageRef m) {
-  bool schedule = false;
-  {
-    std::lock_guard<std::mutex> guard(out_lock_);
-    if (!closed_) {
-      out_queue_.push_back(m);
-      schedule = !flush_scheduled_;
-      flush_scheduled_ = true;
-      m.reset();
-    }
-  }
-  if (m) {  // closed: dropped
-    bump(msgr_.perf().msgs_dropped);
-    complete(m, false);
+  if (closed_.load(std::memory_order_acquire)) {
+    drop_unsent(std::move(m));
     return false;
   }
-  if (schedule) {
+  if (worker()->center().in_thread()) {
+    // On our own worker: straight to the output path.
+    if (handovers_.load(std::memory_order_relaxed)) take_handovers();
+    queue_or_write(std::move(m));
+    if (!in_input_ && link_ && link_->open) flush_output(link_);
+    return true;
+  }
+  // Another thread: one lock-free push; the push onto an empty stack schedules the drain.
+  Message* raw = m.get();
+  raw->handover_ref_ = std::move(m);
+  Message* head = handovers_.load(std::memory_order_relaxed);
+  do {
+    raw->handover_next_ = head;
+  } while (!handovers_.compare_exchange_weak(head, raw, std::memory_order_release, std::memory_order_relaxed));
+  if (head == nullptr) {
     auto self = shared_from_this();
-    run_on_worker([self] { self->flush_queue(); });
+    run_on_worker([self] {
+      self->take_handovers();
+      if (self->link_ && self->link_->open) self->flush_output(self->link_);
+    });
   }
   return true;
+}
+
+void AsyncConnection::drop_unsent(MessageRef m) {
+  bump(msgr_.perf().msgs_dropped);
+  complete(m, false);
+}
+
+void AsyncConnection::take_handovers() {
+  Message* newest_first = handovers_.exchange(nullptr, std::memory_order_acquire);
+  Message* oldest_first = nullptr;
+  while (newest_first) {
+    Message* next = newest_first->handover_next_;
+    newest_first->handover_next_ = oldest_first;
+    oldest_first = newest_first;
+    newest_first = next;
+  }
+  while (oldest_first) {
+    Message* next = oldest_first->handover_next_;
+    oldest_first->handover_next_ = nullptr;
+    MessageRef m = std::move(oldest_first->handover_ref_);
+    oldest_first = next;
+    queue_or_write(std::move(m));
+  }
+}
+
+// Worker thread. Writes `m` into the link's output, or queues it while there is no open link
+// (or older messages still wait). Does not flush: the caller does, once per batch.
+void AsyncConnection::queue_or_write(MessageRef m) {
+  if (closed_.load(std::memory_order_relaxed)) {
+    drop_unsent(std::move(m));
+    return;
+  }
+  if (!link_ || !link_->open || link_->dead || !out_queue_.empty()) {
+    out_queue_.push_back(std::move(m));
+    return;
+  }
+  LinkRef link = link_;
+  try {
+    write_message(link, m, false);
+  } catch (const std::exception& e) {
+    fault(link, std::string("cannot send: ") + e.what());  // m is in sent_: replayed on the next link
+  }
 }
 
 void AsyncConnection::send_keepalive() {
@@ -141,7 +221,7 @@ void AsyncConnection::open_link(LinkRef link) {
   auto self = shared_from_this();
   EventCenter& center = link->worker->center();
   if (!link->connecting) {
-    center.create_file_event(link->fd, kEventReadable, [self, link](int, int) { self->on_readable(link); });
+    center.create_file_event(link->fd, kEventReadable, link_event<&AsyncConnection::on_readable>(link.get()));
     link->read_armed = true;
   }
   auto interval = msgr_.timings().keepalive_interval;
@@ -164,7 +244,7 @@ void AsyncConnection::open_link(LinkRef link) {
 void AsyncConnection::start_connect(const EntityAddrVec& addrs) {
   const EntityAddr* addr = addrs.msgr2_addr();
   {
-    std::lock_guard<std::mutex> guard(out_lock_);
+    std::lock_guard<std::mutex> guard(peer_lock_);
     peer_addrs_ = addrs;
   }
   if (!addr) {
@@ -178,10 +258,7 @@ void AsyncConnection::start_connect(const EntityAddrVec& addrs) {
 
 void AsyncConnection::reconnect() {
   reconnect_timer_.reset();
-  {
-    std::lock_guard<std::mutex> guard(out_lock_);
-    if (closed_) return;
-  }
+  if (closed_.load(std::memory_order_relaxed)) return;
   auto link = std::make_shared<Link>();
   link->serial = ++link_serial_;
   link->peer_text = target_.to_string();
@@ -208,9 +285,9 @@ void AsyncConnection::reconnect() {
     // The server lost our session: what it had not acknowledged is lost with it.
     BYPASS_LOG(Info, "msgr", "%s: server reset the session; dropping %zu unacknowledged messages",
                describe().c_str(), sent_.size());
-    for (auto& m : sent_) {
+    for (size_t i = 0; i < sent_.size(); ++i) {
       bump(msgr_.perf().msgs_dropped);
-      complete(m, false);
+      complete(sent_[i], false);
     }
     sent_.clear();
     out_seq_ = in_seq_ = acked_in_seq_ = 0;
@@ -223,7 +300,7 @@ void AsyncConnection::reconnect() {
   link->handshake = Handshake::client(msgr_.handshake_settings(policy_.lossy), target_, session, std::move(hooks));
   open_link(link);
   auto self = shared_from_this();
-  w->center().create_file_event(link->fd, kEventWritable, [self, link](int, int) { self->on_connected(link); });
+  w->center().create_file_event(link->fd, kEventWritable, link_event<&AsyncConnection::on_connected>(link.get()));
   link->write_armed = true;
 }
 
@@ -240,8 +317,7 @@ void AsyncConnection::on_connected(const LinkRef& link) {
   EventCenter& center = link->worker->center();
   center.delete_file_event(link->fd, kEventWritable);
   link->write_armed = false;
-  auto self = shared_from_this();
-  center.create_file_event(link->fd, kEventReadable, [self, link](int, int) { self->on_readable(link); });
+  center.create_file_event(link->fd, kEventReadable, link_event<&AsyncConnection::on_readable>(link.get()));
   link->read_armed = true;
   link->last_rx = Clock::now();
   link->handshake->start(link->outbuf);
@@ -262,7 +338,7 @@ void AsyncConnection::start_accept(ConnectedSocket socket, const SocketAddress& 
     policy_ = msgr_.policy_for(result.peer_name.type);
     peer_type_ = result.peer_name.type;
     {
-      std::lock_guard<std::mutex> guard(out_lock_);
+      std::lock_guard<std::mutex> guard(peer_lock_);
       peer_name_ = result.peer_name;
       peer_addrs_ = result.peer_addrs;
     }
@@ -295,11 +371,13 @@ void AsyncConnection::start_accept(ConnectedSocket socket, const SocketAddress& 
 void AsyncConnection::on_readable(const LinkRef& link) {
   if (link->dead || link->stalled) return;
   for (int i = 0; i < kMaxReadsPerEvent; ++i) {
-    ssize_t n = link->socket.zero_copy_read(link->inbuf, kReadChunk);
+    const size_t want = std::max(link->read_size, link->reader ? link->reader->wanted() : size_t{0});
+    ssize_t n = link->socket.zero_copy_read(link->inbuf, want);
     if (n > 0) {
       link->last_rx = Clock::now();
       bump(msgr_.perf().bytes_received, static_cast<uint64_t>(n));
-      if (static_cast<size_t>(n) < kReadChunk) break;
+      link->read_size = std::clamp(std::bit_ceil(static_cast<size_t>(n)) * 2, kMinReadSize, kMaxReadSize);
+      if (static_cast<size_t>(n) < want) break;
       continue;
     }
     if (n == 0) {
@@ -329,8 +407,7 @@ void AsyncConnection::flush_output(const LinkRef& link) {
   }
   EventCenter& center = link->worker->center();
   if (!link->outbuf.empty() && !link->write_armed) {
-    auto self = shared_from_this();
-    center.create_file_event(link->fd, kEventWritable, [self, link](int, int) { self->on_writable(link); });
+    center.create_file_event(link->fd, kEventWritable, link_event<&AsyncConnection::on_writable>(link.get()));
     link->write_armed = true;
   } else if (link->outbuf.empty() && link->write_armed) {
     center.delete_file_event(link->fd, kEventWritable);
@@ -355,16 +432,20 @@ void AsyncConnection::process_input(const LinkRef& link) {
     if (link->dead || link_ != link || !link->open) return;
   }
   if (!link->open) return;
+  // Messages sent while frames are handled (replies from fast dispatch, refills from completion
+  // hooks) are only framed; the flush below sends them together.
+  in_input_ = true;
   try {
     for (int i = 0; i < kMaxFramesPerEvent && !link->stalled; ++i) {
-      wire::Frame frame;
-      if (!link->reader->read(link->inbuf, &frame)) break;
-      if (!handle_frame(link, frame) || link->dead) break;
+      if (!link->reader->read(link->inbuf, &link->rx_frame)) break;
+      if (!handle_frame(link, link->rx_frame) || link->dead) break;
     }
   } catch (const std::exception& e) {
+    in_input_ = false;
     fault(link, std::string("bad frame: ") + e.what());
     return;
   }
+  in_input_ = false;
   if (link->dead) return;
   maybe_send_ack(link);
   flush_output(link);
@@ -394,10 +475,7 @@ void AsyncConnection::handshake_done(const LinkRef& link) {
   if (link->keepalive_timer) center.cancel_timer(*link->keepalive_timer);
   link->keepalive_timer.reset();
   link_ = nullptr;
-  {
-    std::lock_guard<std::mutex> guard(out_lock_);
-    closed_ = true;
-  }
+  closed_.store(true, std::memory_order_release);
   msgr_.forget(this);
   if (!target) return;
   Worker* here = link->worker;
@@ -411,12 +489,7 @@ void AsyncConnection::handshake_done(const LinkRef& link) {
 }
 
 void AsyncConnection::adopt_reconnected_link(LinkRef link, HandshakeResult result) {
-  bool closed;
-  {
-    std::lock_guard<std::mutex> guard(out_lock_);
-    closed = closed_;
-  }
-  if (closed) {
+  if (closed_.load(std::memory_order_relaxed)) {
     link->dead = true;
     link->socket.close();
     return;
@@ -430,7 +503,7 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
   link->open = true;
   link_ = link;
   {
-    std::lock_guard<std::mutex> guard(out_lock_);
+    std::lock_guard<std::mutex> guard(peer_lock_);
     if (client_side_) {
       peer_name_ = result.peer_name;
     } else if (!result.reconnected) {
@@ -451,8 +524,8 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
     bump(msgr_.perf().sessions_reconnected);
     BYPASS_LOG(Debug, "msgr", "%s: session resumed, replaying %zu messages", describe().c_str(), sent_.size());
     try {
-      for (auto& m : sent_) {
-        write_message(link, m, true);
+      for (size_t i = 0; i < sent_.size(); ++i) {
+        write_message(link, sent_[i], true);
         bump(msgr_.perf().msgs_replayed);
       }
     } catch (const std::exception& e) {
@@ -477,31 +550,21 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
 }
 
 void AsyncConnection::flush_queue() {
-  std::deque<MessageRef> batch;
-  {
-    std::lock_guard<std::mutex> guard(out_lock_);
-    flush_scheduled_ = false;
-    if (!link_ || !link_->open || link_->dead) return;
-    batch.swap(out_queue_);
-  }
+  if (!link_ || !link_->open || link_->dead) return;
   LinkRef link = link_;
-  size_t written = 0;
-  std::string error;
   try {
-    while (written < batch.size() && !link->dead) write_message(link, batch[written++], false);
+    while (!out_queue_.empty() && !link->dead) {
+      MessageRef m = std::move(out_queue_.front());
+      out_queue_.pop_front();
+      write_message(link, m, false);
+    }
   } catch (const std::exception& e) {
-    error = e.what();  // batch[written - 1] is already in sent_ and will be replayed
-  }
-  if (written < batch.size()) {
-    // Not written: back to the front of the queue, in order, for the next link.
-    std::lock_guard<std::mutex> guard(out_lock_);
-    out_queue_.insert(out_queue_.begin(), batch.begin() + static_cast<std::ptrdiff_t>(written), batch.end());
-  }
-  if (!error.empty()) {
-    fault(link, "cannot send: " + error);
+    fault(link, std::string("cannot send: ") + e.what());  // the message is in sent_: replayed
     return;
   }
-  flush_output(link);
+  if (link->dead) return;
+  take_handovers();
+  if (link_ == link) flush_output(link);
 }
 
 void AsyncConnection::write_message(const LinkRef& link, const MessageRef& m, bool replay) {
@@ -524,15 +587,10 @@ void AsyncConnection::write_message(const LinkRef& link, const MessageRef& m, bo
   h.compat_version = m->compat_version_;
   h.ack_seq = in_seq_;
   acked_in_seq_ = in_seq_;
-  std::array<BufferList, 4> segments;
-  h.encode(segments[0]);
-  segments[1] = m->front_;
-  segments[2] = m->middle_;
-  segments[3] = m->data_;
-  static constexpr uint16_t aligns[4] = {wire::kDefaultAlignment, wire::kDefaultAlignment,
-                                         wire::kDefaultAlignment, wire::kPageAlignment};
+  char header[wire::kMessageHeader2Size];
+  h.encode_to(header);
   size_t before = link->outbuf.length();
-  link->assembler->assemble(Tag::Message, segments, aligns, link->outbuf);
+  link->assembler->assemble_message({header, sizeof(header)}, m->front_, m->middle_, m->data_, link->outbuf);
   bump(msgr_.perf().bytes_sent, link->outbuf.length() - before);
   bump(msgr_.perf().msgs_sent);
 }
@@ -547,10 +605,15 @@ void AsyncConnection::send_control(const LinkRef& link, Tag tag, const BufferLis
 
 void AsyncConnection::maybe_send_ack(const LinkRef& link) {
   if (in_seq_ <= acked_in_seq_ || !link->open) return;
-  BufferList payload;
-  wire::encode(wire::AckFrame{in_seq_}, payload);
+  // AckFrame's encoding (a __le64 seq), on the stack: an ACK goes out per input event.
+  char payload[sizeof(uint64_t)];
+  for (size_t i = 0; i < sizeof(payload); ++i) payload[i] = static_cast<char>(in_seq_ >> (8 * i));
   acked_in_seq_ = in_seq_;
-  send_control(link, Tag::Ack, payload);
+  try {
+    link->assembler->assemble_control(Tag::Ack, std::string_view(payload, sizeof(payload)), link->outbuf);
+  } catch (const std::exception& e) {
+    fault(link, std::string("cannot send ACK: ") + e.what());
+  }
 }
 
 void AsyncConnection::handle_ack(uint64_t seq) {
@@ -567,9 +630,17 @@ bool AsyncConnection::handle_frame(const LinkRef& link, wire::Frame& frame) {
   switch (frame.tag) {
     case Tag::Message:
       return handle_message(link, frame);
-    case Tag::Ack:
-      handle_ack(wire::decode_AckFrame(frame.segments[0].to_string()).seq);
+    case Tag::Ack: {
+      char bytes[sizeof(uint64_t)];
+      const BufferList& payload = frame.segments[0];
+      if (payload.length() != sizeof(bytes)) {  // let the codec name what is wrong
+        handle_ack(wire::decode_AckFrame(payload.to_string()).seq);
+        return true;
+      }
+      payload.copy_out(0, sizeof(bytes), bytes);
+      handle_ack(wire::decode_AckFrame(std::string_view(bytes, sizeof(bytes))).seq);
       return true;
+    }
     case Tag::Keepalive2: {
       auto ka = wire::decode_Keepalive2Frame(frame.segments[0].to_string());
       BufferList reply;
@@ -588,7 +659,11 @@ bool AsyncConnection::handle_frame(const LinkRef& link, wire::Frame& frame) {
 }
 
 bool AsyncConnection::handle_message(const LinkRef& link, wire::Frame& frame) {
-  wire::MessageHeader2 h = wire::MessageHeader2::decode(frame.segments[0].to_string());
+  char header[wire::kMessageHeader2Size];
+  const BufferList& seg0 = frame.segments[0];
+  if (seg0.length() != sizeof(header)) wire::MessageHeader2::decode(seg0.to_string());  // throws: wrong size
+  seg0.copy_out(0, sizeof(header), header);
+  wire::MessageHeader2 h = wire::MessageHeader2::decode(std::string_view(header, sizeof(header)));
   handle_ack(h.ack_seq);
   if (h.seq <= in_seq_) {
     bump(msgr_.perf().duplicates_dropped);  // a replay of something we already have
@@ -637,21 +712,16 @@ bool AsyncConnection::handle_message(const LinkRef& link, wire::Frame& frame) {
   m->connection_ = shared_from_this();
   m->source_ = peer_name_;
   bump(msgr_.perf().msgs_received);
-  std::shared_ptr<Throttle> tb = policy_.throttle_bytes, tm = policy_.throttle_messages;
-  AsyncMessenger* msgr = &msgr_;
-  auto release = [msgr, tb, tm, size] {
-    msgr->dispatch_throttle().put(size);
-    if (tb) tb->put(size);
-    if (tm) tm->put(1);
-  };
   try {
     m->decode_payload();
   } catch (const std::exception& e) {
-    release();
+    msgr_.dispatch_throttle().put(size);
+    if (policy_.throttle_bytes) policy_.throttle_bytes->put(size);
+    if (policy_.throttle_messages) policy_.throttle_messages->put(1);
     fault(link, "cannot decode message type " + std::to_string(h.type) + ": " + e.what());
     return false;
   }
-  msgr_.deliver(m, std::move(release));
+  msgr_.deliver(m, policy_, size);
   return true;
 }
 
@@ -666,8 +736,8 @@ void AsyncConnection::resume_reading(const LinkRef& link) {
     return;
   }
   if (!link->read_armed && !link->dead) {
-    auto self = shared_from_this();
-    link->worker->center().create_file_event(link->fd, kEventReadable, [self, link](int, int) { self->on_readable(link); });
+    link->worker->center().create_file_event(link->fd, kEventReadable,
+                                             link_event<&AsyncConnection::on_readable>(link.get()));
     link->read_armed = true;
   }
   process_input(link);
@@ -734,10 +804,7 @@ void AsyncConnection::fault(const LinkRef& link, const std::string& why) {
   drop_link(link);
   if (!attached) return;
   connected_.store(false, std::memory_order_release);
-  {
-    std::lock_guard<std::mutex> guard(out_lock_);
-    if (closed_) return;
-  }
+  if (closed_.load(std::memory_order_relaxed)) return;
   if (!client_side_ && !session_established_) {
     close(why, false);  // an accepted link that never became a session
     return;
@@ -764,27 +831,22 @@ void AsyncConnection::schedule_reconnect() {
 }
 
 void AsyncConnection::close(const std::string& why, bool notify_reset) {
+  if (closed_.load(std::memory_order_relaxed)) return;
+  closed_.store(true, std::memory_order_release);
   std::deque<MessageRef> queued;
-  {
-    std::lock_guard<std::mutex> guard(out_lock_);
-    if (closed_) return;
-    closed_ = true;
-    queued.swap(out_queue_);
-  }
+  queued.swap(out_queue_);
   BYPASS_LOG(Debug, "msgr", "%s: closed: %s", describe().c_str(), why.c_str());
   connected_.store(false, std::memory_order_release);
   if (link_) drop_link(link_);
   if (reconnect_timer_) worker()->center().cancel_timer(*reconnect_timer_);
   reconnect_timer_.reset();
-  for (auto& m : sent_) {
+  for (size_t i = 0; i < sent_.size(); ++i) {
     bump(msgr_.perf().msgs_dropped);
-    complete(m, false);
+    complete(sent_[i], false);
   }
   sent_.clear();
-  for (auto& m : queued) {
-    bump(msgr_.perf().msgs_dropped);
-    complete(m, false);
-  }
+  for (auto& m : queued) drop_unsent(std::move(m));
+  take_handovers();  // closed_ is set: whatever other threads pushed is dropped
   auto self = shared_from_this();
   if (notify_reset) msgr_.notify(AsyncMessenger::Event::Reset, self);
   msgr_.forget(this);

@@ -1,8 +1,14 @@
 // AsyncConnection (internal): one session plus the link (socket + msgr2 framing) it currently
 // runs over. All session state is touched only on the thread of the worker the session belongs
-// to; other threads reach it through the worker's external queue. Only the outgoing queue is
-// shared, under a short lock, so send_message() keeps its order even while a server-side
-// session moves to the worker that accepted its client's reconnection.
+// to; other threads reach it through the worker's external queue.
+//
+// send_message() on the connection's own worker frames the message straight into the link's
+// output (flushed at the end of the current input event, or at once outside one): no lock, no
+// hop. From any other thread it is one lock-free push onto a stack of messages, and the push that
+// finds the stack empty schedules one drain on the worker; the worker takes the whole stack with
+// one exchange and reverses it, so each producer's order holds. The worker also takes the stack
+// before writing its own messages, so a message sent from elsewhere before one sent on the worker
+// (ordered by the application) goes out first.
 #pragma once
 
 #include <chrono>
@@ -13,6 +19,7 @@
 #include "msgr/async_messenger.h"
 #include "msgr/connection.h"
 #include "msgr/handshake.h"
+#include "msgr/message_ring.h"
 #include "msgr/wire/frame.h"
 #include "msgr/wire/message_header.h"
 
@@ -46,6 +53,9 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   using LinkRef = std::shared_ptr<Link>;
 
   void run_on_worker(std::function<void()> fn);
+  // A file-event callback for `link` that runs `handler` (see the .cc for why raw pointers).
+  template <void (AsyncConnection::*handler)(const LinkRef&)>
+  EventCenter::FileCallback link_event(Link* link);
   void open_link(LinkRef link);
   void on_readable(const LinkRef& link);
   void on_writable(const LinkRef& link);
@@ -61,6 +71,9 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   static void complete(const MessageRef& m, bool delivered);
   void send_control(const LinkRef& link, wire::Tag tag, const BufferList& payload);
   void flush_queue();
+  void take_handovers();          // worker: everything other threads pushed, in order
+  void queue_or_write(MessageRef m);
+  void drop_unsent(MessageRef m);
   void flush_output(const LinkRef& link);
   void maybe_send_ack(const LinkRef& link);
   void keepalive_tick(const LinkRef& link);
@@ -78,18 +91,19 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   const bool client_side_;
 
   // Shared with senders.
-  mutable std::mutex out_lock_;
-  std::deque<MessageRef> out_queue_;
-  bool flush_scheduled_ = false;
-  bool closed_ = false;
+  std::atomic<Message*> handovers_{nullptr};  // lock-free stack, newest first
+  std::atomic<bool> closed_{false};            // written on the worker only
   std::atomic<bool> connected_{false};
-  EntityName peer_name_;         // under out_lock_
-  EntityAddrVec peer_addrs_;     // under out_lock_
+  mutable std::mutex peer_lock_;  // peer_name_/peer_addrs_ for readers on other threads
+  EntityName peer_name_;         // written under peer_lock_
+  EntityAddrVec peer_addrs_;     // written under peer_lock_
 
   // Worker-thread state.
   LinkRef link_;
   uint64_t link_serial_ = 0;
-  std::deque<MessageRef> sent_;  // written, not yet acknowledged
+  std::deque<MessageRef> out_queue_;  // waiting for an open link, in order
+  bool in_input_ = false;             // process_input runs: it flushes the output when done
+  MessageRing sent_;  // written, not yet acknowledged
   uint64_t out_seq_ = 0;
   uint64_t in_seq_ = 0;
   std::atomic<uint64_t> in_seq_atomic_{0};

@@ -90,7 +90,11 @@ Policy AsyncMessenger::policy_for(EntityType peer_type) const {
 
 void AsyncMessenger::add_dispatcher(Dispatcher* dispatcher) {
   std::lock_guard<std::mutex> guard(lock_);
-  dispatchers_.push_back(dispatcher);
+  const size_t n = dispatcher_count_.load(std::memory_order_relaxed);
+  if (n == kMaxDispatchers)
+    throw std::length_error("Messenger::add_dispatcher: at most " + std::to_string(kMaxDispatchers) + " dispatchers");
+  dispatchers_[n] = dispatcher;
+  dispatcher_count_.store(n + 1, std::memory_order_release);
 }
 
 HandshakeSettings AsyncMessenger::handshake_settings(bool lossy) const {
@@ -295,19 +299,24 @@ void AsyncMessenger::mark_down_all() {
   for (auto& con : victims) con->mark_down();
 }
 
-void AsyncMessenger::deliver(const MessageRef& m, std::function<void()> done) {
-  std::vector<Dispatcher*> dispatchers;
-  {
-    std::lock_guard<std::mutex> guard(lock_);
-    dispatchers = dispatchers_;
-  }
-  for (Dispatcher* d : dispatchers) {
+void AsyncMessenger::deliver(const MessageRef& m, const Policy& policy, uint64_t size) {
+  const size_t count = dispatcher_count_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i) {
+    Dispatcher* d = dispatchers_[i];
     if (d->ms_can_fast_dispatch(*m)) {
       d->ms_fast_dispatch(m);
-      done();
+      dispatch_throttle_.put(size);
+      if (policy.throttle_bytes) policy.throttle_bytes->put(size);
+      if (policy.throttle_messages) policy.throttle_messages->put(1);
       return;
     }
   }
+  // Queued dispatch: the closure keeps the policy's throttles alive until it ran.
+  auto done = [this, tb = policy.throttle_bytes, tm = policy.throttle_messages, size] {
+    dispatch_throttle_.put(size);
+    if (tb) tb->put(size);
+    if (tm) tm->put(1);
+  };
   std::lock_guard<std::mutex> guard(dispatch_lock_);
   if (dispatch_stop_) {
     done();
@@ -318,24 +327,21 @@ void AsyncMessenger::deliver(const MessageRef& m, std::function<void()> done) {
   m->front().share_across_threads();
   m->middle().share_across_threads();
   m->data().share_across_threads();
-  dispatch_queue_.push_back([dispatchers, m, done = std::move(done)] {
-    for (Dispatcher* d : dispatchers)
-      if (d->ms_dispatch(m)) break;
+  dispatch_queue_.push_back([this, count, m, done = std::move(done)] {
+    for (size_t i = 0; i < count; ++i)
+      if (dispatchers_[i]->ms_dispatch(m)) break;
     done();
   });
   dispatch_cv_.notify_one();
 }
 
 void AsyncMessenger::notify(Event event, const ConnectionRef& con) {
-  std::vector<Dispatcher*> dispatchers;
-  {
-    std::lock_guard<std::mutex> guard(lock_);
-    dispatchers = dispatchers_;
-  }
+  const size_t count = dispatcher_count_.load(std::memory_order_acquire);
   std::lock_guard<std::mutex> guard(dispatch_lock_);
   if (dispatch_stop_) return;
-  dispatch_queue_.push_back([dispatchers, event, con] {
-    for (Dispatcher* d : dispatchers) {
+  dispatch_queue_.push_back([this, count, event, con] {
+    for (size_t i = 0; i < count; ++i) {
+      Dispatcher* d = dispatchers_[i];
       switch (event) {
         case Event::Connect: d->ms_handle_connect(con); break;
         case Event::Accept: d->ms_handle_accept(con); break;

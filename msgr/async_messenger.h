@@ -1,6 +1,7 @@
 // The Messenger implementation (internal): stack, listeners, session table, dispatch thread.
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -60,8 +61,10 @@ class AsyncMessenger final : public Messenger {
   SocketOptions socket_options() const { return socket_options_; }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
 
-  // Delivers `m`; `done` runs once the dispatcher returned (releases throttles).
-  void deliver(const MessageRef& m, std::function<void()> done);
+  // Delivers `m` (fast dispatch inline, no lock; otherwise queued to the dispatch thread), then
+  // gives back what it took of the throttles: `size` bytes of the dispatch throttle and of
+  // policy.throttle_bytes, one of policy.throttle_messages.
+  void deliver(const MessageRef& m, const Policy& policy, uint64_t size);
   enum class Event { Connect, Accept, Reset, RemoteReset, Refused };
   void notify(Event event, const ConnectionRef& con);
 
@@ -95,7 +98,11 @@ class AsyncMessenger final : public Messenger {
   mutable std::mutex lock_;
   Policy default_policy_ = Policy::lossless_peer();
   std::map<EntityType, Policy> policies_;
-  std::vector<Dispatcher*> dispatchers_;
+  // Dispatchers only ever get added: readers take the published count (acquire) and read the
+  // slots below it without a lock.
+  static constexpr size_t kMaxDispatchers = 16;
+  std::array<Dispatcher*, kMaxDispatchers> dispatchers_{};
+  std::atomic<size_t> dispatcher_count_{0};
   EntityAddrVec my_addrs_;
   std::vector<EntityAddr> bind_requests_;
   std::vector<std::pair<Worker*, std::unique_ptr<ServerSocket>>> listeners_;

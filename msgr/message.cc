@@ -3,15 +3,18 @@
 namespace bypass::msgr {
 
 void MessageRegistry::add(uint16_t type, Factory factory) {
-  std::lock_guard<std::mutex> guard(lock_);
-  factories_[type] = std::move(factory);
+  std::lock_guard<std::mutex> guard(add_lock_);
+  const Table* current = current_.load(std::memory_order_relaxed);
+  auto next = current ? std::make_unique<Table>(*current) : std::make_unique<Table>();
+  (*next)[type] = std::move(factory);
+  tables_.push_back(std::move(next));
+  current_.store(tables_.back().get(), std::memory_order_release);
 }
 
 MessageRef MessageRegistry::create(uint16_t type, uint16_t version, uint16_t compat) const {
-  {
-    std::lock_guard<std::mutex> guard(lock_);
-    auto it = factories_.find(type);
-    if (it != factories_.end()) return it->second();
+  if (const Table* table = current_.load(std::memory_order_acquire)) {
+    auto it = table->find(type);
+    if (it != table->end()) return it->second();
   }
   return std::make_shared<Message>(type, version, compat);
 }

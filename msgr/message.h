@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "msgr/entity.h"
 #include "base/buffer_list.h"
@@ -80,11 +81,18 @@ class Message {
   ConnectionRef connection_;
   EntityName source_;
   bool encoded_ = false;
+  // While handed over from another thread (AsyncConnection's lock-free send stack): the link to
+  // the next message and the reference that keeps this one alive.
+  Message* handover_next_ = nullptr;
+  std::shared_ptr<Message> handover_ref_;
 };
 
 using MessageRef = std::shared_ptr<Message>;
 
 // Factory of typed messages by type id. Unregistered types arrive as plain Message.
+// create() runs for every received message and takes no lock: add() publishes a new immutable
+// table (copy on write; types are registered at start-up, so the few old tables are simply kept
+// until the registry goes away).
 class MessageRegistry {
  public:
   using Factory = std::function<MessageRef()>;
@@ -92,8 +100,10 @@ class MessageRegistry {
   MessageRef create(uint16_t type, uint16_t version, uint16_t compat) const;
 
  private:
-  mutable std::mutex lock_;
-  std::map<uint16_t, Factory> factories_;
+  using Table = std::map<uint16_t, Factory>;
+  std::mutex add_lock_;
+  std::vector<std::unique_ptr<const Table>> tables_;  // every published table, newest last
+  std::atomic<const Table*> current_{nullptr};
 };
 
 }  // namespace bypass::msgr

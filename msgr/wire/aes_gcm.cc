@@ -1,7 +1,9 @@
 #include "msgr/wire/aes_gcm.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 
 #include <string>
 
@@ -11,9 +13,8 @@ AesGcmStream::AesGcmStream(const AesKey& key, const AesNonce& nonce, bool encryp
     : encrypt_(encrypt), nonce_(nonce), max_units_(std::min(max_units, kMaxUnits)) {
   ctx_ = EVP_CIPHER_CTX_new();
   if (!ctx_) throw CryptoError("EVP_CIPHER_CTX_new failed");
-  int ok = encrypt ? EVP_EncryptInit_ex(ctx_, EVP_aes_128_gcm(), nullptr, key.data(), nullptr)
-                   : EVP_DecryptInit_ex(ctx_, EVP_aes_128_gcm(), nullptr, key.data(), nullptr);
-  if (ok != 1) {
+  // The key schedule (and GHASH key) are computed here, once; units only change the IV.
+  if (EVP_CipherInit_ex(ctx_, EVP_aes_128_gcm(), nullptr, key.data(), nullptr, encrypt ? 1 : 0) != 1) {
     EVP_CIPHER_CTX_free(ctx_);
     throw CryptoError("AES-128-GCM initialisation failed");
   }
@@ -24,13 +25,13 @@ AesGcmStream::~AesGcmStream() {
   EVP_CIPHER_CTX_free(ctx_);
 }
 
-void AesGcmStream::start_unit() {
+void AesGcmStream::check_budget() const {
   if (units_used_ >= max_units_)
     throw CryptoError("secure mode nonce budget exhausted after " + std::to_string(units_used_) +
                       " frames; the session must re-authenticate to rekey");
-  int ok = encrypt_ ? EVP_EncryptInit_ex(ctx_, nullptr, nullptr, nullptr, nonce_.data())
-                    : EVP_DecryptInit_ex(ctx_, nullptr, nullptr, nullptr, nonce_.data());
-  if (ok != 1) throw CryptoError("AES-128-GCM nonce setup failed");
+}
+
+void AesGcmStream::advance_nonce() {
   // nonce_t.random_seq (the leading __le32) counts up by one per unit.
   uint32_t counter = 0;
   for (int i = 0; i < 4; ++i) counter |= uint32_t{nonce_[i]} << (8 * i);
@@ -39,45 +40,76 @@ void AesGcmStream::start_unit() {
   ++units_used_;
 }
 
-void AesGcmStream::seal(const BufferList& plaintext, BufferList& out) {
-  start_unit();
-  char* dst = out.append_hole(plaintext.length() + kAesGcmTagLen);
-  size_t written = 0;
-  for (const auto& seg : plaintext.segments()) {
-    int len = 0;
-    if (EVP_EncryptUpdate(ctx_, reinterpret_cast<unsigned char*>(dst + written), &len,
-                          reinterpret_cast<const unsigned char*>(seg.data()),
-                          static_cast<int>(seg.length())) != 1)
-      throw CryptoError("AES-128-GCM encrypt failed");
-    written += static_cast<size_t>(len);
+void AesGcmStream::begin_seal() {
+  check_budget();
+  if (EVP_CipherInit_ex2(ctx_, nullptr, nullptr, nonce_.data(), 1, nullptr) != 1)
+    throw CryptoError("AES-128-GCM nonce setup failed");
+  advance_nonce();
+}
+
+void AesGcmStream::begin_open(const AesTag& expected_tag) {
+  check_budget();
+  // The expected tag travels with the IV: one parameter pass instead of a separate SET_TAG ctrl.
+  expected_tag_ = expected_tag;
+  OSSL_PARAM params[2] = {
+      OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, expected_tag_.data(), expected_tag_.size()),
+      OSSL_PARAM_construct_end()};
+  if (EVP_CipherInit_ex2(ctx_, nullptr, nullptr, nonce_.data(), 0, params) != 1)
+    throw CryptoError("AES-128-GCM nonce setup failed");
+  advance_nonce();
+}
+
+void AesGcmStream::crypt(const void* in, void* out, size_t len) {
+  while (len > 0) {
+    // EVP takes int lengths; segments are bounded by the frame limits, but stay safe.
+    const int chunk = static_cast<int>(std::min<size_t>(len, 1u << 30));
+    int written = 0;
+    if (EVP_CipherUpdate(ctx_, static_cast<unsigned char*>(out), &written, static_cast<const unsigned char*>(in),
+                         chunk) != 1 ||
+        written != chunk)
+      throw CryptoError(encrypt_ ? "AES-128-GCM encrypt failed" : "AES-128-GCM decrypt failed");
+    in = static_cast<const char*>(in) + chunk;
+    out = static_cast<char*>(out) + chunk;
+    len -= static_cast<size_t>(chunk);
   }
+}
+
+void AesGcmStream::finish_seal(void* tag_out) {
+  unsigned char none[1];
   int final_len = 0;
-  if (EVP_EncryptFinal_ex(ctx_, reinterpret_cast<unsigned char*>(dst + written), &final_len) != 1)
-    throw CryptoError("AES-128-GCM encrypt final failed");
-  written += static_cast<size_t>(final_len);
-  if (EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_GET_TAG, kAesGcmTagLen, dst + written) != 1)
-    throw CryptoError("AES-128-GCM tag retrieval failed");
+  if (EVP_CipherFinal_ex(ctx_, none, &final_len) != 1) throw CryptoError("AES-128-GCM encrypt final failed");
+  OSSL_PARAM params[2] = {OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag_out, kAesGcmTagLen),
+                          OSSL_PARAM_construct_end()};
+  if (EVP_CIPHER_CTX_get_params(ctx_, params) != 1) throw CryptoError("AES-128-GCM tag retrieval failed");
+}
+
+void AesGcmStream::finish_open() {
+  unsigned char none[1];
+  int final_len = 0;
+  if (EVP_CipherFinal_ex(ctx_, none, &final_len) <= 0)
+    throw CryptoError("secure frame failed authentication (GCM tag mismatch)");
+}
+
+void AesGcmStream::seal(const BufferList& plaintext, BufferList& out) {
+  begin_seal();
+  char* dst = out.append_hole(plaintext.length() + kAesGcmTagLen);
+  for (const auto& seg : plaintext.segments()) {
+    crypt(seg.data(), dst, seg.length());
+    dst += seg.length();
+  }
+  finish_seal(dst);
 }
 
 void AesGcmStream::open(std::string_view sealed, BufferList& out) {
   if (sealed.size() < kAesGcmTagLen)
     throw CryptoError("secure unit of " + std::to_string(sealed.size()) + " bytes is shorter than the tag");
-  start_unit();
   size_t cipher_len = sealed.size() - kAesGcmTagLen;
-  BufferSegment plain = BufferSegment::allocate(cipher_len);
-  int len = 0;
-  if (cipher_len &&
-      EVP_DecryptUpdate(ctx_, reinterpret_cast<unsigned char*>(plain.data()), &len,
-                        reinterpret_cast<const unsigned char*>(sealed.data()),
-                        static_cast<int>(cipher_len)) != 1)
-    throw CryptoError("AES-128-GCM decrypt failed");
-  std::array<unsigned char, kAesGcmTagLen> tag;
+  AesTag tag;
   std::memcpy(tag.data(), sealed.data() + cipher_len, kAesGcmTagLen);
-  if (EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_SET_TAG, kAesGcmTagLen, tag.data()) != 1)
-    throw CryptoError("AES-128-GCM tag setup failed");
-  int final_len = 0;
-  if (EVP_DecryptFinal_ex(ctx_, reinterpret_cast<unsigned char*>(plain.data()) + len, &final_len) <= 0)
-    throw CryptoError("secure frame failed authentication (GCM tag mismatch)");
+  begin_open(tag);
+  BufferSegment plain = BufferSegment::allocate(cipher_len);
+  crypt(sealed.data(), plain.data(), cipher_len);
+  finish_open();
   if (cipher_len) out.append(std::move(plain));
 }
 

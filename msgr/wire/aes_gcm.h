@@ -7,6 +7,13 @@
 // never be reused under one key, so the stream refuses to go on once `max_units` nonces are used
 // (at most 2^32, when the counter would come back to its start): the connection then faults and
 // the session re-authenticates, which yields fresh keys (the rekey).
+//
+// Cost: the key schedule and the OpenSSL context are set up once per stream (per connection and
+// rekey). Per unit only the nonce changes (EVP_CipherInit_ex with the IV alone); the decrypting
+// side hands the expected tag over in the same call, and the sealing side reads its tag with one
+// prepared OSSL_PARAM, so no EVP_CIPHER_CTX_ctrl translation runs per frame. Units are built
+// piecewise (begin, crypt..., finish) straight from and into the caller's memory: no heap
+// allocation and no staging copy per frame.
 #pragma once
 
 #include <array>
@@ -32,6 +39,7 @@ constexpr size_t kAesGcmTagLen = 16;
 
 using AesKey = std::array<uint8_t, kAesGcmKeyLen>;
 using AesNonce = std::array<uint8_t, kAesGcmNonceLen>;
+using AesTag = std::array<uint8_t, kAesGcmTagLen>;
 
 class AesGcmStream {
  public:
@@ -42,21 +50,31 @@ class AesGcmStream {
   AesGcmStream(const AesGcmStream&) = delete;
   AesGcmStream& operator=(const AesGcmStream&) = delete;
 
-  // Encrypt `plaintext` as one GCM message; appends ciphertext + tag to `out`.
+  // One unit, piece by piece. begin_seal/begin_open take the next nonce (throwing CryptoError when
+  // the budget is spent); crypt may run any number of times (in == out is allowed: in place);
+  // finish_seal writes the tag, finish_open throws CryptoError unless the unit authenticates.
+  void begin_seal();
+  void begin_open(const AesTag& expected_tag);
+  void crypt(const void* in, void* out, size_t len);
+  void finish_seal(void* tag_out);
+  void finish_open();
+
+  // Whole units over BufferLists (tests, the handshake): seal appends ciphertext + tag to `out`;
+  // open decrypts `sealed` (ciphertext + tag) and appends the plaintext to `out`.
   void seal(const BufferList& plaintext, BufferList& out);
-  // Decrypt one GCM message (`sealed` = ciphertext + tag); throws CryptoError when the tag does not
-  // authenticate. Appends the plaintext to `out`.
   void open(std::string_view sealed, BufferList& out);
 
   uint64_t units_used() const { return units_used_; }
   uint64_t units_left() const { return max_units_ - units_used_; }
 
  private:
-  void start_unit();
+  void check_budget() const;
+  void advance_nonce();
 
   EVP_CIPHER_CTX* ctx_ = nullptr;
   bool encrypt_;
   AesNonce nonce_;
+  AesTag expected_tag_{};
   uint64_t units_used_ = 0;
   uint64_t max_units_;
 };

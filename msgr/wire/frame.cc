@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "msgr/wire/le.h"
+
 namespace bypass::msgr::wire {
 
 namespace {
@@ -31,31 +33,32 @@ constexpr const char* kTagNames[] = {
     "COMPRESSION_DONE",
 };
 
-void put_le32(char* at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) at[i] = static_cast<char>(v >> (8 * i));
-}
-void put_le16(char* at, uint16_t v) {
-  at[0] = static_cast<char>(v);
-  at[1] = static_cast<char>(v >> 8);
-}
-uint32_t get_le32(const char* at) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(at[i])} << (8 * i);
-  return v;
-}
-uint16_t get_le16(const char* at) {
-  return static_cast<uint16_t>(static_cast<uint8_t>(at[0]) | (static_cast<uint8_t>(at[1]) << 8));
-}
+void put_le32(char* at, uint32_t v) { store_le(at, v); }
+void put_le16(char* at, uint16_t v) { store_le(at, v); }
+uint32_t get_le32(const char* at) { return load_le<uint32_t>(at); }
+uint16_t get_le16(const char* at) { return load_le<uint16_t>(at); }
 
-void append_zeros(BufferList& bl, size_t n) {
-  if (n) std::memset(bl.append_hole(n), 0, n);
-}
+constexpr char kZeros[kCryptoBlock] = {};
 
-// Moves the first n bytes of `from` into a contiguous view (copying only when split).
-std::string_view take_contiguous(BufferList& from, size_t n, BufferList& holder) {
-  holder.clear();
-  from.splice_front(n, holder);
-  return {holder.c_str(), n};
+// Feeds bytes [offset, offset + len) of a piece through the cipher into dst.
+void crypt_range(AesGcmStream& cipher, std::string_view flat, const BufferList* list, size_t offset, size_t len,
+                 char* dst) {
+  if (!list) {
+    cipher.crypt(flat.data() + offset, dst, len);
+    return;
+  }
+  for (const auto& seg : list->segments()) {
+    if (len == 0) break;
+    if (offset >= seg.length()) {
+      offset -= seg.length();
+      continue;
+    }
+    size_t n = std::min(len, seg.length() - offset);
+    cipher.crypt(seg.data() + offset, dst, n);
+    dst += n;
+    len -= n;
+    offset = 0;
+  }
 }
 }  // namespace
 
@@ -64,67 +67,178 @@ const char* tag_name(Tag tag) {
   return v >= kFirstTag && v <= kLastTag ? kTagNames[v] : "UNKNOWN";
 }
 
+char* FrameAssembler::scratch(size_t n, BufferSegment* view) {
+  if (n > kScratchBlock) {  // a huge frame (secure mode, big data segment): its own block
+    ++scratch_allocations_;
+    *view = BufferSegment::allocate(n);
+    return view->data();
+  }
+  if (scratch_used_ + n > scratch_block_.length()) {
+    // The current block is full. Reuse a spare no queued frame refers to any more (only this
+    // assembler holds it); keep the full one as a spare while frames still point into it.
+    BufferSegment next;
+    for (auto& spare : spare_blocks_) {
+      if (!spare.empty() && spare.use_count() == 1) {
+        next = std::move(spare);
+        spare = BufferSegment();
+        break;
+      }
+    }
+    if (next.empty()) {
+      ++scratch_allocations_;
+      next = BufferSegment::allocate(kScratchBlock);
+    }
+    if (!scratch_block_.empty()) {
+      for (auto& spare : spare_blocks_) {
+        if (spare.empty()) {
+          spare = std::move(scratch_block_);
+          break;
+        }
+      }
+    }
+    scratch_block_ = std::move(next);
+    scratch_used_ = 0;
+  }
+  *view = scratch_block_.sub(scratch_used_, n);
+  scratch_used_ += n;
+  return view->data();
+}
+
 void FrameAssembler::assemble(Tag tag, std::span<const BufferList> segments,
                               std::span<const uint16_t> alignments, BufferList& out) {
   if (segments.empty() || segments.size() > kMaxSegments || alignments.size() < segments.size())
     throw FrameError("frame needs 1 to 4 segments with alignments");
-  size_t count = segments.size();
-  while (count > 1 && segments[count - 1].empty()) --count;
+  std::array<Piece, kMaxSegments> pieces;
+  for (size_t i = 0; i < segments.size(); ++i) pieces[i].list = &segments[i];
+  assemble_pieces(tag, std::span<const Piece>(pieces.data(), segments.size()), alignments, out);
+}
+
+void FrameAssembler::assemble_control(Tag tag, std::string_view payload, BufferList& out) {
+  const uint16_t align = kDefaultAlignment;
+  const Piece piece{payload, nullptr};
+  assemble_pieces(tag, std::span<const Piece>(&piece, 1), std::span<const uint16_t>(&align, 1), out);
+}
+
+void FrameAssembler::assemble_message(std::string_view header, const BufferList& front, const BufferList& middle,
+                                      const BufferList& data, BufferList& out) {
+  static constexpr uint16_t kAlignments[kMaxSegments] = {kDefaultAlignment, kDefaultAlignment, kDefaultAlignment,
+                                                         kPageAlignment};
+  const std::array<Piece, kMaxSegments> pieces = {Piece{header, nullptr}, Piece{{}, &front}, Piece{{}, &middle},
+                                                  Piece{{}, &data}};
+  assemble_pieces(Tag::Message, pieces, kAlignments, out);
+}
+
+void FrameAssembler::assemble_pieces(Tag tag, std::span<const Piece> pieces, std::span<const uint16_t> alignments,
+                                     BufferList& out) {
+  size_t count = pieces.size();
+  while (count > 1 && pieces[count - 1].length() == 0) --count;
+  pieces = pieces.first(count);
 
   char preamble[kPreambleSize] = {};
   preamble[0] = static_cast<char>(tag);
   preamble[1] = static_cast<char>(count);
   for (size_t i = 0; i < count; ++i) {
-    put_le32(preamble + 2 + i * 6, static_cast<uint32_t>(segments[i].length()));
+    put_le32(preamble + 2 + i * 6, static_cast<uint32_t>(pieces[i].length()));
     put_le16(preamble + 6 + i * 6, alignments[i]);
   }
   // preamble[26] flags (compression off) and [27] reserved stay zero.
   put_le32(preamble + 28, crc32c(0, preamble, 28));
+  if (tx_)
+    assemble_secure(preamble, pieces, out);
+  else
+    assemble_crc(preamble, pieces, out);
+}
 
-  if (!tx_) {
-    out.append_copy(preamble, sizeof(preamble));
-    if (!segments[0].empty()) {
-      uint32_t crc = segments[0].crc32c(0xffffffffu);
-      out.append(segments[0]);
-      char crc_bytes[4];
-      put_le32(crc_bytes, crc);
-      out.append_copy(crc_bytes, 4);
-    }
-    if (count == 1) return;
-    char epilogue[kCrcEpilogueSize] = {};
-    epilogue[0] = static_cast<char>(kLateStatusComplete);
-    for (size_t i = 1; i < count; ++i) {
-      put_le32(epilogue + 1 + (i - 1) * 4, segments[i].crc32c(0xffffffffu));
-      out.append(segments[i]);
-    }
-    out.append_copy(epilogue, sizeof(epilogue));
-    return;
+void FrameAssembler::assemble_crc(const char* preamble, std::span<const Piece> pieces, BufferList& out) {
+  // Segment 0 up to this size is copied next to the preamble (one contiguous piece: the header of
+  // a MESSAGE, a control payload); longer ones travel as shared views.
+  constexpr size_t kCopySegment0Max = 4096;
+  const Piece& seg0 = pieces[0];
+  const size_t len0 = seg0.length();
+  const bool copy0 = len0 <= kCopySegment0Max || !seg0.list;
+  const size_t head_len = kPreambleSize + (len0 && copy0 ? len0 + kSegmentCrcSize : 0);
+  BufferSegment view;
+  char* head = scratch(head_len, &view);
+  std::memcpy(head, preamble, kPreambleSize);
+  if (len0 && copy0) {
+    char* body = head + kPreambleSize;
+    if (seg0.list)
+      seg0.list->copy_out(0, len0, body);
+    else
+      std::memcpy(body, seg0.flat.data(), len0);
+    put_le32(body + len0, crc32c(0xffffffffu, body, len0));
   }
-
-  // Secure mode: the preamble travels with up to 48 bytes of segment 0 in one GCM unit.
-  const BufferList& seg0 = segments[0];
-  uint32_t padded0 = pad_to_block(static_cast<uint32_t>(seg0.length()));
-  BufferList first;
-  first.append_copy(preamble, sizeof(preamble));
-  size_t inline_len = std::min<size_t>(seg0.length(), kPreambleInlineSize);
-  first.append(seg0.sub(0, inline_len));
-  append_zeros(first, kPreambleInlineSize - inline_len);
-  tx_->seal(first, out);
-  if (padded0 > kPreambleInlineSize) {
-    BufferList rest = seg0.sub(inline_len, seg0.length() - inline_len);
-    append_zeros(rest, padded0 - seg0.length());
-    tx_->seal(rest, out);
+  out.append(std::move(view));
+  if (len0 && !copy0) {
+    out.append(*seg0.list);
+    put_le32(scratch(kSegmentCrcSize, &view), seg0.list->crc32c(0xffffffffu));
+    out.append(std::move(view));
   }
-  if (count == 1) return;
-  BufferList tail;
-  for (size_t i = 1; i < count; ++i) {
-    tail.append(segments[i]);
-    append_zeros(tail, pad_to_block(static_cast<uint32_t>(segments[i].length())) - segments[i].length());
-  }
-  char epilogue[kSecureEpilogueSize] = {};
+  if (pieces.size() == 1) return;
+  char* epilogue = scratch(kCrcEpilogueSize, &view);
+  std::memset(epilogue, 0, kCrcEpilogueSize);
   epilogue[0] = static_cast<char>(kLateStatusComplete);
-  tail.append_copy(epilogue, sizeof(epilogue));
-  tx_->seal(tail, out);
+  for (size_t i = 1; i < pieces.size(); ++i) {
+    put_le32(epilogue + 1 + (i - 1) * 4, pieces[i].list->crc32c(0xffffffffu));
+    out.append(*pieces[i].list);
+  }
+  out.append(std::move(view));
+}
+
+void FrameAssembler::assemble_secure(const char* preamble, std::span<const Piece> pieces, BufferList& out) {
+  // Secure mode: the preamble travels with up to 48 bytes of segment 0 in one GCM unit.
+  AesGcmStream& cipher = *tx_;
+  const Piece& seg0 = pieces[0];
+  const size_t len0 = seg0.length();
+  const uint32_t padded0 = pad_to_block(static_cast<uint32_t>(len0));
+  const size_t inline_len = std::min<size_t>(len0, kPreambleInlineSize);
+  size_t total = kPreambleSize + kPreambleInlineSize + kAesGcmTagLen;
+  if (padded0 > kPreambleInlineSize) total += padded0 - kPreambleInlineSize + kAesGcmTagLen;
+  if (pieces.size() > 1) {
+    for (size_t i = 1; i < pieces.size(); ++i) total += pad_to_block(static_cast<uint32_t>(pieces[i].length()));
+    total += kSecureEpilogueSize + kAesGcmTagLen;
+  }
+  BufferSegment view;
+  char* dst = scratch(total, &view);
+
+  char first[kPreambleSize + kPreambleInlineSize] = {};
+  std::memcpy(first, preamble, kPreambleSize);
+  if (seg0.list)
+    seg0.list->copy_out(0, inline_len, first + kPreambleSize);
+  else
+    std::memcpy(first + kPreambleSize, seg0.flat.data(), inline_len);
+  cipher.begin_seal();
+  cipher.crypt(first, dst, sizeof(first));
+  dst += sizeof(first);
+  cipher.finish_seal(dst);
+  dst += kAesGcmTagLen;
+
+  if (padded0 > kPreambleInlineSize) {
+    cipher.begin_seal();
+    crypt_range(cipher, seg0.flat, seg0.list, inline_len, len0 - inline_len, dst);
+    dst += len0 - inline_len;
+    cipher.crypt(kZeros, dst, padded0 - len0);
+    dst += padded0 - len0;
+    cipher.finish_seal(dst);
+    dst += kAesGcmTagLen;
+  }
+  if (pieces.size() > 1) {
+    cipher.begin_seal();
+    for (size_t i = 1; i < pieces.size(); ++i) {
+      const size_t len = pieces[i].length();
+      crypt_range(cipher, {}, pieces[i].list, 0, len, dst);
+      dst += len;
+      const size_t pad = pad_to_block(static_cast<uint32_t>(len)) - len;
+      cipher.crypt(kZeros, dst, pad);
+      dst += pad;
+    }
+    char epilogue[kSecureEpilogueSize] = {};
+    epilogue[0] = static_cast<char>(kLateStatusComplete);
+    cipher.crypt(epilogue, dst, sizeof(epilogue));
+    dst += sizeof(epilogue);
+    cipher.finish_seal(dst);
+  }
+  out.append(std::move(view));
 }
 
 size_t FrameReader::body_length() const {
@@ -187,52 +301,79 @@ void FrameReader::parse_preamble(const char* block) {
   have_preamble_ = true;
 }
 
+void FrameReader::open_in_place(BufferList& unit) {
+  const size_t len = unit.length();
+  if (len < kAesGcmTagLen)
+    throw CryptoError("secure unit of " + std::to_string(len) + " bytes is shorter than the tag");
+  AesTag tag;
+  unit.copy_out(len - kAesGcmTagLen, kAesGcmTagLen, tag.data());
+  rx_->begin_open(tag);
+  size_t left = len - kAesGcmTagLen;
+  for (const auto& seg : unit.segments()) {
+    if (left == 0) break;
+    size_t n = std::min(left, seg.length());
+    rx_->crypt(seg.data(), seg.data(), n);
+    left -= n;
+  }
+  rx_->finish_open();
+  unit.truncate(len - kAesGcmTagLen);
+}
+
 bool FrameReader::read(BufferList& input, Frame* out) {
-  BufferList holder;
   if (!have_preamble_) {
     if (!rx_) {
       if (input.length() < kPreambleSize) return false;
-      parse_preamble(take_contiguous(input, kPreambleSize, holder).data());
+      char preamble[kPreambleSize];
+      input.copy_out(0, kPreambleSize, preamble);
+      parse_preamble(preamble);
+      input.trim_front(kPreambleSize);
     } else {
       constexpr size_t unit = kPreambleSize + kPreambleInlineSize + kAesGcmTagLen;
       if (input.length() < unit) return false;
-      BufferList plain;
-      rx_->open(take_contiguous(input, unit, holder), plain);
-      parse_preamble(plain.c_str());
-      inline_ = plain.sub(kPreambleSize, kPreambleInlineSize);
+      inline_.clear();
+      input.splice_front(unit, inline_);
+      open_in_place(inline_);
+      char preamble[kPreambleSize];
+      inline_.copy_out(0, kPreambleSize, preamble);
+      parse_preamble(preamble);
+      inline_.trim_front(kPreambleSize);  // the 48 bytes of segment 0 stay
     }
   }
   size_t need = body_length();
   if (input.length() < need) return false;
-  BufferList body;
-  input.splice_front(need, body);
-  *out = Frame{};
   out->tag = tag_;
   out->num_segments = num_segments_;
-  for (size_t i = 0; i < kMaxSegments; ++i) out->alignments[i] = descs_[i].alignment;
+  out->aborted = false;
+  for (size_t i = 0; i < kMaxSegments; ++i) {
+    out->alignments[i] = descs_[i].alignment;
+    out->segments[i].clear();
+  }
   out->onwire_length = need + (rx_ ? kPreambleSize + kPreambleInlineSize + kAesGcmTagLen : kPreambleSize);
+  have_preamble_ = false;  // whatever happens below, this preamble is used up
   if (rx_)
-    finish_secure(body, out);
+    finish_secure(input, out);
   else
-    finish_crc(body, out);
-  have_preamble_ = false;
-  inline_.clear();
+    finish_crc(input, out);
   return true;
 }
 
-void FrameReader::finish_crc(BufferList& body, Frame* out) {
-  BufferList holder;
+void FrameReader::finish_crc(BufferList& input, Frame* out) {
   if (descs_[0].length) {
-    body.splice_front(descs_[0].length, out->segments[0]);
-    uint32_t expected = get_le32(take_contiguous(body, kSegmentCrcSize, holder).data());
+    input.splice_front(descs_[0].length, out->segments[0]);
+    char crc[kSegmentCrcSize];
+    input.copy_out(0, kSegmentCrcSize, crc);
+    input.trim_front(kSegmentCrcSize);
+    uint32_t expected = get_le32(crc);
     uint32_t actual = out->segments[0].crc32c(0xffffffffu);
     if (expected != actual)
       throw FrameError(std::string("bad crc on segment 0 of ") + tag_name(tag_) + " frame: calculated " +
                        std::to_string(actual) + ", frame says " + std::to_string(expected));
   }
   if (num_segments_ == 1) return;
-  for (size_t i = 1; i < num_segments_; ++i) body.splice_front(descs_[i].length, out->segments[i]);
-  const char* epilogue = take_contiguous(body, kCrcEpilogueSize, holder).data();
+  for (size_t i = 1; i < num_segments_; ++i) input.splice_front(descs_[i].length, out->segments[i]);
+  char epilogue[kCrcEpilogueSize];
+  input.copy_out(0, kCrcEpilogueSize, epilogue);
+  input.trim_front(kCrcEpilogueSize);
   uint8_t late = static_cast<uint8_t>(epilogue[0]);
   if (late != kLateStatusComplete && late != kLateStatusAborted)
     throw FrameError("bad late status " + std::to_string(late) + " in epilogue");
@@ -247,25 +388,32 @@ void FrameReader::finish_crc(BufferList& body, Frame* out) {
   }
 }
 
-void FrameReader::finish_secure(BufferList& body, Frame* out) {
-  BufferList holder;
-  uint32_t len0 = descs_[0].length;
-  uint32_t padded0 = pad_to_block(len0);
-  BufferList seg0 = std::move(inline_);
+void FrameReader::finish_secure(BufferList& input, Frame* out) {
+  const uint32_t len0 = descs_[0].length;
+  const uint32_t padded0 = pad_to_block(len0);
+  BufferList& seg0 = out->segments[0];
+  seg0 = std::move(inline_);
   if (padded0 > kPreambleInlineSize) {
-    size_t unit = padded0 - kPreambleInlineSize + kAesGcmTagLen;
-    rx_->open(take_contiguous(body, unit, holder), seg0);
+    unit_.clear();
+    input.splice_front(padded0 - kPreambleInlineSize + kAesGcmTagLen, unit_);
+    open_in_place(unit_);
+    seg0.append(std::move(unit_));
   }
   seg0.truncate(len0);
-  out->segments[0] = std::move(seg0);
   if (num_segments_ == 1) return;
-  BufferList plain;
-  rx_->open(take_contiguous(body, body.length(), holder), plain);
+  size_t tail = kSecureEpilogueSize + kAesGcmTagLen;
+  for (size_t i = 1; i < num_segments_; ++i) tail += pad_to_block(descs_[i].length);
+  unit_.clear();
+  input.splice_front(tail, unit_);
+  open_in_place(unit_);
   for (size_t i = 1; i < num_segments_; ++i) {
-    plain.splice_front(descs_[i].length, out->segments[i]);
-    plain.trim_front(pad_to_block(descs_[i].length) - descs_[i].length);
+    unit_.splice_front(descs_[i].length, out->segments[i]);
+    unit_.trim_front(pad_to_block(descs_[i].length) - descs_[i].length);
   }
-  uint8_t late = static_cast<uint8_t>(plain.c_str()[0]);
+  char late_byte;
+  unit_.copy_out(0, 1, &late_byte);
+  unit_.clear();
+  uint8_t late = static_cast<uint8_t>(late_byte);
   if (late != kLateStatusComplete && late != kLateStatusAborted)
     throw FrameError("bad late status " + std::to_string(late) + " in secure epilogue");
   out->aborted = late == kLateStatusAborted;

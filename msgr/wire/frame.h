@@ -20,6 +20,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "msgr/wire/aes_gcm.h"
 #include "base/buffer_list.h"
@@ -98,6 +99,12 @@ struct Frame {
 };
 
 // Builds on-wire frames. Owned by one connection's sending side.
+//
+// Small pieces (preamble, segment 0 when short, crcs, epilogue) and, in secure mode, the whole
+// ciphertext are written into scratch blocks the assembler owns and hands out as shared views; a
+// block is reused once no queued frame refers to it any more, so a connection in steady state
+// allocates nothing per frame. Segments 1..3 travel as shared views in crc mode (no copy) and are
+// encrypted straight into the scratch block in secure mode (one pass, no staging buffer).
 class FrameAssembler {
  public:
   // Switch to secure mode; every later frame is encrypted with `tx`.
@@ -113,9 +120,37 @@ class FrameAssembler {
     const uint16_t align = kDefaultAlignment;
     assemble(tag, std::span<const BufferList>(&payload, 1), std::span<const uint16_t>(&align, 1), out);
   }
+  // A control frame whose payload is flat bytes (ACK, KEEPALIVE2: encoded on the stack).
+  void assemble_control(Tag tag, std::string_view payload, BufferList& out);
+  // A MESSAGE frame: segment 0 is the encoded ceph_msg_header2 (flat bytes, copied), then the
+  // message's front, middle and data. Same bytes as assemble() with those four segments.
+  void assemble_message(std::string_view header, const BufferList& front, const BufferList& middle,
+                        const BufferList& data, BufferList& out);
+
+  // How many scratch blocks were allocated so far (tests: steady state allocates none).
+  uint64_t scratch_blocks_allocated() const { return scratch_allocations_; }
 
  private:
+  // One segment's bytes: flat (segment 0 of a MESSAGE) or a BufferList.
+  struct Piece {
+    std::string_view flat;
+    const BufferList* list = nullptr;
+    size_t length() const { return list ? list->length() : flat.size(); }
+  };
+  void assemble_pieces(Tag tag, std::span<const Piece> pieces, std::span<const uint16_t> alignments,
+                       BufferList& out);
+  void assemble_crc(const char* preamble, std::span<const Piece> pieces, BufferList& out);
+  void assemble_secure(const char* preamble, std::span<const Piece> pieces, BufferList& out);
+  // `n` writable bytes in a scratch block; `view` shares them for appending to an output list.
+  char* scratch(size_t n, BufferSegment* view);
+
+  static constexpr size_t kScratchBlock = 256 * 1024;
+  static constexpr size_t kSpareBlocks = 4;
   std::unique_ptr<AesGcmStream> tx_;
+  BufferSegment scratch_block_;
+  size_t scratch_used_ = 0;
+  std::array<BufferSegment, kSpareBlocks> spare_blocks_;
+  uint64_t scratch_allocations_ = 0;
 };
 
 // Incremental frame parser. Owned by one connection's receiving side.
@@ -126,7 +161,8 @@ class FrameReader {
   bool secure() const { return rx_ != nullptr; }
   void set_limits(const FrameLimits& limits) { limits_ = limits; }
 
-  // Consumes bytes from the front of `input`. Returns true with one complete, verified frame in
+  // Consumes bytes from the front of `input` (secure mode decrypts them in place: the caller must
+  // not share that memory with anyone who still reads the ciphertext). Returns true with one complete, verified frame in
   // *out; false when more bytes are needed (everything usable has been consumed). Throws
   // FrameError (bad crc, unknown tag, bad segment count, oversized segment, bad late status) or
   // CryptoError (authentication failure); after a throw the reader must not be used again.
@@ -136,8 +172,11 @@ class FrameReader {
 
  private:
   void parse_preamble(const char* block);
-  void finish_crc(BufferList& body, Frame* out);
-  void finish_secure(BufferList& body, Frame* out);
+  void finish_crc(BufferList& input, Frame* out);
+  void finish_secure(BufferList& input, Frame* out);
+  // Decrypts one sealed unit (ciphertext + tag) in place and drops the tag: the plaintext stays
+  // in the same (received) memory, so a secure frame costs no allocation and no copy on receipt.
+  void open_in_place(BufferList& unit);
   size_t body_length() const;
 
   FrameLimits limits_;
@@ -147,6 +186,7 @@ class FrameReader {
   size_t num_segments_ = 0;
   std::array<SegmentDesc, kMaxSegments> descs_{};
   BufferList inline_;  // secure mode: decrypted 48 bytes of segment 0 from the preamble unit
+  BufferList unit_;    // secure mode: the unit being opened (kept for its storage)
 };
 
 inline uint32_t pad_to_block(uint32_t len) {

@@ -28,6 +28,8 @@ struct MessageHeader2 {
   uint16_t reserved = 0;
 
   bool operator==(const MessageHeader2&) const = default;
+  // Writes the kMessageHeader2Size bytes to `out` (the send path encodes into a stack buffer).
+  void encode_to(char* out) const;
   void encode(BufferList& out) const;
   // Throws DecodeError unless `bytes` is exactly one header.
   static MessageHeader2 decode(std::string_view bytes);

@@ -8,6 +8,7 @@
 #   tools/bench/msgr-posix.sh [BUILD_DIR]        (default build/release, built when missing)
 #   COUNT=200000 DEPTHS="1 16 128" SIZE=4096 CALLGRIND_COUNT=2000 to change the runs
 #   CALLGRIND=0 to skip the callgrind part
+#   SECURE=1 for msgr2 secure mode (AES-128-GCM; shared-secret auth) instead of crc mode
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,6 +18,10 @@ count=${COUNT:-200000}
 depths=${DEPTHS:-1 16 128}
 size=${SIZE:-4096}
 cg_count=${CALLGRIND_COUNT:-2000}
+sets=(--set ms.type=posix)
+if [ "${SECURE:-0}" = 1 ]; then
+  sets+=(--set ms.auth=shared_secret --set ms.secret=msgr-posix-bench --set ms.mode=secure)
+fi
 work=$(mktemp -d /tmp/msgr-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -30,7 +35,7 @@ fi
 for mode in pingpong stream; do
   for depth in $depths; do
     "$bench" --mode "$mode" --depth "$depth" --size "$size" --count "$count" --warmup $((count / 10)) \
-      --set ms.type=posix | tee -a "$work/runs.txt" >&2
+      "${sets[@]}" | tee -a "$work/runs.txt" >&2
   done
 done
 
@@ -42,7 +47,7 @@ if [ "${CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null; then
       out=$work/callgrind.$mode.$depth
       valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
         "$bench" --mode "$mode" --depth "$depth" --size "$size" --count "$cg_count" \
-        --warmup $((cg_count / 10)) --set ms.type=posix >/dev/null 2>"$out.log" ||
+        --warmup $((cg_count / 10)) "${sets[@]}" >/dev/null 2>"$out.log" ||
         { tail -5 "$out.log" >&2; echo "callgrind run failed ($mode depth $depth)" >&2; exit 1; }
       ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$out")
       echo "mode=$mode depth=$depth ir_per_msg=$((ir / cg_count))" >>"$work/callgrind.txt"
@@ -53,7 +58,7 @@ else
 fi
 touch "$work/callgrind.txt"
 
-python3 - "$work/runs.txt" "$work/callgrind.txt" "$size" "$count" "$cg_count" <<'PY'
+python3 - "$work/runs.txt" "$work/callgrind.txt" "$size" "$count" "$cg_count" "$([ "${SECURE:-0}" = 1 ] && echo secure || echo crc)" <<'PY'
 import sys
 def rows(path):
     out = []
@@ -62,8 +67,8 @@ def rows(path):
     return out
 runs, cg = rows(sys.argv[1]), rows(sys.argv[2])
 ir = {(r["mode"], r["depth"]): r["ir_per_msg"] for r in cg}
-size, count, cg_count = sys.argv[3], sys.argv[4], sys.argv[5]
-print(f"\nmsgr over posix loopback, {size} B messages, {count} measured per run "
+size, count, cg_count, mode_name = sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+print(f"\nmsgr over posix loopback ({mode_name} mode), {size} B messages, {count} measured per run "
       f"(ping-pong: msgs/s = round trips, MB/s one way; CPU = both ends incl. kernel; "
       f"instructions = user space, both ends, callgrind over {cg_count} messages)")
 print(f"{'mode':<9} {'depth':>5} {'msgs/s':>9} {'MB/s':>8} {'p50 us':>8} {'p99 us':>8} {'CPU us/msg':>10} {'instr/msg':>10}")
