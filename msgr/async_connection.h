@@ -30,6 +30,10 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   EntityName peer_name() const override;
   EntityAddrVec peer_addrs() const override;
   bool is_lossy() const override { return policy_.lossy; }
+  std::string last_fault() const override {
+    std::lock_guard<std::mutex> guard(out_lock_);
+    return last_fault_;
+  }
   void mark_down() override;
 
   // Worker thread.
@@ -85,6 +89,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   std::atomic<bool> connected_{false};
   EntityName peer_name_;         // under out_lock_
   EntityAddrVec peer_addrs_;     // under out_lock_
+  std::string last_fault_;       // under out_lock_
 
   // Worker-thread state.
   LinkRef link_;

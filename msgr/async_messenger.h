@@ -85,6 +85,8 @@ class AsyncMessenger final : public Messenger {
   bool owns_stack_;  // false: shared with other messengers, which may still run on it
   SocketOptions socket_options_;
   MessengerTimings timings_;
+  // ms.auth and what it needs (keys, keyring); throws config::ConfigError.
+  void configure_auth(const config::Config& conf);
   AuthSettings auth_;
   wire::FrameLimits limits_;
   uint64_t policy_throttle_bytes_;

@@ -1,6 +1,7 @@
 #include "msgr/handshake.h"
 
 #include <algorithm>
+#include <cerrno>
 
 #include "base/log.h"
 
@@ -130,6 +131,10 @@ void Handshake::handle_frame(wire::Frame& frame, BufferList& out) {
 void Handshake::send_auth_request(BufferList& out) {
   wire::AuthRequestFrame req;
   req.method = settings_.auth.method;
+  if (settings_.auth.mode == wire::kConModeSecure)
+    req.preferred_modes = {wire::kConModeSecure, wire::kConModeCrc};
+  else
+    req.preferred_modes = {wire::kConModeCrc, wire::kConModeSecure};
   if (settings_.auth.method == wire::kAuthNone) {
     // Ceph's auth-none payload: the entity name and global id (AuthNoneClientHandler):
     // __u8 struct_v=1, EntityName {__le32 type, string id}, __le64 global_id.
@@ -141,15 +146,108 @@ void Handshake::send_auth_request(BufferList& out) {
     enc.u64(0);
     req.auth_payload = payload.to_string();
     req.preferred_modes = {wire::kConModeCrc};
+  } else if (settings_.auth.method == wire::kAuthCephx) {
+    send_cephx_request(req);
   } else {
     ss_client_ = std::make_unique<auth::SharedSecretClient>(settings_.auth.secret, settings_.my_name.to_string());
     req.auth_payload = ss_client_->request_payload();
-    if (settings_.auth.mode == wire::kConModeSecure)
-      req.preferred_modes = {wire::kConModeSecure, wire::kConModeCrc};
-    else
-      req.preferred_modes = {wire::kConModeCrc, wire::kConModeSecure};
   }
   send_frame(req, out);
+}
+
+std::string Handshake::peer_label() const {
+  switch (result_.peer_name.type) {
+    case EntityType::Mon: return "the monitor";
+    case EntityType::Osd: return "the osd";
+    case EntityType::Mgr: return "the mgr";
+    case EntityType::Mds: return "the mds";
+    default: return "the server";
+  }
+}
+
+// A monitor gets the cephx exchange proper; any other service the authorizer built from the
+// ticket the monitor gave us for it.
+void Handshake::send_cephx_request(wire::AuthRequestFrame& req) {
+  const AuthSettings& a = settings_.auth;
+  const std::string me = a.cephx_name.to_string();
+  if (result_.peer_name.type == EntityType::Mon) {
+    const auth::CephxKey* key = a.keyring ? a.keyring->find(a.cephx_name) : nullptr;
+    if (key == nullptr)
+      fail("cephx: keyring '" + (a.keyring ? a.keyring->path() : std::string("(none)")) + "' has no key for " + me +
+           " (ms.keyring, ms.auth_name)");
+    cx_mon_ = std::make_unique<auth::CephxMonClient>(a.cephx_name, *key, a.cephx_want);
+    req.auth_payload = cx_mon_->request_payload(0);  // a new global id: we present no old ticket
+    return;
+  }
+  const uint32_t service = static_cast<uint32_t>(result_.peer_name.type);
+  std::optional<auth::CephxTicket> ticket = a.tickets ? a.tickets->get(service) : std::nullopt;
+  if (!ticket)
+    fail("cephx: " + me + " has no ticket for " + peer_label() +
+         "; authenticate with a monitor first (it hands out the service tickets)");
+  const auto now = std::chrono::system_clock::now();
+  if (ticket->expires != std::chrono::system_clock::time_point{} && ticket->expires <= now) {
+    auto ago = std::chrono::duration_cast<std::chrono::seconds>(now - ticket->expires).count();
+    fail("cephx: " + me + "'s ticket for " + peer_label() + " expired " + std::to_string(ago) +
+         " s ago; authenticate with a monitor again for a new one");
+  }
+  cx_authorizer_ = std::make_unique<auth::CephxAuthorizerClient>(*ticket, a.tickets->global_id());
+  req.auth_payload = cx_authorizer_->request_payload();
+}
+
+namespace {
+std::string method_name(uint32_t method) {
+  switch (method) {
+    case wire::kAuthNone: return "none";
+    case wire::kAuthCephx: return "cephx";
+    case wire::kAuthSharedSecret: return "shared_secret";
+    default: return "method " + std::to_string(method);
+  }
+}
+std::string mode_name(uint32_t mode) {
+  return mode == wire::kConModeCrc ? "crc" : mode == wire::kConModeSecure ? "secure" : "mode " + std::to_string(mode);
+}
+template <typename F> std::string join(const std::vector<uint32_t>& v, F name) {
+  std::string s;
+  for (uint32_t x : v) s += (s.empty() ? "" : ", ") + name(x);
+  return s.empty() ? "nothing" : s;
+}
+std::string errno_name(int32_t result) {
+  switch (-result) {
+    case EPERM: return "EPERM";
+    case EACCES: return "EACCES";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EINVAL: return "EINVAL";
+    case EIO: return "EIO";
+    default: return "error " + std::to_string(result);
+  }
+}
+}  // namespace
+
+// AUTH_BAD_METHOD says what the peer wants; turn it into a sentence about our configuration.
+void Handshake::fail_bad_method(const wire::AuthBadMethodFrame& bad) {
+  const std::string peer = peer_label();
+  const uint32_t ours = settings_.auth.method;
+  const bool method_allowed = std::find(bad.allowed_methods.begin(), bad.allowed_methods.end(), ours) !=
+                              bad.allowed_methods.end();
+  if (!method_allowed) {
+    std::string wants = join(bad.allowed_methods, method_name);
+    fail(peer + " requires " + wants + "; Bypass was configured with " + method_name(ours) +
+         " (ms.auth)" + (bad.allowed_methods.size() > 1 ? " [it accepts " + wants + "]" : ""));
+  }
+  if (ours == wire::kAuthCephx && cx_answered_) {
+    const std::string me = settings_.auth.cephx_name.to_string();
+    if (cx_mon_)
+      fail("cephx: " + peer + " rejected " + me + "'s key (" + errno_name(bad.result) + "): either it does not know " +
+           me + " or its key differs from the one in '" +
+           (settings_.auth.keyring ? settings_.auth.keyring->path() : std::string()) + "'");
+    fail("cephx: " + peer + " rejected " + me + "'s ticket (" + errno_name(bad.result) +
+         "): it may have expired or the service's keys rotated; authenticate with a monitor again");
+  }
+  if (ours == wire::kAuthCephx)
+    fail("cephx: " + peer + " refused to start cephx for " + settings_.auth.cephx_name.to_string() + " (" +
+         errno_name(bad.result) + ")");
+  fail(peer + " refused " + method_name(ours) + " (" + errno_name(bad.result) + "); it allows modes [" +
+       join(bad.allowed_modes, mode_name) + "] and Bypass offered ms.mode=" + mode_name(settings_.auth.mode));
 }
 
 void Handshake::install_keys(const auth::SessionKeys& keys) {
@@ -194,7 +292,8 @@ void Handshake::send_client_session(BufferList& out) {
     wire::ClientIdentFrame f;
     f.addrs = mine;
     f.target_addr = target_or_peer_;
-    f.global_id = settings_.my_name.num;
+    // cephx: the monitor assigned us a global id; other services know us by it from the ticket.
+    f.global_id = result_.auth_global_id ? static_cast<int64_t>(result_.auth_global_id) : settings_.my_name.num;
     f.global_seq = session_.global_seq;
     f.supported_features = settings_.features;
     f.required_features = settings_.required_features;
@@ -217,18 +316,16 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
       return;
     }
     case State::Auth: {
-      if (tag == Tag::AuthBadMethod) {
-        auto bad = wire::decode_AuthBadMethodFrame(payload);
-        std::string allowed;
-        for (uint32_t m : bad.allowed_methods) allowed += (allowed.empty() ? "" : ",") + std::to_string(m);
-        fail("server refused auth method " + std::to_string(bad.method) + " (result " +
-             std::to_string(bad.result) + "; it allows methods [" + allowed + "])");
-      }
+      if (tag == Tag::AuthBadMethod) fail_bad_method(wire::decode_AuthBadMethodFrame(payload));
       if (tag == Tag::AuthReplyMore) {
-        expect(ss_client_ != nullptr, "AUTH_REPLY_MORE for an auth method without rounds");
+        expect(ss_client_ || cx_mon_ || cx_authorizer_, "AUTH_REPLY_MORE for an auth method without rounds");
         expect(++auth_attempts_ <= kMaxAuthAttempts, "too many auth rounds");
         auto more = wire::decode_AuthReplyMoreFrame(payload);
-        send_frame(wire::AuthRequestMoreFrame{ss_client_->answer_challenge(more.auth_payload)}, out);
+        std::string answer = ss_client_ ? ss_client_->answer_challenge(more.auth_payload)
+                             : cx_mon_  ? cx_mon_->answer_challenge(more.auth_payload)
+                                        : cx_authorizer_->answer_challenge(more.auth_payload);
+        cx_answered_ = true;
+        send_frame(wire::AuthRequestMoreFrame{answer}, out);
         return;
       }
       expect(tag == Tag::AuthDone, std::string("expected AUTH_DONE, got ") + wire::tag_name(tag));
@@ -236,8 +333,19 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
       expect(done.con_mode == wire::kConModeCrc || done.con_mode == wire::kConModeSecure,
              "server chose unknown connection mode " + std::to_string(done.con_mode));
       result_.con_mode = done.con_mode;
+      const bool secure = done.con_mode == wire::kConModeSecure;
       if (ss_client_) {
         install_keys(ss_client_->finish(done.auth_payload));
+      } else if (cx_mon_) {
+        install_keys(cx_mon_->finish(done.auth_payload, secure));
+        result_.auth_global_id = done.global_id;
+        if (settings_.auth.tickets) {
+          for (const auto& t : cx_mon_->tickets()) settings_.auth.tickets->put(t);
+          settings_.auth.tickets->set_global_id(done.global_id);
+        }
+      } else if (cx_authorizer_) {
+        install_keys(cx_authorizer_->finish(done.auth_payload, secure));
+        result_.auth_global_id = settings_.auth.tickets->global_id();
       } else {
         expect(done.con_mode == wire::kConModeCrc, "secure mode without an auth key");
       }

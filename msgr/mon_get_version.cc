@@ -51,8 +51,11 @@ class VersionReplyCollector : public Dispatcher {
     record_failure("connection refused");
     return true;
   }
-  bool ms_handle_reset(const ConnectionRef&) override {
-    record_failure("connection dropped before the monitor answered");
+  bool ms_handle_reset(const ConnectionRef& con) override {
+    // A failed handshake says why itself (the monitor wants another auth method, rejected our
+    // key, ...); anything else is a drop.
+    const std::string why = con ? con->last_fault() : std::string();
+    record_failure(why.rfind("handshake failed", 0) == 0 ? why : "connection dropped before the monitor answered");
     return true;
   }
 

@@ -51,10 +51,11 @@ struct Mon {
   int port = 0;
   std::string conf;
   bool up = false;
-  Mon() {
-    dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid());
+  // auth "none" or "cephx" (then dir/keyring holds mon. and client.admin).
+  explicit Mon(const std::string& auth = "none") {
+    dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid()) + "-" + auth;
     // The script picks a free port (and another one if that is taken) and writes it into ceph.conf.
-    std::string out = run(std::string(BYPASS_CEPH_MON_UP) + " " + dir + " auto 2>&1");
+    std::string out = run("AUTH=" + auth + " " + std::string(BYPASS_CEPH_MON_UP) + " " + dir + " auto 2>&1");
     conf = dir + "/ceph.conf";
     if (out.find(conf) != std::string::npos) port = mon_port(conf);
     up = port > 0;
@@ -79,6 +80,7 @@ struct Mon {
     run("rm -rf " + dir);
   }
   std::string msgr2_addr() const { return "v2:127.0.0.1:" + std::to_string(port); }
+  std::string keyring() const { return dir + "/keyring"; }
 };
 
 // Records the type of every message the server receives.
@@ -206,6 +208,110 @@ TEST_F(MonProbe, BenchToolMeasuresTheMonitorsRequestRate) {
   EXPECT_NE(compared.out.find("ceph-mon posix d4 [baseline]"), std::string::npos) << compared.out;
   EXPECT_NE(compared.out.find("ceph-mon posix d1"), std::string::npos) << compared.out;
   EXPECT_NE(read_file(dir + "/plot.svg").find("data-case=\"ceph-mon posix d1\""), std::string::npos);
+}
+
+// A monitor that requires cephx (auth * required = cephx) and the admin keyring ceph-authtool made.
+class CephxMonProbe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    mon_ = new Mon("cephx");
+    if (!mon_->up) return;
+    // As in MonProbe: make the two epochs differ so mixed-up answers show.
+    run("timeout 20 ceph -c " + mon_->conf + " osd set noout >/dev/null 2>&1");
+    run("timeout 20 ceph -c " + mon_->conf + " osd unset noout >/dev/null 2>&1");
+    monmap_epoch_ = json_epoch(run("timeout 20 ceph -c " + mon_->conf + " mon dump -f json 2>/dev/null"));
+    osdmap_epoch_ = json_epoch(run("timeout 20 ceph -c " + mon_->conf + " osd dump -f json 2>/dev/null"));
+  }
+  static void TearDownTestSuite() {
+    delete mon_;
+    mon_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(mon_->up);
+    ASSERT_NE(monmap_epoch_, UINT64_MAX) << "ceph mon dump gave no epoch";
+    ASSERT_NE(osdmap_epoch_, monmap_epoch_) << "the osdmap changes did not take";
+  }
+  // bypass-bench ceph-mon-version with `settings` (--set ...) against the cephx monitor.
+  static CommandResult bench(const std::string& settings) {
+    return run_with_status(std::string("timeout 60 ") + BYPASS_BENCH + " --set ms.workers=1 " + settings +
+                           " ceph-mon-version --mon " + mon_->msgr2_addr() + " --timeout 20s 2>&1");
+  }
+  static std::string cephx(const std::string& keyring) { return "--set ms.auth=cephx --set ms.keyring=" + keyring; }
+  static Mon* mon_;
+  static uint64_t monmap_epoch_;
+  static uint64_t osdmap_epoch_;
+};
+Mon* CephxMonProbe::mon_ = nullptr;
+uint64_t CephxMonProbe::monmap_epoch_ = UINT64_MAX;
+uint64_t CephxMonProbe::osdmap_epoch_ = UINT64_MAX;
+
+TEST_F(CephxMonProbe, BenchToolAuthenticatesWithTheAdminKeyringInCrcAndSecureMode) {
+  const std::string want =
+      "monmap " + std::to_string(monmap_epoch_) + "\nosdmap " + std::to_string(osdmap_epoch_) + "\n";
+  for (const char* mode : {"crc", "secure"}) {
+    const CommandResult r = bench(cephx(mon_->keyring()) + " --set ms.mode=" + mode);
+    EXPECT_EQ(r.status, 0) << mode << ": " << r.out;
+    EXPECT_EQ(r.out, want) << mode;
+  }
+}
+
+// In process, so the messenger's counters show which mode the session really used.
+TEST_F(CephxMonProbe, SecureModeIsWhatTheSessionUses) {
+  for (const char* mode : {"crc", "secure"}) {
+    config::Config conf = conf_for_interop();
+    conf.set("ms.auth", "cephx");
+    conf.set("ms.keyring", mon_->keyring());
+    conf.set("ms.mode", mode);
+    EntityAddr addr;
+    ASSERT_TRUE(EntityAddr::parse(mon_->msgr2_addr(), &addr));
+    MessageTypeCollector d;
+    MonClient client = connect_mon_client(conf, addr, d);
+    ASSERT_NE(client.messenger, nullptr) << client.error;
+    client.connection->send_message(std::make_shared<MonGetVersion>(1, "osdmap"));
+    {
+      std::unique_lock<std::mutex> guard(d.lock);
+      d.cv.wait_for(guard, 20s, [&] { return !d.types.empty(); });
+      ASSERT_EQ(d.types.size(), 1u) << mode << ": " << client.connection->last_fault();
+      EXPECT_EQ(d.types.front(), kMsgMonGetVersionReply);
+    }
+    const std::string perf = client.messenger->perf_dump_json();
+    EXPECT_NE(perf.find(std::string("\"links_secure\":") + (std::string(mode) == "secure" ? "1" : "0")), std::string::npos)
+        << mode << ": " << perf;
+    client.messenger->shutdown();
+    client.messenger->wait();
+  }
+}
+
+TEST_F(CephxMonProbe, WrongKeyFailsSayingTheMonitorRejectedIt) {
+  const std::string keyring = mon_->dir + "/wrong.keyring";
+  ASSERT_EQ(run_with_status("ceph-authtool --create-keyring " + keyring + " --gen-key -n client.admin").status, 0);
+  const CommandResult r = bench(cephx(keyring));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("cephx: the monitor rejected client.admin's key"), std::string::npos) << r.out;
+}
+
+TEST_F(CephxMonProbe, UnknownNameFailsNamingIt) {
+  const std::string keyring = mon_->dir + "/nobody.keyring";
+  ASSERT_EQ(run_with_status("ceph-authtool --create-keyring " + keyring + " --gen-key -n client.nobody").status, 0);
+  const CommandResult r = bench(cephx(keyring) + " --set ms.auth_name=client.nobody");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("cephx: the monitor rejected client.nobody's key"), std::string::npos) << r.out;
+  // A name the keyring itself lacks is caught before the monitor is asked.
+  const CommandResult missing = bench(cephx(keyring));
+  EXPECT_EQ(missing.status, 1) << missing.out;
+  EXPECT_NE(missing.out.find("has no key for client.admin"), std::string::npos) << missing.out;
+}
+
+// Issue 13 item 8: the monitor refuses our method; the error says what it wants and what we had.
+TEST_F(CephxMonProbe, AuthNoneAgainstACephxMonitorSaysWhatItRequires) {
+  const CommandResult none = bench("");
+  EXPECT_EQ(none.status, 1) << none.out;
+  EXPECT_NE(none.out.find("the monitor requires cephx; Bypass was configured with none"), std::string::npos)
+      << none.out;
+  const CommandResult shared = bench("--set ms.auth=shared_secret --set ms.secret=x");
+  EXPECT_NE(shared.out.find("the monitor requires cephx; Bypass was configured with shared_secret"),
+            std::string::npos)
+      << shared.out;
 }
 
 // A port nothing listens on: the probe must fail fast with a reason, not wait out its timeout.

@@ -1,13 +1,15 @@
 #!/bin/bash
 # Starts one Ceph monitor (msgr2 only, auth none) on $IP:$PORT (IP defaults to 127.0.0.1) in $D,
 # in the background.
-#   ceph_mon_up.sh DIR PORT|auto [IP]
+#   [AUTH=cephx] ceph_mon_up.sh DIR PORT|auto [IP]
+# AUTH=cephx requires cephx everywhere; $D/keyring then holds mon. and client.admin (all caps).
 # Based on shared/notes/ceph-mini-cluster-up.sh, with its own port and directory so several test
 # runs and engineers do not collide. "auto" picks a random port below the kernel's ephemeral range
 # (so no client socket of a parallel test holds it) and tries another one when it is taken anyway.
 # Prints the ceph.conf path; its "mon host" line has the port. Stop with: kill $(cat $D/mon.pid)
 set -euo pipefail
-D=${1:?dir}; PORT_ARG=${2:?port or auto}; IP=${3:-127.0.0.1}
+D=${1:?dir}; PORT_ARG=${2:?port or auto}; IP=${3:-127.0.0.1}; AUTH=${AUTH:-none}
+case "$AUTH" in none|cephx) ;; *) echo "AUTH must be none or cephx, not '$AUTH'" >&2; exit 2;; esac
 
 # Starts the monitor on $PORT; returns 0 once it answers, 2 when it exited (its port was taken).
 start_mon() {
@@ -18,9 +20,10 @@ start_mon() {
 fsid = $FSID
 mon host = v2:$IP:$PORT
 public addr = $IP
-auth cluster required = none
-auth service required = none
-auth client required = none
+auth cluster required = $AUTH
+auth service required = $AUTH
+auth client required = $AUTH
+keyring = $D/keyring
 ms bind msgr1 = false
 ms bind msgr2 = true
 run dir = $D/run
@@ -32,8 +35,15 @@ mon allow pool size one = true
 mon data = $D/mon.a
 CONF
   C="-c $D/ceph.conf"
+  local mkfs_keyring=()
+  if [ "$AUTH" = cephx ]; then
+    ceph-authtool --create-keyring "$D/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null || return 1
+    ceph-authtool "$D/keyring" --gen-key -n client.admin --cap mon 'allow *' --cap osd 'allow *' \
+      --cap mgr 'allow *' --cap mds 'allow *' >/dev/null || return 1
+    mkfs_keyring=(--keyring "$D/keyring")
+  fi
   monmaptool --create --fsid "$FSID" --addv a "[v2:$IP:$PORT]" --set-min-mon-release pacific "$D/monmap" >/dev/null || return 1
-  ceph-mon $C --mkfs -i a --monmap "$D/monmap" || return 1
+  ceph-mon $C --mkfs -i a --monmap "$D/monmap" "${mkfs_keyring[@]}" || return 1
   setsid ceph-mon $C -i a -f > "$D/log/mon.a.out" 2>&1 < /dev/null &
   local pid=$!
   echo "$pid" > "$D/mon.pid"
