@@ -83,6 +83,7 @@ void AsyncMessenger::configure_auth(const config::Config& conf) {
     throw config::ConfigError(std::string("ms.keyring: ") + e.what());
   }
   auth_.tickets = std::make_shared<auth::CephxTicketStore>();
+  auth_.cephx_secrets = std::make_shared<const auth::CephxServiceSecrets>();
 }
 
 AsyncMessenger::~AsyncMessenger() {

@@ -20,7 +20,7 @@ std::array<uint8_t, 32> transcript_signature(const std::string& key, const Buffe
 }
 
 bool method_supported(uint32_t method) {
-  return method == wire::kAuthNone || method == wire::kAuthSharedSecret;
+  return method == wire::kAuthNone || method == wire::kAuthSharedSecret || method == wire::kAuthCephx;
 }
 }  // namespace
 
@@ -431,6 +431,75 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
   }
 }
 
+// The modes our auth method can provide: secure needs a key, which auth none does not yield.
+std::vector<uint32_t> Handshake::server_modes() const {
+  if (settings_.auth.method == wire::kAuthNone) return {wire::kConModeCrc};
+  return {wire::kConModeCrc, wire::kConModeSecure};
+}
+
+void Handshake::server_auth_request(const wire::AuthRequestFrame& req, BufferList& out) {
+  const std::vector<uint32_t> modes = server_modes();
+  if (req.method != settings_.auth.method || !method_supported(req.method)) {
+    send_frame(wire::AuthBadMethodFrame{req.method, -EOPNOTSUPP, {settings_.auth.method}, modes}, out);
+    return;
+  }
+  // Pick the client's most preferred mode that the method can provide.
+  uint32_t mode = wire::kConModeUnknown;
+  for (uint32_t m : req.preferred_modes) {
+    if (std::find(modes.begin(), modes.end(), m) != modes.end()) {
+      mode = m;
+      break;
+    }
+  }
+  if (mode == wire::kConModeUnknown) {
+    send_frame(wire::AuthBadMethodFrame{req.method, -EOPNOTSUPP, {settings_.auth.method}, modes}, out);
+    return;
+  }
+  result_.con_mode = mode;
+  if (req.method == wire::kAuthNone) {
+    send_frame(wire::AuthDoneFrame{0, mode, ""}, out);
+    finish_auth(out);
+  } else if (req.method == wire::kAuthCephx) {
+    expect(settings_.auth.keyring && settings_.auth.cephx_secrets, "cephx server without a keyring");
+    cx_server_ = std::make_unique<auth::CephxMonServer>(settings_.auth.keyring, settings_.auth.cephx_secrets);
+    try {
+      send_frame(wire::AuthReplyMoreFrame{cx_server_->start(req.auth_payload)}, out);
+    } catch (const auth::AuthError& e) {
+      send_frame(wire::AuthBadMethodFrame{req.method, -EACCES, {settings_.auth.method}, modes}, out);
+      fail(e.what());
+    }
+  } else {
+    ss_server_ = std::make_unique<auth::SharedSecretServer>(settings_.auth.secret);
+    send_frame(wire::AuthReplyMoreFrame{ss_server_->handle_request(req.auth_payload)}, out);
+  }
+}
+
+void Handshake::server_auth_more(std::string_view payload, BufferList& out) {
+  expect(ss_server_ != nullptr || cx_server_ != nullptr, "AUTH_REQUEST_MORE before AUTH_REQUEST");
+  if (cx_server_) {
+    auth::SessionKeys keys;
+    std::string done;
+    try {
+      done = cx_server_->authenticate(payload, result_.con_mode == wire::kConModeSecure, &keys);
+    } catch (const auth::AuthError& e) {
+      // Like a Ceph monitor: EPERM for an unknown name or a wrong key alike.
+      send_frame(wire::AuthBadMethodFrame{wire::kAuthCephx, -EPERM, {wire::kAuthCephx}, server_modes()}, out);
+      fail(e.what());
+    }
+    result_.auth_global_id = cx_server_->global_id();
+    send_frame(wire::AuthDoneFrame{cx_server_->global_id(), result_.con_mode, done}, out);
+    install_keys(keys);
+    finish_auth(out);
+    return;
+  }
+  std::string proof = ss_server_->handle_proof(payload);  // throws on a bad proof
+  auto keys = ss_server_->keys();
+  send_frame(wire::AuthDoneFrame{static_cast<uint64_t>(std::max<int64_t>(0, result_.peer_name.num)),
+                                 result_.con_mode, proof}, out);
+  install_keys(keys);
+  finish_auth(out);
+}
+
 void Handshake::server_frame(Tag tag, std::string_view payload, BufferList& out) {
   switch (state_) {
     case State::Hello: {
@@ -444,45 +513,12 @@ void Handshake::server_frame(Tag tag, std::string_view payload, BufferList& out)
     }
     case State::Auth: {
       if (tag == Tag::AuthRequestMore) {
-        expect(ss_server_ != nullptr, "AUTH_REQUEST_MORE before AUTH_REQUEST");
-        auto more = wire::decode_AuthRequestMoreFrame(payload);
-        std::string proof = ss_server_->handle_proof(more.auth_payload);  // throws on a bad proof
-        auto keys = ss_server_->keys();
-        send_frame(wire::AuthDoneFrame{static_cast<uint64_t>(std::max<int64_t>(0, result_.peer_name.num)),
-                                       result_.con_mode, proof}, out);
-        install_keys(keys);
-        finish_auth(out);
+        server_auth_more(wire::decode_AuthRequestMoreFrame(payload).auth_payload, out);
         return;
       }
       expect(tag == Tag::AuthRequest, std::string("expected AUTH_REQUEST, got ") + wire::tag_name(tag));
       expect(++auth_attempts_ <= kMaxAuthAttempts, "too many auth attempts");
-      auto req = wire::decode_AuthRequestFrame(payload);
-      if (req.method != settings_.auth.method || !method_supported(req.method)) {
-        std::vector<uint32_t> modes = {wire::kConModeCrc};
-        if (settings_.auth.method == wire::kAuthSharedSecret) modes.push_back(wire::kConModeSecure);
-        send_frame(wire::AuthBadMethodFrame{req.method, -95 /* EOPNOTSUPP */, {settings_.auth.method}, modes}, out);
-        return;
-      }
-      // Pick the client's most preferred mode that the method can provide.
-      uint32_t mode = wire::kConModeUnknown;
-      for (uint32_t m : req.preferred_modes) {
-        if (m == wire::kConModeCrc || (m == wire::kConModeSecure && req.method == wire::kAuthSharedSecret)) {
-          mode = m;
-          break;
-        }
-      }
-      if (mode == wire::kConModeUnknown) {
-        send_frame(wire::AuthBadMethodFrame{req.method, -95, {settings_.auth.method}, {wire::kConModeCrc}}, out);
-        return;
-      }
-      result_.con_mode = mode;
-      if (req.method == wire::kAuthNone) {
-        send_frame(wire::AuthDoneFrame{0, mode, ""}, out);
-        finish_auth(out);
-      } else {
-        ss_server_ = std::make_unique<auth::SharedSecretServer>(settings_.auth.secret);
-        send_frame(wire::AuthReplyMoreFrame{ss_server_->handle_request(req.auth_payload)}, out);
-      }
+      server_auth_request(wire::decode_AuthRequestFrame(payload), out);
       return;
     }
     case State::AuthSignature: {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "msgr/auth/cephx_client.h"
+#include "msgr/auth/cephx_server.h"
 #include "msgr/auth/shared_secret.h"
 #include "msgr/entity.h"
 #include "msgr/wire/banner.h"
@@ -41,6 +42,8 @@ struct AuthSettings {
   auth::CephxEntity cephx_name;
   // cephx client: the tickets the monitor handed out, for connections to other services.
   std::shared_ptr<auth::CephxTicketStore> tickets;
+  // cephx server: the secrets our tickets are sealed with.
+  std::shared_ptr<const auth::CephxServiceSecrets> cephx_secrets;
   // cephx client: services (CEPH_ENTITY_TYPE_* bits) to get tickets for from the monitor.
   uint32_t cephx_want = 0x01 | 0x04 | 0x10;  // mon, osd, mgr
 };
@@ -145,6 +148,9 @@ class Handshake {
   void send_cephx_request(wire::AuthRequestFrame& req);
   [[noreturn]] void fail_bad_method(const wire::AuthBadMethodFrame& bad);
   std::string peer_label() const;
+  std::vector<uint32_t> server_modes() const;
+  void server_auth_request(const wire::AuthRequestFrame& req, BufferList& out);
+  void server_auth_more(std::string_view payload, BufferList& out);
   void finish_auth(BufferList& out);
   void send_client_session(BufferList& out);
   void install_keys(const auth::SessionKeys& keys);
@@ -170,6 +176,7 @@ class Handshake {
   std::unique_ptr<auth::SharedSecretServer> ss_server_;
   std::unique_ptr<auth::CephxMonClient> cx_mon_;
   std::unique_ptr<auth::CephxAuthorizerClient> cx_authorizer_;
+  std::unique_ptr<auth::CephxMonServer> cx_server_;
   bool cx_answered_ = false;  // cephx: we sent our proof (AUTH_REQUEST_MORE)
   bool recording_ = true;  // pre-auth transcript, signed in AUTH_SIGNATURE
   BufferList sent_transcript_;

@@ -349,6 +349,42 @@ TEST(CephInterop, CephCliHandshakesWithBypassServer) {
   cli.join();
 }
 
+// The ceph CLI authenticates with cephx against a Bypass server holding its keyring (monitor-style),
+// in secure mode (the CLI's default preference for monitors), then sends its first message.
+TEST(CephInterop, CephCliCompletesCephxWithBypassServer) {
+  const std::string dir = "/tmp/bypass-msgr-interop-cli-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::string keyring = dir + "/keyring";
+  ASSERT_EQ(run_with_status("ceph-authtool --create-keyring " + keyring + " --gen-key -n client.admin").status, 0);
+  MessageTypeCollector d;
+  config::Config conf = conf_for_interop();
+  conf.set("ms.auth", "cephx");
+  conf.set("ms.keyring", keyring);
+  auto msgr = Messenger::create(conf, EntityName{EntityType::Mon, 0});
+  msgr->set_default_policy(Policy::stateless_server());
+  msgr->add_dispatcher(&d);
+  EntityAddr addr;
+  ASSERT_TRUE(EntityAddr::parse("v2:127.0.0.1:0", &addr));
+  ASSERT_EQ(msgr->bind(addr), 0);
+  ASSERT_EQ(msgr->start(), 0);
+  EntityAddr bound = msgr->my_addrs().addrs.at(0);
+  std::string cmd = "timeout 20 ceph -c /dev/null --no-mon-config -m v2:127.0.0.1:" + std::to_string(bound.port()) +
+                    " --keyring " + keyring + " -n client.admin --auth-client-required cephx --connect-timeout 5 -s 2>&1";
+  std::thread cli([&] { run(cmd); });
+  {
+    std::unique_lock<std::mutex> guard(d.lock);
+    d.cv.wait_for(guard, 20s, [&] { return !d.types.empty(); });
+    ASSERT_FALSE(d.types.empty()) << msgr->perf_dump_json();
+    std::printf("ceph CLI's first message after cephx: type %u\n", d.types.front());
+  }
+  const std::string perf = msgr->perf_dump_json();
+  EXPECT_NE(perf.find("\"handshake_failures\":0"), std::string::npos) << perf;
+  EXPECT_NE(perf.find("\"links_secure\":1"), std::string::npos) << perf;
+  msgr->shutdown();
+  cli.join();
+  run("rm -rf " + dir);
+}
+
 }  // namespace
 }  // namespace bypass::msgr
 
