@@ -96,9 +96,11 @@ fi
 conf=$(AUTH=cephx "$mon_up" "$cephx_dir" auto "$kernel_ip" 2>&1 | tail -1)
 if [ "$conf" != "$cephx_dir/ceph.conf" ]; then echo "FAIL: cephx monitor did not start: $conf"; exit 1; fi
 mon_port=$(sed -n 's/^mon host = v2:.*:\([0-9]*\)$/\1/p' "$conf")
+timeout 20 ceph -c "$conf" osd set noout >/dev/null 2>&1  # epochs differ, as above
 monmap=$(timeout 20 ceph -c "$conf" mon dump -f json 2>/dev/null | epoch)
 osdmap=$(timeout 20 ceph -c "$conf" osd dump -f json 2>/dev/null | epoch)
 want=$(printf 'monmap %s\nosdmap %s' "$monmap" "$osdmap")
+if [ "$monmap" = "$osdmap" ]; then echo "FAIL: cephx monitor: monmap '$monmap', osdmap '$osdmap'"; exit 1; fi
 for mode in crc secure; do
   auth_sets=(--set ms.auth=cephx --set "ms.keyring=$cephx_dir/keyring" --set ms.mode=$mode)
   dpdk_bench >"$dir/out" 2>"$dir/err"
