@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "base/log.h"
@@ -59,6 +60,30 @@ AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& nam
       std::chrono::duration_cast<std::chrono::milliseconds>(conf.get_duration("ms.connect_timeout"));
 }
 
+namespace {
+// "secure crc", "crc,secure", "secure" -> CEPH_CON_MODE_* in that order; empty -> empty.
+std::vector<uint32_t> parse_modes(const config::Config& conf, const char* key, bool auth_none) {
+  std::vector<uint32_t> modes;
+  std::string text = conf.get_string(key);
+  for (char& c : text)
+    if (c == ',') c = ' ';
+  size_t pos = 0;
+  while ((pos = text.find_first_not_of(' ', pos)) != std::string::npos) {
+    size_t end = std::min(text.find(' ', pos), text.size());
+    const std::string word = text.substr(pos, end - pos);
+    pos = end;
+    const uint32_t mode = word == "crc" ? wire::kConModeCrc : word == "secure" ? wire::kConModeSecure : 0;
+    if (mode == 0)
+      throw config::ConfigError(std::string(key) + ": '" + word + "' is not a mode; use crc and/or secure, "
+                                "most preferred first (\"secure crc\")");
+    if (std::find(modes.begin(), modes.end(), mode) == modes.end()) modes.push_back(mode);
+  }
+  if (auth_none && !modes.empty() && modes == std::vector<uint32_t>{wire::kConModeSecure})
+    throw config::ConfigError(std::string(key) + "=secure needs ms.auth=cephx or shared_secret (auth none yields no key)");
+  return modes;
+}
+}  // namespace
+
 void AsyncMessenger::configure_auth(const config::Config& conf) {
   const std::string& auth = conf.get_string("ms.auth");
   auth_.method = auth == "shared_secret" ? wire::kAuthSharedSecret
@@ -71,6 +96,10 @@ void AsyncMessenger::configure_auth(const config::Config& conf) {
     throw config::ConfigError("ms.auth=shared_secret needs ms.secret");
   if (auth_.mode == wire::kConModeSecure && auth_.method == wire::kAuthNone)
     throw config::ConfigError("ms.mode=secure needs ms.auth=cephx or shared_secret (auth none yields no key)");
+  const bool none = auth_.method == wire::kAuthNone;
+  auth_.mon_client_modes = parse_modes(conf, "ms.mon_client_mode", none);
+  auth_.client_modes = parse_modes(conf, "ms.client_mode", none);
+  auth_.service_modes = parse_modes(conf, "ms.service_mode", none);
   if (auth_.method != wire::kAuthCephx) return;
   const std::string& name = conf.get_string("ms.auth_name");
   if (!auth::CephxEntity::parse(name, &auth_.cephx_name))

@@ -131,10 +131,7 @@ void Handshake::handle_frame(wire::Frame& frame, BufferList& out) {
 void Handshake::send_auth_request(BufferList& out) {
   wire::AuthRequestFrame req;
   req.method = settings_.auth.method;
-  if (settings_.auth.mode == wire::kConModeSecure)
-    req.preferred_modes = {wire::kConModeSecure, wire::kConModeCrc};
-  else
-    req.preferred_modes = {wire::kConModeCrc, wire::kConModeSecure};
+  req.preferred_modes = client_modes();
   if (settings_.auth.method == wire::kAuthNone) {
     // Ceph's auth-none payload: the entity name and global id (AuthNoneClientHandler):
     // __u8 struct_v=1, EntityName {__le32 type, string id}, __le64 global_id.
@@ -145,7 +142,6 @@ void Handshake::send_auth_request(BufferList& out) {
     enc.blob(std::to_string(settings_.my_name.num));
     enc.u64(0);
     req.auth_payload = payload.to_string();
-    req.preferred_modes = {wire::kConModeCrc};
   } else if (settings_.auth.method == wire::kAuthCephx) {
     send_cephx_request(req);
   } else {
@@ -247,7 +243,8 @@ void Handshake::fail_bad_method(const wire::AuthBadMethodFrame& bad) {
     fail("cephx: " + peer + " refused to start cephx for " + settings_.auth.cephx_name.to_string() + " (" +
          errno_name(bad.result) + ")");
   fail(peer + " refused " + method_name(ours) + " (" + errno_name(bad.result) + "); it allows modes [" +
-       join(bad.allowed_modes, mode_name) + "] and Bypass offered ms.mode=" + mode_name(settings_.auth.mode));
+       join(bad.allowed_modes, mode_name) + "] and Bypass offered [" + join(client_modes(), mode_name) + "] (" +
+       (result_.peer_name.type == EntityType::Mon ? "ms.mon_client_mode" : "ms.client_mode") + ", ms.mode)");
 }
 
 void Handshake::install_keys(const auth::SessionKeys& keys) {
@@ -431,10 +428,24 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
   }
 }
 
-// The modes our auth method can provide: secure needs a key, which auth none does not yield.
+// The modes we accept as a server: ms.service_mode, less what our auth method cannot provide
+// (secure needs a key, which auth none does not yield).
 std::vector<uint32_t> Handshake::server_modes() const {
-  if (settings_.auth.method == wire::kAuthNone) return {wire::kConModeCrc};
-  return {wire::kConModeCrc, wire::kConModeSecure};
+  std::vector<uint32_t> modes = settings_.auth.service_modes;
+  if (modes.empty()) modes = {wire::kConModeCrc, wire::kConModeSecure};
+  if (settings_.auth.method == wire::kAuthNone) std::erase(modes, wire::kConModeSecure);
+  return modes;
+}
+
+// The modes we offer, by the peer type its HELLO named: ms.mon_client_mode or ms.client_mode.
+std::vector<uint32_t> Handshake::client_modes() const {
+  const AuthSettings& a = settings_.auth;
+  std::vector<uint32_t> modes = result_.peer_name.type == EntityType::Mon ? a.mon_client_modes : a.client_modes;
+  if (modes.empty()) {
+    modes = {a.mode, a.mode == wire::kConModeSecure ? wire::kConModeCrc : wire::kConModeSecure};
+  }
+  if (a.method == wire::kAuthNone) std::erase(modes, wire::kConModeSecure);
+  return modes;
 }
 
 void Handshake::server_auth_request(const wire::AuthRequestFrame& req, BufferList& out) {

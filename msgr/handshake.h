@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "msgr/auth/cephx_client.h"
 #include "msgr/auth/cephx_server.h"
@@ -36,6 +37,12 @@ struct AuthSettings {
   uint32_t method = wire::kAuthNone;     // kAuthNone, kAuthCephx or kAuthSharedSecret
   std::string secret;                    // shared_secret only
   uint32_t mode = wire::kConModeCrc;     // preferred: kConModeCrc or kConModeSecure
+  // Modes per peer type, in order of preference (Ceph's ms_mon_client_mode, ms_client_mode,
+  // ms_service_mode); empty: `mode` first, then the other one (a server: whatever the method
+  // can provide).
+  std::vector<uint32_t> mon_client_modes;  // we connect to a monitor
+  std::vector<uint32_t> client_modes;      // we connect to any other service
+  std::vector<uint32_t> service_modes;     // a client connects to us
   uint64_t rekey_after_frames = wire::AesGcmStream::kMaxUnits;
   // cephx: who we are and our key (client), the clients' keys (server).
   std::shared_ptr<const auth::Keyring> keyring;
@@ -149,6 +156,7 @@ class Handshake {
   [[noreturn]] void fail_bad_method(const wire::AuthBadMethodFrame& bad);
   std::string peer_label() const;
   std::vector<uint32_t> server_modes() const;
+  std::vector<uint32_t> client_modes() const;
   void server_auth_request(const wire::AuthRequestFrame& req, BufferList& out);
   void server_auth_more(std::string_view payload, BufferList& out);
   void finish_auth(BufferList& out);

@@ -256,12 +256,15 @@ TEST_F(CephxMonProbe, BenchToolAuthenticatesWithTheAdminKeyringInCrcAndSecureMod
 }
 
 // In process, so the messenger's counters show which mode the session really used.
+// "mon-secure" is ms.mode=crc with ms.mon_client_mode=secure: secure to monitors, crc elsewhere.
 TEST_F(CephxMonProbe, SecureModeIsWhatTheSessionUses) {
-  for (const char* mode : {"crc", "secure"}) {
+  for (const char* mode : {"crc", "secure", "mon-secure"}) {
     config::Config conf = conf_for_interop();
     conf.set("ms.auth", "cephx");
     conf.set("ms.keyring", mon_->keyring());
-    conf.set("ms.mode", mode);
+    const bool mon_secure = std::string(mode) == "mon-secure";
+    conf.set("ms.mode", mon_secure ? "crc" : mode);
+    if (mon_secure) conf.set("ms.mon_client_mode", "secure");
     EntityAddr addr;
     ASSERT_TRUE(EntityAddr::parse(mon_->msgr2_addr(), &addr));
     MessageTypeCollector d;
@@ -275,7 +278,7 @@ TEST_F(CephxMonProbe, SecureModeIsWhatTheSessionUses) {
       EXPECT_EQ(d.types.front(), kMsgMonGetVersionReply);
     }
     const std::string perf = client.messenger->perf_dump_json();
-    EXPECT_NE(perf.find(std::string("\"links_secure\":") + (std::string(mode) == "secure" ? "1" : "0")), std::string::npos)
+    EXPECT_NE(perf.find(std::string("\"links_secure\":") + (std::string(mode) == "crc" ? "0" : "1")), std::string::npos)
         << mode << ": " << perf;
     client.messenger->shutdown();
     client.messenger->wait();

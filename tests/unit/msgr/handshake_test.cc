@@ -19,12 +19,13 @@ struct Pair {
   int server_sessions = 0;
   ReconnectDecision decision;
 
-  Pair(AuthSettings client_auth, AuthSettings server_auth, ClientSession session = {}) {
+  Pair(AuthSettings client_auth, AuthSettings server_auth, ClientSession session = {},
+       EntityType server_type = EntityType::Osd) {
     HandshakeSettings cs;
     cs.my_name = {EntityType::Client, 5};
     cs.auth = client_auth;
     HandshakeSettings ss;
-    ss.my_name = {EntityType::Osd, 1};
+    ss.my_name = {server_type, 1};
     ss.my_addrs.addrs = {addr("v2:127.0.0.1:6800/9")};
     ss.auth = server_auth;
     Handshake::ServerHooks sh;
@@ -125,6 +126,32 @@ TEST(Handshake, MethodMismatchReportsAllowedMethods) {
   EXPECT_NE(run.client->error().find("the osd requires shared_secret; Bypass was configured with none (ms.auth)"),
             std::string::npos)
       << run.client->error();
+}
+
+// ms.mon_client_mode / ms.client_mode: the mode a client offers depends on the peer type the
+// server's HELLO names; ms.service_mode limits what a server accepts.
+TEST(Handshake, ModesPerPeerType) {
+  AuthSettings client = shared("k", wire::kConModeCrc);
+  client.mon_client_modes = {wire::kConModeSecure};
+  client.client_modes = {wire::kConModeCrc};
+  for (EntityType type : {EntityType::Mon, EntityType::Osd}) {
+    Pair run(client, shared("k", wire::kConModeCrc), {}, type);
+    run.pump();
+    ASSERT_EQ(run.client->status(), Handshake::Status::Done) << run.client->error();
+    EXPECT_EQ(run.client->result().con_mode, type == EntityType::Mon ? wire::kConModeSecure : wire::kConModeCrc);
+  }
+  AuthSettings strict = shared("k", wire::kConModeCrc);
+  strict.service_modes = {wire::kConModeSecure};
+  Pair refused(client, strict);
+  refused.pump();
+  EXPECT_EQ(refused.client->status(), Handshake::Status::Failed);
+  EXPECT_NE(refused.client->error().find("it allows modes [secure] and Bypass offered [crc] (ms.client_mode"),
+            std::string::npos)
+      << refused.client->error();
+  Pair accepted(shared("k", wire::kConModeCrc), strict);  // no per-type list: crc, then secure
+  accepted.pump();
+  ASSERT_EQ(accepted.client->status(), Handshake::Status::Done) << accepted.client->error();
+  EXPECT_EQ(accepted.client->result().con_mode, wire::kConModeSecure);
 }
 
 TEST(Handshake, ReconnectOkAndReset) {
