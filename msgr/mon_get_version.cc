@@ -51,6 +51,19 @@ class VersionReplyCollector : public Dispatcher {
     record_failure("connection refused");
     return true;
   }
+  void ms_handle_connect(const ConnectionRef& con) override {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (con && con->peer_name().type == EntityType::Osd) osd_ = con->peer_name().to_string();
+    changed_.notify_all();
+  }
+  // The OSD session: true once its SERVER_IDENT arrived (name in *osd), false on a failure or timeout.
+  bool wait_osd(std::chrono::milliseconds timeout, std::string* osd, std::string* failure) {
+    std::unique_lock<std::mutex> guard(lock_);
+    changed_.wait_for(guard, timeout, [&] { return !osd_.empty() || !failure_.empty(); });
+    *osd = osd_;
+    *failure = failure_;
+    return !osd_.empty();
+  }
   bool ms_handle_reset(const ConnectionRef& con) override {
     // A failed handshake says why itself (the monitor wants another auth method, rejected our
     // key, ...); anything else is a drop.
@@ -84,6 +97,7 @@ class VersionReplyCollector : public Dispatcher {
   std::condition_variable changed_;
   std::map<uint64_t, uint64_t> versions_;  // handle -> version
   std::string failure_;
+  std::string osd_;
 };
 
 }  // namespace
@@ -109,7 +123,7 @@ MonClient connect_mon_client(const config::Config& conf, const EntityAddr& mon, 
 }
 
 MonVersionProbeResult probe_mon_versions(const config::Config& conf, const EntityAddr& mon,
-                                         std::chrono::milliseconds timeout) {
+                                         std::chrono::milliseconds timeout, const EntityAddr* osd) {
   MonVersionProbeResult result;
   const std::string where = "monitor " + mon.to_string();
   VersionReplyCollector collector;
@@ -126,6 +140,15 @@ MonVersionProbeResult probe_mon_versions(const config::Config& conf, const Entit
     result.error = failure.empty()
                        ? where + " did not answer within " + config::format_duration(timeout)
                        : where + ": " + failure;
+  }
+  if (result.ok && osd) {
+    client.messenger->connect_to(EntityType::Osd, EntityAddrVec{{*osd}});
+    if (!collector.wait_osd(timeout, &result.osd_name, &failure)) {
+      result.ok = false;
+      result.error = "osd " + osd->to_string() + (failure.empty() ? " did not answer within " +
+                                                                      config::format_duration(timeout)
+                                                                : ": " + failure);
+    }
   }
   client.messenger->shutdown();
   client.messenger->wait();

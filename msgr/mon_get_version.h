@@ -51,6 +51,7 @@ struct MonVersionProbeResult {
   bool ok = false;
   MonMapVersions versions;  // valid when ok
   std::string error;        // one line saying what failed, when !ok
+  std::string osd_name;     // with an OSD to visit: the name its SERVER_IDENT gave ("osd.0")
 };
 
 // A client messenger talking to one monitor: started, with a lossy client policy, the
@@ -69,7 +70,9 @@ MonClient connect_mon_client(const config::Config& conf, const EntityAddr& mon, 
 // transport: posix, dpdk, ...), asks for the "monmap" and "osdmap" versions and waits at most
 // `timeout` for both answers. Never throws: a transport that cannot start, a refused or dropped
 // connection and a silent monitor all come back as !ok with the reason.
+// With `osd`, the same messenger then opens a session to that OSD (with cephx: the authorizer
+// built from the OSD ticket the monitor handed out) and waits for its SERVER_IDENT.
 MonVersionProbeResult probe_mon_versions(const config::Config& conf, const EntityAddr& mon,
-                                         std::chrono::milliseconds timeout);
+                                         std::chrono::milliseconds timeout, const EntityAddr* osd = nullptr);
 
 }  // namespace bypass::msgr

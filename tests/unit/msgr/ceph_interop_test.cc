@@ -52,13 +52,20 @@ struct Mon {
   std::string conf;
   bool up = false;
   // auth "none" or "cephx" (then dir/keyring holds mon. and client.admin).
-  explicit Mon(const std::string& auth = "none") {
-    dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid()) + "-" + auth;
+  // with_osd: also osd.0 (memstore); its address is then in osd_addr.
+  explicit Mon(const std::string& auth = "none", bool with_osd = false) {
+    dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid()) + "-" + auth + (with_osd ? "-osd" : "");
     // The script picks a free port (and another one if that is taken) and writes it into ceph.conf.
-    std::string out = run("AUTH=" + auth + " " + std::string(BYPASS_CEPH_MON_UP) + " " + dir + " auto 2>&1");
+    std::string out = run("AUTH=" + auth + (with_osd ? " OSD=1 " : " ") + std::string(BYPASS_CEPH_MON_UP) + " " +
+                          dir + " auto 2>&1");
     conf = dir + "/ceph.conf";
     if (out.find(conf) != std::string::npos) port = mon_port(conf);
     up = port > 0;
+    if (up && with_osd) {
+      std::ifstream in(dir + "/osd.addr");
+      std::getline(in, osd_addr);
+      up = !osd_addr.empty();
+    }
     if (!up) std::fprintf(stderr, "monitor start failed:\n%s\n", out.c_str());
   }
   // The port of the "mon host = v2:IP:PORT" line of `conf_path`, or 0.
@@ -70,17 +77,20 @@ struct Mon {
     return 0;
   }
   ~Mon() {
-    std::ifstream pidfile(dir + "/mon.pid");
-    pid_t pid = 0;
-    if (pidfile >> pid && pid > 0) {
-      ::kill(pid, SIGTERM);
-      for (int i = 0; i < 50 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(100ms);
-      if (::kill(pid, 0) == 0) ::kill(pid, SIGKILL);
+    for (const char* daemon : {"/osd.pid", "/mon.pid"}) {
+      std::ifstream pidfile(dir + daemon);
+      pid_t pid = 0;
+      if (pidfile >> pid && pid > 0) {
+        ::kill(pid, SIGTERM);
+        for (int i = 0; i < 50 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(100ms);
+        if (::kill(pid, 0) == 0) ::kill(pid, SIGKILL);
+      }
     }
     run("rm -rf " + dir);
   }
   std::string msgr2_addr() const { return "v2:127.0.0.1:" + std::to_string(port); }
   std::string keyring() const { return dir + "/keyring"; }
+  std::string osd_addr;
 };
 
 // Records the type of every message the server receives.
@@ -315,6 +325,28 @@ TEST_F(CephxMonProbe, AuthNoneAgainstACephxMonitorSaysWhatItRequires) {
   EXPECT_NE(shared.out.find("the monitor requires cephx; Bypass was configured with shared_secret"),
             std::string::npos)
       << shared.out;
+}
+
+// A real ceph-osd (memstore) in a cephx cluster: the client gets the OSD's ticket from the
+// monitor, the OSD challenges the authorizer built from it and answers SERVER_IDENT.
+TEST(CephxOsd, OsdAcceptsTheAuthorizerAndAnswersServerIdent) {
+  if (std::system("command -v ceph-osd >/dev/null 2>&1") != 0) GTEST_SKIP() << "ceph-osd is not installed";
+  Mon cluster("cephx", true);
+  ASSERT_TRUE(cluster.up);
+  for (const char* mode : {"crc", "secure"}) {
+    const CommandResult r = run_with_status(std::string("timeout 60 ") + BYPASS_BENCH +
+                                            " --set ms.workers=1 --set ms.auth=cephx --set ms.keyring=" +
+                                            cluster.keyring() + " --set ms.mode=" + mode + " ceph-mon-version --mon " +
+                                            cluster.msgr2_addr() + " --osd " + cluster.osd_addr + " --timeout 20s 2>&1");
+    EXPECT_EQ(r.status, 0) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("osd.0 " + cluster.osd_addr + ": session established (SERVER_IDENT)"), std::string::npos)
+        << mode << ": " << r.out;
+  }
+  // Auth none against the cephx OSD fails first at the monitor; the client says what it wants.
+  const CommandResult none = run_with_status(std::string("timeout 60 ") + BYPASS_BENCH +
+                                             " --set ms.workers=1 ceph-mon-version --mon " + cluster.msgr2_addr() +
+                                             " --osd " + cluster.osd_addr + " --timeout 20s 2>&1");
+  EXPECT_NE(none.out.find("the monitor requires cephx"), std::string::npos) << none.out;
 }
 
 // A port nothing listens on: the probe must fail fast with a reason, not wait out its timeout.
