@@ -154,6 +154,35 @@ TEST(Handshake, ModesPerPeerType) {
   EXPECT_EQ(accepted.client->result().con_mode, wire::kConModeSecure);
 }
 
+// cephx to a non-monitor uses the ticket the monitor gave for that service: none, or an expired
+// one, fails before anything is sent, saying what to do.
+TEST(Handshake, CephxServiceTicketMissingOrExpired) {
+  AuthSettings client;
+  client.method = wire::kAuthCephx;
+  client.cephx_name = {0x08, "admin"};
+  client.tickets = std::make_shared<auth::CephxTicketStore>();
+  AuthSettings server;
+  server.method = wire::kAuthCephx;
+  {
+    Pair run(client, server);
+    run.pump();
+    EXPECT_EQ(run.client->status(), Handshake::Status::Failed);
+    EXPECT_NE(run.client->error().find("cephx: client.admin has no ticket for the osd; authenticate with a monitor first"),
+              std::string::npos)
+        << run.client->error();
+  }
+  auth::CephxTicket ticket;
+  ticket.service_id = 0x04;
+  ticket.session_key = auth::CephxKey::random();
+  ticket.expires = std::chrono::system_clock::now() - std::chrono::seconds(90);
+  client.tickets->put(ticket);
+  Pair run(client, server);
+  run.pump();
+  EXPECT_EQ(run.client->status(), Handshake::Status::Failed);
+  EXPECT_NE(run.client->error().find("cephx: client.admin's ticket for the osd expired 90 s ago"), std::string::npos)
+      << run.client->error();
+}
+
 TEST(Handshake, ReconnectOkAndReset) {
   ClientSession session{11, 777, 3, 2, 41};
   {
