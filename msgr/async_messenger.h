@@ -47,6 +47,7 @@ class AsyncMessenger final : public Messenger {
   void shutdown() override;
   void wait() override;
   std::string perf_dump_json() const override;
+  std::shared_ptr<auth::CephxTicketStore> cephx_tickets() const override { return auth_.tickets; }
 
   // --- used by connections (any worker thread) ---
   Policy policy_for(EntityType peer_type) const;

@@ -135,6 +135,28 @@ SessionKeys CephxMonClient::finish(std::string_view done_payload, bool secure) {
   return cephx_session_keys(*session_key, connection_secret, secure);
 }
 
+std::string principal_request(const CephxTicket& auth_ticket, uint64_t global_id, uint32_t services) {
+  return encoded([&](wire::Encoder& enc) {
+    enc.u16(kCephxGetPrincipalSessionKey);
+    enc.raw(CephxAuthorizerClient(auth_ticket, global_id).request_payload());
+    enc.u8(1);
+    enc.u32(services);
+  });
+}
+
+std::vector<CephxTicket> principal_reply(std::string_view reply, const CephxKey& auth_session_key) {
+  wire::Decoder dec(reply, "cephx GET_PRINCIPAL_SESSION_KEY reply");
+  uint16_t type = dec.u16("response.request_type");
+  int32_t status = dec.i32("response.status");
+  if (type != kCephxGetPrincipalSessionKey)
+    dec.fail("response.request_type", "answer to request " + std::to_string(type) + ", we asked for 0x200");
+  if (status != 0)
+    throw AuthError("cephx: the monitor refused service tickets (status " + std::to_string(status) + ")");
+  std::vector<CephxTicket> tickets;
+  decode_ticket_reply(dec, auth_session_key, "the renewed service tickets", &tickets);
+  return tickets;
+}
+
 CephxAuthorizerClient::CephxAuthorizerClient(CephxTicket ticket, uint64_t global_id)
     : ticket_(std::move(ticket)), global_id_(global_id), nonce_(random_u64_nonzero()) {}
 

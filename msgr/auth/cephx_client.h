@@ -86,6 +86,14 @@ class CephxMonClient {
   std::vector<CephxTicket> tickets_;
 };
 
+// GET_PRINCIPAL_SESSION_KEY, sent in an MAuth message on an authenticated monitor session to get
+// (or renew) service tickets: the header, an authorizer built from the auth ticket, then
+// CephXServiceTicketRequest {__u8 1, __le32 services}. The reply's tickets are sealed with the
+// auth ticket's session key.
+std::string principal_request(const CephxTicket& auth_ticket, uint64_t global_id, uint32_t services);
+// Throws AuthError with the monitor's status when it refused, or when the reply does not decrypt.
+std::vector<CephxTicket> principal_reply(std::string_view reply, const CephxKey& auth_session_key);
+
 class CephxAuthorizerClient {
  public:
   CephxAuthorizerClient(CephxTicket ticket, uint64_t global_id);

@@ -173,6 +173,7 @@ int run_ceph_mon_version(const config::Config& conf, const CephMonVersionOptions
   }
   out << "monmap " << result.versions.monmap << "\n"
       << "osdmap " << result.versions.osdmap << "\n";
+  if (result.osd_ticket_renewed) out << "osd ticket renewed (cephx GET_PRINCIPAL_SESSION_KEY)\n";
   if (options.osd) out << result.osd_name << " " << options.osd->to_string() << ": session established (SERVER_IDENT)\n";
   return 0;
 }

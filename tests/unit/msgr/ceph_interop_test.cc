@@ -328,7 +328,8 @@ TEST_F(CephxMonProbe, AuthNoneAgainstACephxMonitorSaysWhatItRequires) {
 }
 
 // A real ceph-osd (memstore) in a cephx cluster: the client gets the OSD's ticket from the
-// monitor, the OSD challenges the authorizer built from it and answers SERVER_IDENT.
+// monitor (and renews it with GET_PRINCIPAL_SESSION_KEY), the OSD challenges the authorizer built
+// from it and answers SERVER_IDENT.
 TEST(CephxOsd, OsdAcceptsTheAuthorizerAndAnswersServerIdent) {
   if (std::system("command -v ceph-osd >/dev/null 2>&1") != 0) GTEST_SKIP() << "ceph-osd is not installed";
   Mon cluster("cephx", true);
@@ -339,7 +340,10 @@ TEST(CephxOsd, OsdAcceptsTheAuthorizerAndAnswersServerIdent) {
                                             cluster.keyring() + " --set ms.mode=" + mode + " ceph-mon-version --mon " +
                                             cluster.msgr2_addr() + " --osd " + cluster.osd_addr + " --timeout 20s 2>&1");
     EXPECT_EQ(r.status, 0) << mode << ": " << r.out;
-    EXPECT_NE(r.out.find("osd.0 " + cluster.osd_addr + ": session established (SERVER_IDENT)"), std::string::npos)
+    // The OSD ticket is renewed on the monitor session first, and the OSD accepts the renewed one.
+    EXPECT_NE(r.out.find("osd ticket renewed (cephx GET_PRINCIPAL_SESSION_KEY)\nosd.0 " + cluster.osd_addr +
+                         ": session established (SERVER_IDENT)"),
+              std::string::npos)
         << mode << ": " << r.out;
   }
   // Auth none against the cephx OSD fails first at the monitor; the client says what it wants.
