@@ -230,18 +230,15 @@ void Handshake::fail_bad_method(const wire::AuthBadMethodFrame& bad) {
     fail(peer + " requires " + wants + "; Bypass was configured with " + method_name(ours) +
          " (ms.auth)" + (bad.allowed_methods.size() > 1 ? " [it accepts " + wants + "]" : ""));
   }
-  if (ours == wire::kAuthCephx && cx_answered_) {
-    const std::string me = settings_.auth.cephx_name.to_string();
-    if (cx_mon_)
-      fail("cephx: " + peer + " rejected " + me + "'s key (" + errno_name(bad.result) + "): either it does not know " +
-           me + " or its key differs from the one in '" +
-           (settings_.auth.keyring ? settings_.auth.keyring->path() : std::string()) + "'");
+  const std::string me = settings_.auth.cephx_name.to_string();
+  if (cx_mon_ && cx_answered_)
+    fail("cephx: " + peer + " rejected " + me + "'s key (" + errno_name(bad.result) + "): either it does not know " +
+         me + " or its key differs from the one in '" +
+         (settings_.auth.keyring ? settings_.auth.keyring->path() : std::string()) + "'");
+  if (cx_authorizer_)
     fail("cephx: " + peer + " rejected " + me + "'s ticket (" + errno_name(bad.result) +
          "): it may have expired or the service's keys rotated; authenticate with a monitor again");
-  }
-  if (ours == wire::kAuthCephx)
-    fail("cephx: " + peer + " refused to start cephx for " + settings_.auth.cephx_name.to_string() + " (" +
-         errno_name(bad.result) + ")");
+  // The method suits the peer, so the refusal is about the modes.
   fail(peer + " refused " + method_name(ours) + " (" + errno_name(bad.result) + "); it allows modes [" +
        join(bad.allowed_modes, mode_name) + "] and Bypass offered [" + join(client_modes(), mode_name) + "] (" +
        (result_.peer_name.type == EntityType::Mon ? "ms.mon_client_mode" : "ms.client_mode") + ", ms.mode)");
