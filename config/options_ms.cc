@@ -39,11 +39,28 @@ void register_ms_options(Registry& r) {
   r.add({.name = "ms.keepalive_timeout", .type = OptionType::Duration, .default_value = "30s",
          .help = "Fault a connection when nothing arrived from the peer for this long; 0 disables.", .min = 0});
   r.add({.name = "ms.mode", .type = OptionType::Enum, .default_value = "crc",
-         .help = "Preferred connection mode: crc (crc32c integrity) or secure (AES-128-GCM; needs ms.auth=shared_secret).",
+         .help = "Preferred connection mode: crc (crc32c integrity) or secure (AES-128-GCM; needs ms.auth=cephx or shared_secret).",
          .enum_values = {"crc", "secure"}});
+  // Per peer type, as Ceph's ms_mon_client_mode / ms_client_mode / ms_service_mode: e.g. secure to
+  // the monitors (keys travel there) and crc to the OSDs (bulk data).
+  r.add({.name = "ms.mon_client_mode", .type = OptionType::String, .default_value = "",
+         .help = "Modes offered to monitors, most preferred first (\"secure crc\", \"secure\", \"crc\"); "
+                 "empty: ms.mode, then the other one."});
+  r.add({.name = "ms.client_mode", .type = OptionType::String, .default_value = "",
+         .help = "Modes offered to any other service (osd, mgr, mds, a Bypass server), most preferred first; "
+                 "empty: ms.mode, then the other one."});
+  r.add({.name = "ms.service_mode", .type = OptionType::String, .default_value = "",
+         .help = "Modes accepted from clients (the client's preference picks among them), e.g. \"secure\" to "
+                 "refuse crc; empty: every mode ms.auth can provide."});
   r.add({.name = "ms.auth", .type = OptionType::Enum, .default_value = "none",
-         .help = "Authentication: none (Ceph auth none) or shared_secret (HMAC-SHA256 challenge-response on ms.secret).",
-         .enum_values = {"none", "shared_secret"}});
+         .help = "Authentication: none (Ceph auth none), cephx (Ceph's tickets; keys from ms.keyring) or "
+                 "shared_secret (HMAC-SHA256 challenge-response on ms.secret).",
+         .enum_values = {"none", "cephx", "shared_secret"}});
+  r.add({.name = "ms.keyring", .type = OptionType::String, .default_value = "",
+         .help = "cephx: a Ceph keyring file ([client.admin] key = ...): our own key as a client, the "
+                 "clients' keys as a server."});
+  r.add({.name = "ms.auth_name", .type = OptionType::String, .default_value = "client.admin",
+         .help = "cephx: the entity we authenticate as (TYPE.ID, e.g. client.admin)."});
   r.add({.name = "ms.secret", .type = OptionType::String, .default_value = "",
          .help = "Shared secret for ms.auth=shared_secret (same on both peers)."});
   r.add({.name = "ms.rekey_after_frames", .type = OptionType::Int, .default_value = "4294967296",

@@ -545,6 +545,7 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
                    shared_from_this());
     }
   }
+  if (result.con_mode == wire::kConModeSecure) bump(msgr_.perf().links_secure);  // handshakes ending in secure mode
   connected_.store(true, std::memory_order_release);
   flush_queue();
 }
@@ -801,6 +802,10 @@ void AsyncConnection::fault(const LinkRef& link, const std::string& why) {
   bool was_open = link->open;
   bump(msgr_.perf().faults);
   BYPASS_LOG(Info, "msgr", "%s: fault: %s", describe().c_str(), why.c_str());
+  {
+    std::lock_guard<std::mutex> guard(peer_lock_);
+    last_fault_ = why;
+  }
   drop_link(link);
   if (!attached) return;
   connected_.store(false, std::memory_order_release);

@@ -37,6 +37,10 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   EntityName peer_name() const override;
   EntityAddrVec peer_addrs() const override;
   bool is_lossy() const override { return policy_.lossy; }
+  std::string last_fault() const override {
+    std::lock_guard<std::mutex> guard(peer_lock_);
+    return last_fault_;
+  }
   void mark_down() override;
 
   // Worker thread.
@@ -94,9 +98,10 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   std::atomic<Message*> handovers_{nullptr};  // lock-free stack, newest first
   std::atomic<bool> closed_{false};            // written on the worker only
   std::atomic<bool> connected_{false};
-  mutable std::mutex peer_lock_;  // peer_name_/peer_addrs_ for readers on other threads
+  mutable std::mutex peer_lock_;  // peer_name_/peer_addrs_/last_fault_ for readers on other threads
   EntityName peer_name_;         // written under peer_lock_
   EntityAddrVec peer_addrs_;     // written under peer_lock_
+  std::string last_fault_;       // written under peer_lock_
 
   // Worker-thread state.
   LinkRef link_;

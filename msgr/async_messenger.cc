@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "base/log.h"
@@ -40,15 +41,7 @@ AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& nam
   timings_.keepalive_timeout = conf.get_duration("ms.keepalive_timeout");
   timings_.backoff_min = conf.get_duration("ms.reconnect_backoff_min");
   timings_.backoff_max = conf.get_duration("ms.reconnect_backoff_max");
-  const std::string& auth = conf.get_string("ms.auth");
-  auth_.method = auth == "shared_secret" ? wire::kAuthSharedSecret : wire::kAuthNone;
-  auth_.secret = conf.get_string("ms.secret");
-  auth_.mode = conf.get_string("ms.mode") == "secure" ? wire::kConModeSecure : wire::kConModeCrc;
-  auth_.rekey_after_frames = static_cast<uint64_t>(conf.get_int("ms.rekey_after_frames"));
-  if (auth_.method == wire::kAuthSharedSecret && auth_.secret.empty())
-    throw config::ConfigError("ms.auth=shared_secret needs ms.secret");
-  if (auth_.mode == wire::kConModeSecure && auth_.method != wire::kAuthSharedSecret)
-    throw config::ConfigError("ms.mode=secure needs ms.auth=shared_secret (auth none yields no key)");
+  configure_auth(conf);
   uint64_t segment = conf.get_size("ms.max_frame_segment");
   uint64_t message = conf.get_size("ms.max_message_size");
   limits_.max_segment = static_cast<uint32_t>(std::min<uint64_t>(segment, message));
@@ -65,6 +58,61 @@ AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& nam
   socket_options_.sndbuf_bytes = static_cast<int>(conf.get_size("ms.tcp_sndbuf"));
   socket_options_.connect_timeout =
       std::chrono::duration_cast<std::chrono::milliseconds>(conf.get_duration("ms.connect_timeout"));
+}
+
+namespace {
+// "secure crc", "crc,secure", "secure" -> CEPH_CON_MODE_* in that order; empty -> empty.
+std::vector<uint32_t> parse_modes(const config::Config& conf, const char* key, bool auth_none) {
+  std::vector<uint32_t> modes;
+  std::string text = conf.get_string(key);
+  for (char& c : text)
+    if (c == ',') c = ' ';
+  size_t pos = 0;
+  while ((pos = text.find_first_not_of(' ', pos)) != std::string::npos) {
+    size_t end = std::min(text.find(' ', pos), text.size());
+    const std::string word = text.substr(pos, end - pos);
+    pos = end;
+    const uint32_t mode = word == "crc" ? wire::kConModeCrc : word == "secure" ? wire::kConModeSecure : 0;
+    if (mode == 0)
+      throw config::ConfigError(std::string(key) + ": '" + word + "' is not a mode; use crc and/or secure, "
+                                "most preferred first (\"secure crc\")");
+    if (std::find(modes.begin(), modes.end(), mode) == modes.end()) modes.push_back(mode);
+  }
+  if (auth_none && !modes.empty() && modes == std::vector<uint32_t>{wire::kConModeSecure})
+    throw config::ConfigError(std::string(key) + "=secure needs ms.auth=cephx or shared_secret (auth none yields no key)");
+  return modes;
+}
+}  // namespace
+
+void AsyncMessenger::configure_auth(const config::Config& conf) {
+  const std::string& auth = conf.get_string("ms.auth");
+  auth_.method = auth == "shared_secret" ? wire::kAuthSharedSecret
+                 : auth == "cephx"       ? wire::kAuthCephx
+                                         : wire::kAuthNone;
+  auth_.secret = conf.get_string("ms.secret");
+  auth_.mode = conf.get_string("ms.mode") == "secure" ? wire::kConModeSecure : wire::kConModeCrc;
+  auth_.rekey_after_frames = static_cast<uint64_t>(conf.get_int("ms.rekey_after_frames"));
+  if (auth_.method == wire::kAuthSharedSecret && auth_.secret.empty())
+    throw config::ConfigError("ms.auth=shared_secret needs ms.secret");
+  if (auth_.mode == wire::kConModeSecure && auth_.method == wire::kAuthNone)
+    throw config::ConfigError("ms.mode=secure needs ms.auth=cephx or shared_secret (auth none yields no key)");
+  const bool none = auth_.method == wire::kAuthNone;
+  auth_.mon_client_modes = parse_modes(conf, "ms.mon_client_mode", none);
+  auth_.client_modes = parse_modes(conf, "ms.client_mode", none);
+  auth_.service_modes = parse_modes(conf, "ms.service_mode", none);
+  if (auth_.method != wire::kAuthCephx) return;
+  const std::string& name = conf.get_string("ms.auth_name");
+  if (!auth::CephxEntity::parse(name, &auth_.cephx_name))
+    throw config::ConfigError("ms.auth_name: '" + name + "' is not an entity name like client.admin");
+  const std::string& keyring = conf.get_string("ms.keyring");
+  if (keyring.empty()) throw config::ConfigError("ms.auth=cephx needs ms.keyring (a Ceph keyring file)");
+  try {
+    auth_.keyring = std::make_shared<const auth::Keyring>(auth::Keyring::load(keyring));
+  } catch (const auth::AuthError& e) {
+    throw config::ConfigError(std::string("ms.keyring: ") + e.what());
+  }
+  auth_.tickets = std::make_shared<auth::CephxTicketStore>();
+  auth_.cephx_secrets = std::make_shared<const auth::CephxServiceSecrets>();
 }
 
 AsyncMessenger::~AsyncMessenger() {

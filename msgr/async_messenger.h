@@ -48,6 +48,7 @@ class AsyncMessenger final : public Messenger {
   void shutdown() override;
   void wait() override;
   std::string perf_dump_json() const override;
+  std::shared_ptr<auth::CephxTicketStore> cephx_tickets() const override { return auth_.tickets; }
 
   // --- used by connections (any worker thread) ---
   Policy policy_for(EntityType peer_type) const;
@@ -88,6 +89,8 @@ class AsyncMessenger final : public Messenger {
   bool owns_stack_;  // false: shared with other messengers, which may still run on it
   SocketOptions socket_options_;
   MessengerTimings timings_;
+  // ms.auth and what it needs (keys, keyring); throws config::ConfigError.
+  void configure_auth(const config::Config& conf);
   AuthSettings auth_;
   wire::FrameLimits limits_;
   uint64_t policy_throttle_bytes_;

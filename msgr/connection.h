@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "msgr/entity.h"
 #include "msgr/message.h"
@@ -22,6 +23,9 @@ class Connection {
   virtual EntityName peer_name() const = 0;
   virtual EntityAddrVec peer_addrs() const = 0;
   virtual bool is_lossy() const = 0;
+  // Why the link last failed ("handshake failed in auth: cephx: ..."), empty while none did; for
+  // saying what went wrong after ms_handle_reset / ms_handle_refused.
+  virtual std::string last_fault() const = 0;
   // Close the session now: queued and unacknowledged messages are dropped, no reconnect.
   virtual void mark_down() = 0;
 };

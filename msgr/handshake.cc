@@ -1,6 +1,7 @@
 #include "msgr/handshake.h"
 
 #include <algorithm>
+#include <cerrno>
 
 #include "base/log.h"
 
@@ -19,7 +20,7 @@ std::array<uint8_t, 32> transcript_signature(const std::string& key, const Buffe
 }
 
 bool method_supported(uint32_t method) {
-  return method == wire::kAuthNone || method == wire::kAuthSharedSecret;
+  return method == wire::kAuthNone || method == wire::kAuthSharedSecret || method == wire::kAuthCephx;
 }
 }  // namespace
 
@@ -130,6 +131,7 @@ void Handshake::handle_frame(wire::Frame& frame, BufferList& out) {
 void Handshake::send_auth_request(BufferList& out) {
   wire::AuthRequestFrame req;
   req.method = settings_.auth.method;
+  req.preferred_modes = client_modes();
   if (settings_.auth.method == wire::kAuthNone) {
     // Ceph's auth-none payload: the entity name and global id (AuthNoneClientHandler):
     // __u8 struct_v=1, EntityName {__le32 type, string id}, __le64 global_id.
@@ -140,16 +142,106 @@ void Handshake::send_auth_request(BufferList& out) {
     enc.blob(std::to_string(settings_.my_name.num));
     enc.u64(0);
     req.auth_payload = payload.to_string();
-    req.preferred_modes = {wire::kConModeCrc};
+  } else if (settings_.auth.method == wire::kAuthCephx) {
+    send_cephx_request(req);
   } else {
     ss_client_ = std::make_unique<auth::SharedSecretClient>(settings_.auth.secret, settings_.my_name.to_string());
     req.auth_payload = ss_client_->request_payload();
-    if (settings_.auth.mode == wire::kConModeSecure)
-      req.preferred_modes = {wire::kConModeSecure, wire::kConModeCrc};
-    else
-      req.preferred_modes = {wire::kConModeCrc, wire::kConModeSecure};
   }
   send_frame(req, out);
+}
+
+std::string Handshake::peer_label() const {
+  switch (result_.peer_name.type) {
+    case EntityType::Mon: return "the monitor";
+    case EntityType::Osd: return "the osd";
+    case EntityType::Mgr: return "the mgr";
+    case EntityType::Mds: return "the mds";
+    default: return "the server";
+  }
+}
+
+// A monitor gets the cephx exchange proper; any other service the authorizer built from the
+// ticket the monitor gave us for it.
+void Handshake::send_cephx_request(wire::AuthRequestFrame& req) {
+  const AuthSettings& a = settings_.auth;
+  const std::string me = a.cephx_name.to_string();
+  if (result_.peer_name.type == EntityType::Mon) {
+    const auth::CephxKey* key = a.keyring ? a.keyring->find(a.cephx_name) : nullptr;
+    if (key == nullptr)
+      fail("cephx: keyring '" + (a.keyring ? a.keyring->path() : std::string("(none)")) + "' has no key for " + me +
+           " (ms.keyring, ms.auth_name)");
+    cx_mon_ = std::make_unique<auth::CephxMonClient>(a.cephx_name, *key, a.cephx_want);
+    req.auth_payload = cx_mon_->request_payload(0);  // a new global id: we present no old ticket
+    return;
+  }
+  const uint32_t service = static_cast<uint32_t>(result_.peer_name.type);
+  std::optional<auth::CephxTicket> ticket = a.tickets ? a.tickets->get(service) : std::nullopt;
+  if (!ticket)
+    fail("cephx: " + me + " has no ticket for " + peer_label() +
+         "; authenticate with a monitor first (it hands out the service tickets)");
+  const auto now = std::chrono::system_clock::now();
+  if (ticket->expires != std::chrono::system_clock::time_point{} && ticket->expires <= now) {
+    auto ago = std::chrono::duration_cast<std::chrono::seconds>(now - ticket->expires).count();
+    fail("cephx: " + me + "'s ticket for " + peer_label() + " expired " + std::to_string(ago) +
+         " s ago; authenticate with a monitor again for a new one");
+  }
+  cx_authorizer_ = std::make_unique<auth::CephxAuthorizerClient>(*ticket, a.tickets->global_id());
+  req.auth_payload = cx_authorizer_->request_payload();
+}
+
+namespace {
+std::string method_name(uint32_t method) {
+  switch (method) {
+    case wire::kAuthNone: return "none";
+    case wire::kAuthCephx: return "cephx";
+    case wire::kAuthSharedSecret: return "shared_secret";
+    default: return "method " + std::to_string(method);
+  }
+}
+std::string mode_name(uint32_t mode) {
+  return mode == wire::kConModeCrc ? "crc" : mode == wire::kConModeSecure ? "secure" : "mode " + std::to_string(mode);
+}
+template <typename F> std::string join(const std::vector<uint32_t>& v, F name) {
+  std::string s;
+  for (uint32_t x : v) s += (s.empty() ? "" : ", ") + name(x);
+  return s.empty() ? "nothing" : s;
+}
+std::string errno_name(int32_t result) {
+  switch (-result) {
+    case EPERM: return "EPERM";
+    case EACCES: return "EACCES";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EINVAL: return "EINVAL";
+    case EIO: return "EIO";
+    default: return "error " + std::to_string(result);
+  }
+}
+}  // namespace
+
+// AUTH_BAD_METHOD says what the peer wants; turn it into a sentence about our configuration.
+void Handshake::fail_bad_method(const wire::AuthBadMethodFrame& bad) {
+  const std::string peer = peer_label();
+  const uint32_t ours = settings_.auth.method;
+  const bool method_allowed = std::find(bad.allowed_methods.begin(), bad.allowed_methods.end(), ours) !=
+                              bad.allowed_methods.end();
+  if (!method_allowed) {
+    std::string wants = join(bad.allowed_methods, method_name);
+    fail(peer + " requires " + wants + "; Bypass was configured with " + method_name(ours) +
+         " (ms.auth)" + (bad.allowed_methods.size() > 1 ? " [it accepts " + wants + "]" : ""));
+  }
+  const std::string me = settings_.auth.cephx_name.to_string();
+  if (cx_mon_ && cx_answered_)
+    fail("cephx: " + peer + " rejected " + me + "'s key (" + errno_name(bad.result) + "): either it does not know " +
+         me + " or its key differs from the one in '" +
+         (settings_.auth.keyring ? settings_.auth.keyring->path() : std::string()) + "'");
+  if (cx_authorizer_)
+    fail("cephx: " + peer + " rejected " + me + "'s ticket (" + errno_name(bad.result) +
+         "): it may have expired or the service's keys rotated; authenticate with a monitor again");
+  // The method suits the peer, so the refusal is about the modes.
+  fail(peer + " refused " + method_name(ours) + " (" + errno_name(bad.result) + "); it allows modes [" +
+       join(bad.allowed_modes, mode_name) + "] and Bypass offered [" + join(client_modes(), mode_name) + "] (" +
+       (result_.peer_name.type == EntityType::Mon ? "ms.mon_client_mode" : "ms.client_mode") + ", ms.mode)");
 }
 
 void Handshake::install_keys(const auth::SessionKeys& keys) {
@@ -194,7 +286,8 @@ void Handshake::send_client_session(BufferList& out) {
     wire::ClientIdentFrame f;
     f.addrs = mine;
     f.target_addr = target_or_peer_;
-    f.global_id = settings_.my_name.num;
+    // cephx: the monitor assigned us a global id; other services know us by it from the ticket.
+    f.global_id = result_.auth_global_id ? static_cast<int64_t>(result_.auth_global_id) : settings_.my_name.num;
     f.global_seq = session_.global_seq;
     f.supported_features = settings_.features;
     f.required_features = settings_.required_features;
@@ -217,18 +310,16 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
       return;
     }
     case State::Auth: {
-      if (tag == Tag::AuthBadMethod) {
-        auto bad = wire::decode_AuthBadMethodFrame(payload);
-        std::string allowed;
-        for (uint32_t m : bad.allowed_methods) allowed += (allowed.empty() ? "" : ",") + std::to_string(m);
-        fail("server refused auth method " + std::to_string(bad.method) + " (result " +
-             std::to_string(bad.result) + "; it allows methods [" + allowed + "])");
-      }
+      if (tag == Tag::AuthBadMethod) fail_bad_method(wire::decode_AuthBadMethodFrame(payload));
       if (tag == Tag::AuthReplyMore) {
-        expect(ss_client_ != nullptr, "AUTH_REPLY_MORE for an auth method without rounds");
+        expect(ss_client_ || cx_mon_ || cx_authorizer_, "AUTH_REPLY_MORE for an auth method without rounds");
         expect(++auth_attempts_ <= kMaxAuthAttempts, "too many auth rounds");
         auto more = wire::decode_AuthReplyMoreFrame(payload);
-        send_frame(wire::AuthRequestMoreFrame{ss_client_->answer_challenge(more.auth_payload)}, out);
+        std::string answer = ss_client_ ? ss_client_->answer_challenge(more.auth_payload)
+                             : cx_mon_  ? cx_mon_->answer_challenge(more.auth_payload)
+                                        : cx_authorizer_->answer_challenge(more.auth_payload);
+        cx_answered_ = true;
+        send_frame(wire::AuthRequestMoreFrame{answer}, out);
         return;
       }
       expect(tag == Tag::AuthDone, std::string("expected AUTH_DONE, got ") + wire::tag_name(tag));
@@ -236,8 +327,19 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
       expect(done.con_mode == wire::kConModeCrc || done.con_mode == wire::kConModeSecure,
              "server chose unknown connection mode " + std::to_string(done.con_mode));
       result_.con_mode = done.con_mode;
+      const bool secure = done.con_mode == wire::kConModeSecure;
       if (ss_client_) {
         install_keys(ss_client_->finish(done.auth_payload));
+      } else if (cx_mon_) {
+        install_keys(cx_mon_->finish(done.auth_payload, secure));
+        result_.auth_global_id = done.global_id;
+        if (settings_.auth.tickets) {
+          for (const auto& t : cx_mon_->tickets()) settings_.auth.tickets->put(t);
+          settings_.auth.tickets->set_global_id(done.global_id);
+        }
+      } else if (cx_authorizer_) {
+        install_keys(cx_authorizer_->finish(done.auth_payload, secure));
+        result_.auth_global_id = settings_.auth.tickets->global_id();
       } else {
         expect(done.con_mode == wire::kConModeCrc, "secure mode without an auth key");
       }
@@ -323,6 +425,89 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
   }
 }
 
+// The modes we accept as a server: ms.service_mode, less what our auth method cannot provide
+// (secure needs a key, which auth none does not yield).
+std::vector<uint32_t> Handshake::server_modes() const {
+  std::vector<uint32_t> modes = settings_.auth.service_modes;
+  if (modes.empty()) modes = {wire::kConModeCrc, wire::kConModeSecure};
+  if (settings_.auth.method == wire::kAuthNone) std::erase(modes, wire::kConModeSecure);
+  return modes;
+}
+
+// The modes we offer, by the peer type its HELLO named: ms.mon_client_mode or ms.client_mode.
+std::vector<uint32_t> Handshake::client_modes() const {
+  const AuthSettings& a = settings_.auth;
+  std::vector<uint32_t> modes = result_.peer_name.type == EntityType::Mon ? a.mon_client_modes : a.client_modes;
+  if (modes.empty()) {
+    modes = {a.mode, a.mode == wire::kConModeSecure ? wire::kConModeCrc : wire::kConModeSecure};
+  }
+  if (a.method == wire::kAuthNone) std::erase(modes, wire::kConModeSecure);
+  return modes;
+}
+
+void Handshake::server_auth_request(const wire::AuthRequestFrame& req, BufferList& out) {
+  const std::vector<uint32_t> modes = server_modes();
+  if (req.method != settings_.auth.method || !method_supported(req.method)) {
+    send_frame(wire::AuthBadMethodFrame{req.method, -EOPNOTSUPP, {settings_.auth.method}, modes}, out);
+    return;
+  }
+  // Pick the client's most preferred mode that the method can provide.
+  uint32_t mode = wire::kConModeUnknown;
+  for (uint32_t m : req.preferred_modes) {
+    if (std::find(modes.begin(), modes.end(), m) != modes.end()) {
+      mode = m;
+      break;
+    }
+  }
+  if (mode == wire::kConModeUnknown) {
+    send_frame(wire::AuthBadMethodFrame{req.method, -EOPNOTSUPP, {settings_.auth.method}, modes}, out);
+    return;
+  }
+  result_.con_mode = mode;
+  if (req.method == wire::kAuthNone) {
+    send_frame(wire::AuthDoneFrame{0, mode, ""}, out);
+    finish_auth(out);
+  } else if (req.method == wire::kAuthCephx) {
+    expect(settings_.auth.keyring && settings_.auth.cephx_secrets, "cephx server without a keyring");
+    cx_server_ = std::make_unique<auth::CephxMonServer>(settings_.auth.keyring, settings_.auth.cephx_secrets);
+    try {
+      send_frame(wire::AuthReplyMoreFrame{cx_server_->start(req.auth_payload)}, out);
+    } catch (const auth::AuthError& e) {
+      send_frame(wire::AuthBadMethodFrame{req.method, -EACCES, {settings_.auth.method}, modes}, out);
+      fail(e.what());
+    }
+  } else {
+    ss_server_ = std::make_unique<auth::SharedSecretServer>(settings_.auth.secret);
+    send_frame(wire::AuthReplyMoreFrame{ss_server_->handle_request(req.auth_payload)}, out);
+  }
+}
+
+void Handshake::server_auth_more(std::string_view payload, BufferList& out) {
+  expect(ss_server_ != nullptr || cx_server_ != nullptr, "AUTH_REQUEST_MORE before AUTH_REQUEST");
+  if (cx_server_) {
+    auth::SessionKeys keys;
+    std::string done;
+    try {
+      done = cx_server_->authenticate(payload, result_.con_mode == wire::kConModeSecure, &keys);
+    } catch (const auth::AuthError& e) {
+      // Like a Ceph monitor: EPERM for an unknown name or a wrong key alike.
+      send_frame(wire::AuthBadMethodFrame{wire::kAuthCephx, -EPERM, {wire::kAuthCephx}, server_modes()}, out);
+      fail(e.what());
+    }
+    result_.auth_global_id = cx_server_->global_id();
+    send_frame(wire::AuthDoneFrame{cx_server_->global_id(), result_.con_mode, done}, out);
+    install_keys(keys);
+    finish_auth(out);
+    return;
+  }
+  std::string proof = ss_server_->handle_proof(payload);  // throws on a bad proof
+  auto keys = ss_server_->keys();
+  send_frame(wire::AuthDoneFrame{static_cast<uint64_t>(std::max<int64_t>(0, result_.peer_name.num)),
+                                 result_.con_mode, proof}, out);
+  install_keys(keys);
+  finish_auth(out);
+}
+
 void Handshake::server_frame(Tag tag, std::string_view payload, BufferList& out) {
   switch (state_) {
     case State::Hello: {
@@ -336,45 +521,12 @@ void Handshake::server_frame(Tag tag, std::string_view payload, BufferList& out)
     }
     case State::Auth: {
       if (tag == Tag::AuthRequestMore) {
-        expect(ss_server_ != nullptr, "AUTH_REQUEST_MORE before AUTH_REQUEST");
-        auto more = wire::decode_AuthRequestMoreFrame(payload);
-        std::string proof = ss_server_->handle_proof(more.auth_payload);  // throws on a bad proof
-        auto keys = ss_server_->keys();
-        send_frame(wire::AuthDoneFrame{static_cast<uint64_t>(std::max<int64_t>(0, result_.peer_name.num)),
-                                       result_.con_mode, proof}, out);
-        install_keys(keys);
-        finish_auth(out);
+        server_auth_more(wire::decode_AuthRequestMoreFrame(payload).auth_payload, out);
         return;
       }
       expect(tag == Tag::AuthRequest, std::string("expected AUTH_REQUEST, got ") + wire::tag_name(tag));
       expect(++auth_attempts_ <= kMaxAuthAttempts, "too many auth attempts");
-      auto req = wire::decode_AuthRequestFrame(payload);
-      if (req.method != settings_.auth.method || !method_supported(req.method)) {
-        std::vector<uint32_t> modes = {wire::kConModeCrc};
-        if (settings_.auth.method == wire::kAuthSharedSecret) modes.push_back(wire::kConModeSecure);
-        send_frame(wire::AuthBadMethodFrame{req.method, -95 /* EOPNOTSUPP */, {settings_.auth.method}, modes}, out);
-        return;
-      }
-      // Pick the client's most preferred mode that the method can provide.
-      uint32_t mode = wire::kConModeUnknown;
-      for (uint32_t m : req.preferred_modes) {
-        if (m == wire::kConModeCrc || (m == wire::kConModeSecure && req.method == wire::kAuthSharedSecret)) {
-          mode = m;
-          break;
-        }
-      }
-      if (mode == wire::kConModeUnknown) {
-        send_frame(wire::AuthBadMethodFrame{req.method, -95, {settings_.auth.method}, {wire::kConModeCrc}}, out);
-        return;
-      }
-      result_.con_mode = mode;
-      if (req.method == wire::kAuthNone) {
-        send_frame(wire::AuthDoneFrame{0, mode, ""}, out);
-        finish_auth(out);
-      } else {
-        ss_server_ = std::make_unique<auth::SharedSecretServer>(settings_.auth.secret);
-        send_frame(wire::AuthReplyMoreFrame{ss_server_->handle_request(req.auth_payload)}, out);
-      }
+      server_auth_request(wire::decode_AuthRequestFrame(payload), out);
       return;
     }
     case State::AuthSignature: {

@@ -13,7 +13,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "msgr/auth/cephx_client.h"
+#include "msgr/auth/cephx_server.h"
 #include "msgr/auth/shared_secret.h"
 #include "msgr/entity.h"
 #include "msgr/wire/banner.h"
@@ -31,10 +34,25 @@ constexpr uint64_t kCephFeaturesAll = 0x3f01cfbdfffdffffull;  // what pacific's 
 constexpr uint64_t kCephFeaturesRequired = kCephFeatureMsgAddr2;
 
 struct AuthSettings {
-  uint32_t method = wire::kAuthNone;     // kAuthNone or kAuthSharedSecret
+  uint32_t method = wire::kAuthNone;     // kAuthNone, kAuthCephx or kAuthSharedSecret
   std::string secret;                    // shared_secret only
   uint32_t mode = wire::kConModeCrc;     // preferred: kConModeCrc or kConModeSecure
+  // Modes per peer type, in order of preference (Ceph's ms_mon_client_mode, ms_client_mode,
+  // ms_service_mode); empty: `mode` first, then the other one (a server: whatever the method
+  // can provide).
+  std::vector<uint32_t> mon_client_modes;  // we connect to a monitor
+  std::vector<uint32_t> client_modes;      // we connect to any other service
+  std::vector<uint32_t> service_modes;     // a client connects to us
   uint64_t rekey_after_frames = wire::AesGcmStream::kMaxUnits;
+  // cephx: who we are and our key (client), the clients' keys (server).
+  std::shared_ptr<const auth::Keyring> keyring;
+  auth::CephxEntity cephx_name;
+  // cephx client: the tickets the monitor handed out, for connections to other services.
+  std::shared_ptr<auth::CephxTicketStore> tickets;
+  // cephx server: the secrets our tickets are sealed with.
+  std::shared_ptr<const auth::CephxServiceSecrets> cephx_secrets;
+  // cephx client: services (CEPH_ENTITY_TYPE_* bits) to get tickets for from the monitor.
+  uint32_t cephx_want = 0x01 | 0x04 | 0x10;  // mon, osd, mgr
 };
 
 struct HandshakeSettings {
@@ -77,6 +95,7 @@ struct HandshakeResult {
   bool reconnected = false;
   uint64_t peer_in_seq = 0;  // reconnect: the last of our messages the peer received
   std::string session_key;
+  uint64_t auth_global_id = 0;  // cephx: the global id the monitor assigned in AUTH_DONE
 };
 
 class Handshake {
@@ -133,6 +152,13 @@ class Handshake {
     send(F::tag, payload, out);
   }
   void send_auth_request(BufferList& out);
+  void send_cephx_request(wire::AuthRequestFrame& req);
+  [[noreturn]] void fail_bad_method(const wire::AuthBadMethodFrame& bad);
+  std::string peer_label() const;
+  std::vector<uint32_t> server_modes() const;
+  std::vector<uint32_t> client_modes() const;
+  void server_auth_request(const wire::AuthRequestFrame& req, BufferList& out);
+  void server_auth_more(std::string_view payload, BufferList& out);
   void finish_auth(BufferList& out);
   void send_client_session(BufferList& out);
   void install_keys(const auth::SessionKeys& keys);
@@ -156,6 +182,10 @@ class Handshake {
   std::unique_ptr<wire::FrameAssembler> assembler_;
   std::unique_ptr<auth::SharedSecretClient> ss_client_;
   std::unique_ptr<auth::SharedSecretServer> ss_server_;
+  std::unique_ptr<auth::CephxMonClient> cx_mon_;
+  std::unique_ptr<auth::CephxAuthorizerClient> cx_authorizer_;
+  std::unique_ptr<auth::CephxMonServer> cx_server_;
+  bool cx_answered_ = false;  // cephx: we sent our proof (AUTH_REQUEST_MORE)
   bool recording_ = true;  // pre-auth transcript, signed in AUTH_SIGNATURE
   BufferList sent_transcript_;
   BufferList received_transcript_;

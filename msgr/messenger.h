@@ -27,6 +27,10 @@
 #include "msgr/message.h"
 #include "msgr/policy.h"
 
+namespace bypass::msgr::auth {
+class CephxTicketStore;
+}
+
 namespace bypass {
 class NetworkStack;
 }
@@ -69,6 +73,9 @@ class Messenger {
 
   // Perf counters as a JSON object.
   virtual std::string perf_dump_json() const = 0;
+  // cephx (ms.auth=cephx): the tickets the monitor handed out, shared by this messenger's
+  // connections; nullptr with any other auth method.
+  virtual std::shared_ptr<auth::CephxTicketStore> cephx_tickets() const = 0;
 };
 
 }  // namespace bypass::msgr

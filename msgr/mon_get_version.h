@@ -51,6 +51,8 @@ struct MonVersionProbeResult {
   bool ok = false;
   MonMapVersions versions;  // valid when ok
   std::string error;        // one line saying what failed, when !ok
+  std::string osd_name;     // with an OSD to visit: the name its SERVER_IDENT gave ("osd.0")
+  bool osd_ticket_renewed = false;  // cephx: the OSD ticket came again by GET_PRINCIPAL_SESSION_KEY
 };
 
 // A client messenger talking to one monitor: started, with a lossy client policy, the
@@ -69,7 +71,10 @@ MonClient connect_mon_client(const config::Config& conf, const EntityAddr& mon, 
 // transport: posix, dpdk, ...), asks for the "monmap" and "osdmap" versions and waits at most
 // `timeout` for both answers. Never throws: a transport that cannot start, a refused or dropped
 // connection and a silent monitor all come back as !ok with the reason.
+// With `osd`, the same messenger then opens a session to that OSD and waits for its SERVER_IDENT;
+// with cephx it first renews its OSD ticket (GET_PRINCIPAL_SESSION_KEY in an MAuth) and presents
+// the authorizer built from the renewed one.
 MonVersionProbeResult probe_mon_versions(const config::Config& conf, const EntityAddr& mon,
-                                         std::chrono::milliseconds timeout);
+                                         std::chrono::milliseconds timeout, const EntityAddr* osd = nullptr);
 
 }  // namespace bypass::msgr

@@ -26,7 +26,8 @@ struct PerfCounters {
   X(keepalive_acks_received)    \
   X(keepalive_timeouts)         \
   X(throttle_stalls)            \
-  X(handshake_failures)
+  X(handshake_failures)         \
+  X(links_secure)
 #define BYPASS_DECLARE(name) std::atomic<uint64_t> name{0};
   BYPASS_MSGR_COUNTERS(BYPASS_DECLARE)
 #undef BYPASS_DECLARE

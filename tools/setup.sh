@@ -19,7 +19,7 @@ build_packages=(
 )
 test_packages=(
   dpdk-dev iproute2 iputils-ping ethtool nftables tshark python3-scapy iperf3 sockperf
-  ceph-mon ceph-common uuid-runtime bc
+  ceph-mon ceph-osd ceph-common uuid-runtime bc
   qemu-system-x86 linux-image-amd64 busybox-static kmod rdma-core ibverbs-providers ibverbs-utils
   rdmacm-utils
   clang-14 libclang-rt-14-dev valgrind

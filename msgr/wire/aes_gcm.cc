@@ -32,11 +32,12 @@ void AesGcmStream::check_budget() const {
 }
 
 void AesGcmStream::advance_nonce() {
-  // nonce_t.random_seq (the leading __le32) counts up by one per unit.
-  uint32_t counter = 0;
-  for (int i = 0; i < 4; ++i) counter |= uint32_t{nonce_[i]} << (8 * i);
+  // msgr2.1 (rev1) nonce_t is {__le32 fixed; __le64 counter}: the counter (bytes 4..11) counts up by
+  // one per unit (msgr2.0 bumped the leading __le32 instead; a Ceph peer on rev1 rejects that tag).
+  uint64_t counter = 0;
+  for (int i = 0; i < 8; ++i) counter |= uint64_t{nonce_[4 + i]} << (8 * i);
   ++counter;
-  for (int i = 0; i < 4; ++i) nonce_[i] = static_cast<uint8_t>(counter >> (8 * i));
+  for (int i = 0; i < 8; ++i) nonce_[4 + i] = static_cast<uint8_t>(counter >> (8 * i));
   ++units_used_;
 }
 

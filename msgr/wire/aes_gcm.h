@@ -1,9 +1,9 @@
 // AES-128-GCM for msgr2 secure mode (OpenSSL EVP), one instance per direction.
 //
-// The 12-byte nonce is Ceph's nonce_t: a __le32 counter followed by 8 further bytes, both taken
-// from the connection secret the auth method produced. Every encrypted unit (msgr2.1 encrypts the
-// preamble block, the rest of segment 0 and the remaining segments as separate GCM messages, each
-// with its own 16-byte tag) consumes one nonce; the counter increments after each. A nonce must
+// The 12-byte nonce is Ceph's msgr2.1 nonce_t: a fixed __le32 followed by a __le64 counter, both
+// taken from the connection secret the auth method produced. Every encrypted unit (msgr2.1 encrypts
+// the preamble block, the rest of segment 0 and the remaining segments as separate GCM messages,
+// each with its own 16-byte tag) consumes one nonce; the counter increments after each. A nonce must
 // never be reused under one key, so the stream refuses to go on once `max_units` nonces are used
 // (at most 2^32, when the counter would come back to its start): the connection then faults and
 // the session re-authenticates, which yields fresh keys (the rekey).

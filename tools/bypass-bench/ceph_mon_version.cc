@@ -51,13 +51,20 @@ CephMonVersionOptions parse_ceph_mon_version_flags(const std::vector<std::string
   std::string mon_text;
   std::vector<std::string> rate_only;  // rate-mode flags given, to refuse them without a rate mode
   const auto known = [](const std::string& flag) {
-    return flag == "--mon" || flag == "--timeout" || flag == "--duration" || flag == "--count" ||
+    return flag == "--mon" || flag == "--osd" || flag == "--timeout" || flag == "--duration" || flag == "--count" ||
            flag == "--depth" || flag == "--warmup" || flag == "--output";
   };
   for (const auto& [flag, value] :
        split_valued_flags(args, "ceph-mon-version", known, "bypass-bench ceph-mon-version --help")) {
     if (flag == "--mon") {
       mon_text = value;
+    } else if (flag == "--osd") {
+      msgr::EntityAddr osd;
+      if (!msgr::EntityAddr::parse(value, &osd) || osd.type != msgr::EntityAddr::kMsgr2 || osd.is_blank_ip() ||
+          osd.port() == 0)
+        throw config::ConfigError("ceph-mon-version: --osd: '" + value +
+                                  "' is not a msgr2 OSD address like v2:127.0.0.1:6800/1234");
+      options.osd = osd;
     } else if (flag == "--timeout") {
       options.timeout = std::chrono::ceil<std::chrono::milliseconds>(positive_duration(flag, value));
     } else if (flag == "--duration") {
@@ -93,6 +100,8 @@ CephMonVersionOptions parse_ceph_mon_version_flags(const std::vector<std::string
   if (options.rate.duration.count() != 0 && options.rate.count != 0) {
     throw config::ConfigError("ceph-mon-version: --duration and --count exclude each other: give one");
   }
+  if (options.rate_mode && options.osd)
+    throw config::ConfigError("ceph-mon-version: --osd does not combine with --duration or --count");
   if (!options.rate_mode && !rate_only.empty()) {
     throw config::ConfigError("ceph-mon-version: " + rate_only.front() +
                               " applies to the rate mode only: add --duration or --count");
@@ -156,13 +165,16 @@ int run_ceph_mon_version(const config::Config& conf, const CephMonVersionOptions
   // fault would only bury it. BYPASS_LOG still chooses when set.
   if (std::getenv("BYPASS_LOG") == nullptr) log::set_threshold(log::Level::Warn);
   if (options.rate_mode) return run_rate_mode(conf, options, out, err);
-  const msgr::MonVersionProbeResult result = msgr::probe_mon_versions(conf, options.mon, options.timeout);
+  const msgr::MonVersionProbeResult result =
+      msgr::probe_mon_versions(conf, options.mon, options.timeout, options.osd ? &*options.osd : nullptr);
   if (!result.ok) {
     err << "bypass-bench: ceph-mon-version: " << result.error << "\n";
     return 1;
   }
   out << "monmap " << result.versions.monmap << "\n"
       << "osdmap " << result.versions.osdmap << "\n";
+  if (result.osd_ticket_renewed) out << "osd ticket renewed (cephx GET_PRINCIPAL_SESSION_KEY)\n";
+  if (options.osd) out << result.osd_name << " " << options.osd->to_string() << ": session established (SERVER_IDENT)\n";
   return 0;
 }
 
@@ -175,10 +187,15 @@ const char* ceph_mon_version_usage() {
          "and prints the two versions:\n"
          "  monmap N\n"
          "  osdmap N\n"
-         "The monitor must allow auth none. Fails with one error line and exit status 1 when no\n"
-         "answer arrives within --timeout, and status 2 on a malformed argument.\n"
+         "Auth is ms.auth: none, or cephx with --set ms.auth=cephx --set ms.keyring=PATH\n"
+         "[--set ms.auth_name=client.admin] [--set ms.mode=secure]. Fails with one error line and\n"
+         "exit status 1 when no answer arrives within --timeout or the monitor refuses us (the line\n"
+         "says why: the method it requires, a rejected key), and status 2 on a malformed argument.\n"
          "  --mon ADDR        the monitor's msgr2 address (v2:IP:PORT)\n"
          "  --timeout DUR     how long to wait for both answers (default 10s)\n"
+         "  --osd ADDR        then open a session to this OSD (v2:IP:PORT/NONCE) on the same\n"
+         "                    messenger, with cephx through the ticket the monitor gave, and print\n"
+         "                    \"osd.N ADDR: session established (SERVER_IDENT)\"\n"
          "\n"
          "Rate mode: with --duration or --count, keeps asking for the osdmap version on one session\n"
          "and prints requests/s and latency (send to reply) each second and in a summary table:\n"

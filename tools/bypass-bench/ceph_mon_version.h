@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@ namespace bypass::bench {
 
 struct CephMonVersionOptions {
   msgr::EntityAddr mon;
+  std::optional<msgr::EntityAddr> osd;  // --osd: then open a session to this OSD too
   std::chrono::milliseconds timeout = std::chrono::seconds(10);
   // Rate mode (--duration or --count given): keep asking and report the request rate.
   bool rate_mode = false;

@@ -22,15 +22,20 @@ done
 if [ ! -c /dev/net/tun ]; then echo "SKIP: no /dev/net/tun"; exit 77; fi
 
 dir=/tmp/bypass-ceph-mon-tap-$$
-cleanup() {
-  if [ -s "$dir/mon.pid" ]; then
-    pid=$(cat "$dir/mon.pid")
+cephx_dir=$dir-cephx
+stop_mon() {
+  if [ -s "$1/mon.pid" ]; then
+    pid=$(cat "$1/mon.pid")
     kill "$pid" 2>/dev/null
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null
   fi
+}
+cleanup() {
+  stop_mon "$dir"
+  stop_mon "$cephx_dir"
   ip link del "$tap" 2>/dev/null
-  rm -rf "$dir"
+  rm -rf "$dir" "$cephx_dir"
 }
 trap cleanup EXIT
 
@@ -52,11 +57,12 @@ fi
 
 # Frames the kernel received on the tap: proof the probe went through the userspace stack.
 rx_before=$(cat "/sys/class/net/$tap/statistics/rx_packets")
+auth_sets=()  # --set ms.auth=... for the cephx runs below
 dpdk_bench() {
-  timeout 90 "$bench" --set ms.type=dpdk --set ms.workers=1 \
+  timeout 90 "$bench" --set ms.type=dpdk --set ms.workers=1 "${auth_sets[@]}" \
     --set "dpdk.vdev=[\"net_tap0,iface=$tap\"]" --set dpdk.host_ip=$stack_ip \
     --set dpdk.netmask=255.255.255.0 --set dpdk.no_huge=auto --set dpdk.memory=256M \
-    ceph-mon-version --mon "v2:$kernel_ip:$port" --timeout 30s "$@"
+    ceph-mon-version --mon "v2:$kernel_ip:${mon_port:-$port}" --timeout 30s "$@"
 }
 dpdk_bench >"$dir/out" 2>"$dir/err"
 status=$?
@@ -85,4 +91,23 @@ if [ "$(row transport)" != dpdk ] || [ "$(row mode)" != reqrep ] || [ "$(row 'co
    [ "$(row errors)" != 0 ]; then
   echo "FAIL: the result file does not describe a dpdk reqrep run at depth 4 without errors"; exit 1
 fi
-echo "PASS: versions and request rate over dpdk/net_tap"
+
+# cephx: a second monitor that requires it; the admin keyring, in crc and in secure mode.
+conf=$(AUTH=cephx "$mon_up" "$cephx_dir" auto "$kernel_ip" 2>&1 | tail -1)
+if [ "$conf" != "$cephx_dir/ceph.conf" ]; then echo "FAIL: cephx monitor did not start: $conf"; exit 1; fi
+mon_port=$(sed -n 's/^mon host = v2:.*:\([0-9]*\)$/\1/p' "$conf")
+timeout 20 ceph -c "$conf" osd set noout >/dev/null 2>&1  # epochs differ, as above
+monmap=$(timeout 20 ceph -c "$conf" mon dump -f json 2>/dev/null | epoch)
+osdmap=$(timeout 20 ceph -c "$conf" osd dump -f json 2>/dev/null | epoch)
+want=$(printf 'monmap %s\nosdmap %s' "$monmap" "$osdmap")
+if [ "$monmap" = "$osdmap" ]; then echo "FAIL: cephx monitor: monmap '$monmap', osdmap '$osdmap'"; exit 1; fi
+for mode in crc secure; do
+  auth_sets=(--set ms.auth=cephx --set "ms.keyring=$cephx_dir/keyring" --set ms.mode=$mode)
+  dpdk_bench >"$dir/out" 2>"$dir/err"
+  status=$?
+  if [ "$status" -ne 0 ] || [ "$(cat "$dir/out")" != "$want" ]; then
+    echo "FAIL: cephx $mode: exit $status, want:"; echo "$want"; echo "got:"; cat "$dir/out" "$dir/err"; exit 1
+  fi
+  echo "ok: cephx in $mode mode over dpdk/net_tap: monmap $monmap, osdmap $osdmap"
+done
+echo "PASS: versions and request rate over dpdk/net_tap, cephx in crc and secure mode"

@@ -51,13 +51,21 @@ struct Mon {
   int port = 0;
   std::string conf;
   bool up = false;
-  Mon() {
-    dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid());
+  // auth "none" or "cephx" (then dir/keyring holds mon. and client.admin).
+  // with_osd: also osd.0 (memstore); its address is then in osd_addr.
+  explicit Mon(const std::string& auth = "none", bool with_osd = false) {
+    dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid()) + "-" + auth + (with_osd ? "-osd" : "");
     // The script picks a free port (and another one if that is taken) and writes it into ceph.conf.
-    std::string out = run(std::string(BYPASS_CEPH_MON_UP) + " " + dir + " auto 2>&1");
+    std::string out = run("AUTH=" + auth + (with_osd ? " OSD=1 " : " ") + std::string(BYPASS_CEPH_MON_UP) + " " +
+                          dir + " auto 2>&1");
     conf = dir + "/ceph.conf";
     if (out.find(conf) != std::string::npos) port = mon_port(conf);
     up = port > 0;
+    if (up && with_osd) {
+      std::ifstream in(dir + "/osd.addr");
+      std::getline(in, osd_addr);
+      up = !osd_addr.empty();
+    }
     if (!up) std::fprintf(stderr, "monitor start failed:\n%s\n", out.c_str());
   }
   // The port of the "mon host = v2:IP:PORT" line of `conf_path`, or 0.
@@ -69,16 +77,20 @@ struct Mon {
     return 0;
   }
   ~Mon() {
-    std::ifstream pidfile(dir + "/mon.pid");
-    pid_t pid = 0;
-    if (pidfile >> pid && pid > 0) {
-      ::kill(pid, SIGTERM);
-      for (int i = 0; i < 50 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(100ms);
-      if (::kill(pid, 0) == 0) ::kill(pid, SIGKILL);
+    for (const char* daemon : {"/osd.pid", "/mon.pid"}) {
+      std::ifstream pidfile(dir + daemon);
+      pid_t pid = 0;
+      if (pidfile >> pid && pid > 0) {
+        ::kill(pid, SIGTERM);
+        for (int i = 0; i < 50 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(100ms);
+        if (::kill(pid, 0) == 0) ::kill(pid, SIGKILL);
+      }
     }
     run("rm -rf " + dir);
   }
   std::string msgr2_addr() const { return "v2:127.0.0.1:" + std::to_string(port); }
+  std::string keyring() const { return dir + "/keyring"; }
+  std::string osd_addr;
 };
 
 // Records the type of every message the server receives.
@@ -208,6 +220,139 @@ TEST_F(MonProbe, BenchToolMeasuresTheMonitorsRequestRate) {
   EXPECT_NE(read_file(dir + "/plot.svg").find("data-case=\"ceph-mon posix d1\""), std::string::npos);
 }
 
+// A monitor that requires cephx (auth * required = cephx) and the admin keyring ceph-authtool made.
+class CephxMonProbe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    mon_ = new Mon("cephx");
+    if (!mon_->up) return;
+    // As in MonProbe: make the two epochs differ so mixed-up answers show.
+    run("timeout 20 ceph -c " + mon_->conf + " osd set noout >/dev/null 2>&1");
+    run("timeout 20 ceph -c " + mon_->conf + " osd unset noout >/dev/null 2>&1");
+    monmap_epoch_ = json_epoch(run("timeout 20 ceph -c " + mon_->conf + " mon dump -f json 2>/dev/null"));
+    osdmap_epoch_ = json_epoch(run("timeout 20 ceph -c " + mon_->conf + " osd dump -f json 2>/dev/null"));
+  }
+  static void TearDownTestSuite() {
+    delete mon_;
+    mon_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(mon_->up);
+    ASSERT_NE(monmap_epoch_, UINT64_MAX) << "ceph mon dump gave no epoch";
+    ASSERT_NE(osdmap_epoch_, monmap_epoch_) << "the osdmap changes did not take";
+  }
+  // bypass-bench ceph-mon-version with `settings` (--set ...) against the cephx monitor.
+  static CommandResult bench(const std::string& settings) {
+    return run_with_status(std::string("timeout 60 ") + BYPASS_BENCH + " --set ms.workers=1 " + settings +
+                           " ceph-mon-version --mon " + mon_->msgr2_addr() + " --timeout 20s 2>&1");
+  }
+  static std::string cephx(const std::string& keyring) { return "--set ms.auth=cephx --set ms.keyring=" + keyring; }
+  static Mon* mon_;
+  static uint64_t monmap_epoch_;
+  static uint64_t osdmap_epoch_;
+};
+Mon* CephxMonProbe::mon_ = nullptr;
+uint64_t CephxMonProbe::monmap_epoch_ = UINT64_MAX;
+uint64_t CephxMonProbe::osdmap_epoch_ = UINT64_MAX;
+
+TEST_F(CephxMonProbe, BenchToolAuthenticatesWithTheAdminKeyringInCrcAndSecureMode) {
+  const std::string want =
+      "monmap " + std::to_string(monmap_epoch_) + "\nosdmap " + std::to_string(osdmap_epoch_) + "\n";
+  for (const char* mode : {"crc", "secure"}) {
+    const CommandResult r = bench(cephx(mon_->keyring()) + " --set ms.mode=" + mode);
+    EXPECT_EQ(r.status, 0) << mode << ": " << r.out;
+    EXPECT_EQ(r.out, want) << mode;
+  }
+}
+
+// In process, so the messenger's counters show which mode the session really used.
+// "mon-secure" is ms.mode=crc with ms.mon_client_mode=secure: secure to monitors, crc elsewhere.
+TEST_F(CephxMonProbe, SecureModeIsWhatTheSessionUses) {
+  for (const char* mode : {"crc", "secure", "mon-secure"}) {
+    config::Config conf = conf_for_interop();
+    conf.set("ms.auth", "cephx");
+    conf.set("ms.keyring", mon_->keyring());
+    const bool mon_secure = std::string(mode) == "mon-secure";
+    conf.set("ms.mode", mon_secure ? "crc" : mode);
+    if (mon_secure) conf.set("ms.mon_client_mode", "secure");
+    EntityAddr addr;
+    ASSERT_TRUE(EntityAddr::parse(mon_->msgr2_addr(), &addr));
+    MessageTypeCollector d;
+    MonClient client = connect_mon_client(conf, addr, d);
+    ASSERT_NE(client.messenger, nullptr) << client.error;
+    client.connection->send_message(std::make_shared<MonGetVersion>(1, "osdmap"));
+    {
+      std::unique_lock<std::mutex> guard(d.lock);
+      d.cv.wait_for(guard, 20s, [&] { return !d.types.empty(); });
+      ASSERT_EQ(d.types.size(), 1u) << mode << ": " << client.connection->last_fault();
+      EXPECT_EQ(d.types.front(), kMsgMonGetVersionReply);
+    }
+    const std::string perf = client.messenger->perf_dump_json();
+    EXPECT_NE(perf.find(std::string("\"links_secure\":") + (std::string(mode) == "crc" ? "0" : "1")), std::string::npos)
+        << mode << ": " << perf;
+    client.messenger->shutdown();
+    client.messenger->wait();
+  }
+}
+
+TEST_F(CephxMonProbe, WrongKeyFailsSayingTheMonitorRejectedIt) {
+  const std::string keyring = mon_->dir + "/wrong.keyring";
+  ASSERT_EQ(run_with_status("ceph-authtool --create-keyring " + keyring + " --gen-key -n client.admin").status, 0);
+  const CommandResult r = bench(cephx(keyring));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("cephx: the monitor rejected client.admin's key"), std::string::npos) << r.out;
+}
+
+TEST_F(CephxMonProbe, UnknownNameFailsNamingIt) {
+  const std::string keyring = mon_->dir + "/nobody.keyring";
+  ASSERT_EQ(run_with_status("ceph-authtool --create-keyring " + keyring + " --gen-key -n client.nobody").status, 0);
+  const CommandResult r = bench(cephx(keyring) + " --set ms.auth_name=client.nobody");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("cephx: the monitor rejected client.nobody's key"), std::string::npos) << r.out;
+  // A name the keyring itself lacks is caught before the monitor is asked.
+  const CommandResult missing = bench(cephx(keyring));
+  EXPECT_EQ(missing.status, 1) << missing.out;
+  EXPECT_NE(missing.out.find("has no key for client.admin"), std::string::npos) << missing.out;
+}
+
+// Issue 13 item 8: the monitor refuses our method; the error says what it wants and what we had.
+TEST_F(CephxMonProbe, AuthNoneAgainstACephxMonitorSaysWhatItRequires) {
+  const CommandResult none = bench("");
+  EXPECT_EQ(none.status, 1) << none.out;
+  EXPECT_NE(none.out.find("the monitor requires cephx; Bypass was configured with none"), std::string::npos)
+      << none.out;
+  const CommandResult shared = bench("--set ms.auth=shared_secret --set ms.secret=x");
+  EXPECT_NE(shared.out.find("the monitor requires cephx; Bypass was configured with shared_secret"),
+            std::string::npos)
+      << shared.out;
+}
+
+// A real ceph-osd (memstore) in a cephx cluster: the client gets the OSD's ticket from the
+// monitor (and renews it with GET_PRINCIPAL_SESSION_KEY), the OSD challenges the authorizer built
+// from it and answers SERVER_IDENT.
+TEST(CephxOsd, OsdAcceptsTheAuthorizerAndAnswersServerIdent) {
+  if (std::system("command -v ceph-osd >/dev/null 2>&1") != 0) GTEST_SKIP() << "ceph-osd is not installed";
+  Mon cluster("cephx", true);
+  ASSERT_TRUE(cluster.up);
+  for (const char* mode : {"crc", "secure"}) {
+    const CommandResult r = run_with_status(std::string("timeout 60 ") + BYPASS_BENCH +
+                                            " --set ms.workers=1 --set ms.auth=cephx --set ms.keyring=" +
+                                            cluster.keyring() + " --set ms.mode=" + mode + " ceph-mon-version --mon " +
+                                            cluster.msgr2_addr() + " --osd " + cluster.osd_addr + " --timeout 20s 2>&1");
+    EXPECT_EQ(r.status, 0) << mode << ": " << r.out;
+    // The OSD ticket is renewed on the monitor session first, and the OSD accepts the renewed one.
+    EXPECT_NE(r.out.find("osd ticket renewed (cephx GET_PRINCIPAL_SESSION_KEY)\nosd.0 " + cluster.osd_addr +
+                         ": session established (SERVER_IDENT)"),
+              std::string::npos)
+        << mode << ": " << r.out;
+  }
+  // Auth none against the cephx OSD fails first at the monitor; the client says what it wants.
+  const CommandResult none = run_with_status(std::string("timeout 60 ") + BYPASS_BENCH +
+                                             " --set ms.workers=1 ceph-mon-version --mon " + cluster.msgr2_addr() +
+                                             " --osd " + cluster.osd_addr + " --timeout 20s 2>&1");
+  EXPECT_NE(none.out.find("the monitor requires cephx"), std::string::npos) << none.out;
+}
+
 // A port nothing listens on: the probe must fail fast with a reason, not wait out its timeout.
 TEST(MonVersionProbe, ClosedPortFailsFastWithAReason) {
   EntityAddr closed;
@@ -241,6 +386,42 @@ TEST(CephInterop, CephCliHandshakesWithBypassServer) {
   EXPECT_NE(msgr->perf_dump_json().find("\"connections_accepted\":1"), std::string::npos) << msgr->perf_dump_json();
   msgr->shutdown();
   cli.join();
+}
+
+// The ceph CLI authenticates with cephx against a Bypass server holding its keyring (monitor-style),
+// in secure mode (the CLI's default preference for monitors), then sends its first message.
+TEST(CephInterop, CephCliCompletesCephxWithBypassServer) {
+  const std::string dir = "/tmp/bypass-msgr-interop-cli-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::string keyring = dir + "/keyring";
+  ASSERT_EQ(run_with_status("ceph-authtool --create-keyring " + keyring + " --gen-key -n client.admin").status, 0);
+  MessageTypeCollector d;
+  config::Config conf = conf_for_interop();
+  conf.set("ms.auth", "cephx");
+  conf.set("ms.keyring", keyring);
+  auto msgr = Messenger::create(conf, EntityName{EntityType::Mon, 0});
+  msgr->set_default_policy(Policy::stateless_server());
+  msgr->add_dispatcher(&d);
+  EntityAddr addr;
+  ASSERT_TRUE(EntityAddr::parse("v2:127.0.0.1:0", &addr));
+  ASSERT_EQ(msgr->bind(addr), 0);
+  ASSERT_EQ(msgr->start(), 0);
+  EntityAddr bound = msgr->my_addrs().addrs.at(0);
+  std::string cmd = "timeout 20 ceph -c /dev/null --no-mon-config -m v2:127.0.0.1:" + std::to_string(bound.port()) +
+                    " --keyring " + keyring + " -n client.admin --auth-client-required cephx --connect-timeout 5 -s 2>&1";
+  std::thread cli([&] { run(cmd); });
+  {
+    std::unique_lock<std::mutex> guard(d.lock);
+    d.cv.wait_for(guard, 20s, [&] { return !d.types.empty(); });
+    ASSERT_FALSE(d.types.empty()) << msgr->perf_dump_json();
+    std::printf("ceph CLI's first message after cephx: type %u\n", d.types.front());
+  }
+  const std::string perf = msgr->perf_dump_json();
+  EXPECT_NE(perf.find("\"handshake_failures\":0"), std::string::npos) << perf;
+  EXPECT_NE(perf.find("\"links_secure\":1"), std::string::npos) << perf;
+  msgr->shutdown();
+  cli.join();
+  run("rm -rf " + dir);
 }
 
 }  // namespace

@@ -93,8 +93,9 @@ std::vector<Seed> make_seeds() {
   add("frames-secure", kSecureFrames, 0, frame_stream(true));
 
   const char* decisions[] = {"ok", "reset", "retry", "retry-global"};
-  for (uint8_t shared : {0, 4}) {
-    const std::string auth = shared ? "-shared-secret" : "-auth-none";
+  for (uint8_t shared : {uint8_t{0}, kVariantSharedSecret, kVariantCephx}) {
+    const std::string auth =
+        shared == kVariantCephx ? "-cephx" : shared ? "-shared-secret" : "-auth-none";
     Transcript fresh = converse(kClientNew, shared, shared);
     // A seed from a handshake that fails early would hide every later state from the fuzzer.
     if (!fresh.completed) throw std::runtime_error("fuzz seeds: new session handshake did not complete");
@@ -110,8 +111,8 @@ std::vector<Seed> make_seeds() {
       const std::string suffix = std::string("-") + decisions[decision] + auth;
       add("server-reconnect" + suffix, kServer, server_variant, resume.to_server);
       add("client-reconnect" + suffix, kClientReconnect, shared, resume.to_client);
-      // Framed records stop where secure mode starts, so with shared-secret authentication they
-      // would repeat the new-session ones.
+      // Framed records stop where secure mode starts, so with shared-secret or cephx
+      // authentication they would repeat the new-session ones.
       if (shared) continue;
       add("server-reconnect-framed" + suffix, kServerFramed, server_variant, records_of(resume.to_server));
       add("client-reconnect-framed" + suffix, kClientReconnectFramed, shared, records_of(resume.to_client));

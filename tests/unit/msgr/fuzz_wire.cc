@@ -30,10 +30,22 @@ std::unique_ptr<wire::AesGcmStream> frames_cipher(bool encrypt) {
 std::unique_ptr<Handshake> make_handshake(Target target, uint8_t variant) {
   const bool server = target == kServer || target == kServerFramed;
   const bool reconnect = target == kClientReconnect || target == kClientReconnectFramed;
+  const bool cephx = variant & kVariantCephx;
   HandshakeSettings settings;
-  settings.my_name = {server ? EntityType::Osd : EntityType::Client, 1};
+  settings.my_name = {server ? (cephx ? EntityType::Mon : EntityType::Osd) : EntityType::Client, 1};
   settings.limits = frame_limits();
-  if (variant & 4) {
+  if (cephx) {
+    // One fixed key on both sides, so a recorded client keeps decrypting what a server sent.
+    static const auto keyring = std::make_shared<const auth::Keyring>(auth::Keyring::parse(
+        "[client.admin]\n\tkey = AQDFTgVrtDYnLRAAnRos3FlNGVMIX4UwkMO1sA==\n", "fuzz.keyring"));
+    static const auto secrets = std::make_shared<const auth::CephxServiceSecrets>();
+    settings.auth.method = wire::kAuthCephx;
+    settings.auth.mode = wire::kConModeSecure;
+    settings.auth.keyring = keyring;
+    settings.auth.cephx_name = {0x08, "admin"};
+    settings.auth.cephx_secrets = secrets;
+    settings.auth.tickets = std::make_shared<auth::CephxTicketStore>();
+  } else if (variant & kVariantSharedSecret) {
     settings.auth.method = wire::kAuthSharedSecret;
     settings.auth.secret = "fuzz-shared-secret";
     settings.auth.mode = wire::kConModeSecure;

@@ -4,7 +4,8 @@
 // Input layout: byte 0 picks the target and a variant, the rest is the peer's bytes.
 //   target  = byte0 % kTargetCount
 //   variant = byte0 / kTargetCount (mod kVariantCount): bits 0-1 the server's answer to
-//             SESSION_RECONNECT, bit 2 shared-secret authentication instead of none (both roles).
+//             SESSION_RECONNECT, bit 2 shared-secret authentication instead of none, bit 3 cephx
+//             (the server is then a monitor-style cephx server; both roles, secure mode).
 // The *Framed targets read the rest as records {u8 tag-1, le16 length, payload} and put a banner
 // and valid crc-mode frames around them, so mutations reach every handshake state instead of
 // dying at the preamble crc.
@@ -32,7 +33,9 @@ enum Target : uint8_t {
   kClientReconnectFramed,
   kTargetCount,
 };
-constexpr uint8_t kVariantCount = 8;
+constexpr uint8_t kVariantCount = 16;
+constexpr uint8_t kVariantSharedSecret = 4;
+constexpr uint8_t kVariantCephx = 8;
 
 inline uint8_t selector(Target target, uint8_t variant) {
   return static_cast<uint8_t>(target + kTargetCount * variant);

@@ -19,12 +19,13 @@ struct Pair {
   int server_sessions = 0;
   ReconnectDecision decision;
 
-  Pair(AuthSettings client_auth, AuthSettings server_auth, ClientSession session = {}) {
+  Pair(AuthSettings client_auth, AuthSettings server_auth, ClientSession session = {},
+       EntityType server_type = EntityType::Osd) {
     HandshakeSettings cs;
     cs.my_name = {EntityType::Client, 5};
     cs.auth = client_auth;
     HandshakeSettings ss;
-    ss.my_name = {EntityType::Osd, 1};
+    ss.my_name = {server_type, 1};
     ss.my_addrs.addrs = {addr("v2:127.0.0.1:6800/9")};
     ss.auth = server_auth;
     Handshake::ServerHooks sh;
@@ -122,7 +123,64 @@ TEST(Handshake, MethodMismatchReportsAllowedMethods) {
   Pair run(none(), shared("k", wire::kConModeCrc));
   run.pump();
   EXPECT_EQ(run.client->status(), Handshake::Status::Failed);
-  EXPECT_NE(run.client->error().find("refused auth method"), std::string::npos) << run.client->error();
+  EXPECT_NE(run.client->error().find("the osd requires shared_secret; Bypass was configured with none (ms.auth)"),
+            std::string::npos)
+      << run.client->error();
+}
+
+// ms.mon_client_mode / ms.client_mode: the mode a client offers depends on the peer type the
+// server's HELLO names; ms.service_mode limits what a server accepts.
+TEST(Handshake, ModesPerPeerType) {
+  AuthSettings client = shared("k", wire::kConModeCrc);
+  client.mon_client_modes = {wire::kConModeSecure};
+  client.client_modes = {wire::kConModeCrc};
+  for (EntityType type : {EntityType::Mon, EntityType::Osd}) {
+    Pair run(client, shared("k", wire::kConModeCrc), {}, type);
+    run.pump();
+    ASSERT_EQ(run.client->status(), Handshake::Status::Done) << run.client->error();
+    EXPECT_EQ(run.client->result().con_mode, type == EntityType::Mon ? wire::kConModeSecure : wire::kConModeCrc);
+  }
+  AuthSettings strict = shared("k", wire::kConModeCrc);
+  strict.service_modes = {wire::kConModeSecure};
+  Pair refused(client, strict);
+  refused.pump();
+  EXPECT_EQ(refused.client->status(), Handshake::Status::Failed);
+  EXPECT_NE(refused.client->error().find("it allows modes [secure] and Bypass offered [crc] (ms.client_mode"),
+            std::string::npos)
+      << refused.client->error();
+  Pair accepted(shared("k", wire::kConModeCrc), strict);  // no per-type list: crc, then secure
+  accepted.pump();
+  ASSERT_EQ(accepted.client->status(), Handshake::Status::Done) << accepted.client->error();
+  EXPECT_EQ(accepted.client->result().con_mode, wire::kConModeSecure);
+}
+
+// cephx to a non-monitor uses the ticket the monitor gave for that service: none, or an expired
+// one, fails before anything is sent, saying what to do.
+TEST(Handshake, CephxServiceTicketMissingOrExpired) {
+  AuthSettings client;
+  client.method = wire::kAuthCephx;
+  client.cephx_name = {0x08, "admin"};
+  client.tickets = std::make_shared<auth::CephxTicketStore>();
+  AuthSettings server;
+  server.method = wire::kAuthCephx;
+  {
+    Pair run(client, server);
+    run.pump();
+    EXPECT_EQ(run.client->status(), Handshake::Status::Failed);
+    EXPECT_NE(run.client->error().find("cephx: client.admin has no ticket for the osd; authenticate with a monitor first"),
+              std::string::npos)
+        << run.client->error();
+  }
+  auth::CephxTicket ticket;
+  ticket.service_id = 0x04;
+  ticket.session_key = auth::CephxKey::random();
+  ticket.expires = std::chrono::system_clock::now() - std::chrono::seconds(90);
+  client.tickets->put(ticket);
+  Pair run(client, server);
+  run.pump();
+  EXPECT_EQ(run.client->status(), Handshake::Status::Failed);
+  EXPECT_NE(run.client->error().find("cephx: client.admin's ticket for the osd expired 90 s ago"), std::string::npos)
+      << run.client->error();
 }
 
 TEST(Handshake, ReconnectOkAndReset) {

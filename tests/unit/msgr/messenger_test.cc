@@ -10,11 +10,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "config/config.h"
+#include "msgr/auth/cephx_crypto.h"
 #include "msgr/messenger.h"
 #include "stack/network_stack.h"
 #include "tests/unit/socket/socket_test_harness.h"
@@ -229,8 +231,9 @@ class MessengerSuite : public ::testing::Test {
     testing::tear_down_transport(listener_, pool_, stack_);
   }
 
-  std::unique_ptr<Messenger> make_server(const config::Config& conf, Dispatcher* d, Policy policy) {
-    auto m = Messenger::create(conf, EntityName{EntityType::Osd, 0}, stack_);
+  std::unique_ptr<Messenger> make_server(const config::Config& conf, Dispatcher* d, Policy policy,
+                                         EntityType type = EntityType::Osd) {
+    auto m = Messenger::create(conf, EntityName{type, 0}, stack_);
     m->set_default_policy(policy);
     m->add_dispatcher(d);
     EXPECT_EQ(m->bind(bind_addr()), 0);
@@ -579,6 +582,62 @@ TEST_F(MessengerSuite, SecureModeWithSharedSecret) {
   EXPECT_FALSE(bad_con->is_connected());
   EXPECT_EQ(server_d.received.load(), 2000u);
   bad->shutdown();
+  client->shutdown();
+  server->shutdown();
+}
+
+// A keyring file holding `entities` with fresh random keys; removed with the object.
+struct TempKeyring {
+  std::string path;
+  explicit TempKeyring(std::initializer_list<const char*> entities, const char* tag) {
+    path = "/tmp/bypass-msgr-test-" + std::to_string(::getpid()) + "-" + tag + ".keyring";
+    std::ofstream out(path);
+    for (const char* e : entities) out << "[" << e << "]\n\tkey = " << auth::CephxKey::random().to_base64() << "\n";
+  }
+  ~TempKeyring() { std::remove(path.c_str()); }
+};
+
+// cephx between two Bypass messengers: the server is monitor-style (holds the clients' keys), in
+// secure and crc mode; a client whose key differs from the server's never gets a session.
+TEST_F(MessengerSuite, CephxWithAMonStyleBypassServer) {
+  TempKeyring keyring({"client.admin", "client.other"}, "cephx");
+  SeqChecker server_d(true);
+  auto conf = make_conf({{"ms.auth", "cephx"}, {"ms.keyring", keyring.path.c_str()}, {"ms.mode", "secure"}});
+  start_stack(conf);
+  auto server = make_server(conf, &server_d, Policy::stateful_server(), EntityType::Mon);
+  NullDispatcher client_d;
+  auto client = make_client(conf, &client_d, Policy::lossless_client(), 6);
+  ConnectionRef con = client->connect_to(EntityType::Mon, server->my_addrs());
+  std::atomic<uint64_t> acked{0}, dropped{0};
+  send_stream(con, 3, 1000, 100, acked, dropped, 3000);
+  EXPECT_EQ(acked.load(), 1000u);
+  EXPECT_EQ(server_d.errors.load(), 0u);
+  EXPECT_NE(server->perf_dump_json().find("\"links_secure\":1}"), std::string::npos) << server->perf_dump_json();
+
+  // Another entity of the same keyring, in crc mode.
+  NullDispatcher crc_d;
+  auto crc = make_client(make_conf({{"ms.auth", "cephx"}, {"ms.keyring", keyring.path.c_str()},
+                                    {"ms.auth_name", "client.other"}}),
+                         &crc_d, Policy::lossy_client(), 7);
+  ConnectionRef crc_con = crc->connect_to(EntityType::Mon, server->my_addrs());
+  EXPECT_TRUE(wait_for([&] { return crc_con->is_connected(); }, 10s)) << crc_con->last_fault();
+  // Two sessions now, one of them secure.
+  EXPECT_NE(server->perf_dump_json().find("\"connections_accepted\":2,"), std::string::npos) << server->perf_dump_json();
+  EXPECT_NE(server->perf_dump_json().find("\"links_secure\":1}"), std::string::npos) << server->perf_dump_json();
+
+  // The same name with another key: rejected, and the client says so.
+  TempKeyring other({"client.admin"}, "cephx-other");
+  NullDispatcher bad_d;
+  auto bad = make_client(make_conf({{"ms.auth", "cephx"}, {"ms.keyring", other.path.c_str()}}), &bad_d,
+                         Policy::lossy_client(), 8);
+  ConnectionRef bad_con = bad->connect_to(EntityType::Mon, server->my_addrs());
+  EXPECT_TRUE(wait_for([&] { return bad_d.resets.load() >= 1; }, 10s));
+  EXPECT_FALSE(bad_con->is_connected());
+  EXPECT_NE(bad_con->last_fault().find("cephx: the monitor rejected client.admin's key (EPERM)"), std::string::npos)
+      << bad_con->last_fault();
+  EXPECT_EQ(server_d.received.load(), 1000u);
+  bad->shutdown();
+  crc->shutdown();
   client->shutdown();
   server->shutdown();
 }

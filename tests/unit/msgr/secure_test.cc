@@ -35,10 +35,10 @@ TEST(AesGcm, NonceAdvancesPerUnitAndBothSidesAgree) {
   wire::AesKey key{};
   key[5] = 9;
   wire::AesNonce nonce{};
-  nonce[0] = 0xff;  // counter wraps its low byte: carries must match on both sides
-  nonce[1] = 0xff;
-  nonce[2] = 0xff;
-  nonce[3] = 0xff;
+  nonce[4 + 0] = 0xff;  // counter wraps its low byte: carries must match on both sides
+  nonce[4 + 1] = 0xff;
+  nonce[4 + 2] = 0xff;
+  nonce[4 + 3] = 0xff;
   wire::AesGcmStream enc(key, nonce, true), dec(key, nonce, false);
   std::string first_ct;
   for (int i = 0; i < 5; ++i) {

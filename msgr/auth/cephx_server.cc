@@ -1,0 +1,157 @@
+#include "msgr/auth/cephx_server.h"
+
+#include <openssl/rand.h>
+
+#include <atomic>
+#include <ctime>
+
+namespace bypass::msgr::auth {
+
+namespace {
+constexpr uint32_t kServiceTypes[] = {0x01, 0x02, 0x04, 0x08, 0x10, 0x20};  // mon mds osd client mgr auth
+
+// What a ticket says about its holder (AuthTicket v2 inside CephXServiceTicketInfo), sealed with
+// the service's secret: only the service can open it and learn the session key.
+std::string sealed_ticket(const CephxServiceSecrets& secrets, uint32_t service_id, const CephxEntity& holder,
+                          uint64_t global_id, const CephxKey& session_key) {
+  BufferList bl;
+  wire::Encoder enc(bl);
+  const uint32_t now = static_cast<uint32_t>(::time(nullptr));
+  enc.u8(1);  // CephXServiceTicketInfo
+  enc.u8(2);  // AuthTicket
+  enc.u64(global_id);
+  holder.encode(enc);
+  enc.u32(now);  // created
+  enc.u32(0);
+  enc.u32(now + static_cast<uint32_t>(secrets.ticket_ttl.count()));  // expires
+  enc.u32(0);
+  enc.u8(1);       // AuthCapsInfo
+  enc.u8(1);       // allow_all: this server grants everything it authenticates
+  enc.blob("");    // caps
+  enc.u32(0);      // flags
+  session_key.encode(enc);
+  return seal_envelope(secrets.secret(service_id), bl.to_string());
+}
+
+// CephXServiceTicketReply: for each service a session key sealed with `principal_key` and the
+// opaque ticket. Returns the auth service's session key when `services` includes it.
+void encode_ticket_reply(wire::Encoder& enc, const CephxServiceSecrets& secrets, const CephxKey& principal_key,
+                         uint32_t services, const CephxEntity& holder, uint64_t global_id,
+                         CephxKey* auth_session_key) {
+  uint32_t count = 0;
+  for (uint32_t s : kServiceTypes) count += (services & s) ? 1 : 0;
+  enc.u8(1);
+  enc.u32(count);
+  for (uint32_t s : kServiceTypes) {
+    if (!(services & s)) continue;
+    CephxKey session_key = CephxKey::random();
+    if (s == kServiceAuth && auth_session_key) *auth_session_key = session_key;
+    enc.u32(s);
+    enc.u8(1);
+    BufferList body;
+    wire::Encoder b(body);
+    b.u8(1);  // CephXServiceTicket {session_key, validity}
+    session_key.encode(b);
+    b.u32(static_cast<uint32_t>(secrets.ticket_ttl.count()));
+    b.u32(0);
+    encode_sealed(enc, principal_key, body.to_string());
+    enc.u8(0);  // the ticket itself travels unsealed (the client presented no old ticket)
+    CephxTicket ticket;
+    ticket.secret_id = CephxServiceSecrets::kSecretId;
+    ticket.blob = sealed_ticket(secrets, s, holder, global_id, session_key);
+    BufferList blob;
+    wire::Encoder t(blob);
+    ticket.encode_blob(t);
+    enc.blob(blob);
+  }
+}
+
+uint64_t next_global_id() {
+  // Unique within the process, and unlikely to collide with another server's.
+  static std::atomic<uint64_t> next{(random_u64_nonzero() & 0xffffffull) << 16};
+  return ++next;
+}
+}  // namespace
+
+CephxServiceSecrets::CephxServiceSecrets() {
+  for (uint32_t s : kServiceTypes) secrets_[s] = CephxKey::random();
+}
+
+const CephxKey& CephxServiceSecrets::secret(uint32_t service_id) const {
+  auto it = secrets_.find(service_id);
+  if (it == secrets_.end()) throw AuthError("cephx: no secret for service type " + std::to_string(service_id));
+  return it->second;
+}
+
+CephxMonServer::CephxMonServer(std::shared_ptr<const Keyring> keyring, std::shared_ptr<const CephxServiceSecrets> secrets)
+    : keyring_(std::move(keyring)), secrets_(std::move(secrets)) {}
+
+std::string CephxMonServer::start(std::string_view request) {
+  wire::Decoder dec(request, "cephx AUTH_REQUEST");
+  uint8_t mode = dec.u8("auth_mode");
+  if (mode != kAuthModeMon)
+    throw AuthError("cephx: auth mode " + std::to_string(mode) + " (an authorizer for a service); this server " +
+                    "authenticates clients monitor-style (mode 10) only");
+  peer_ = CephxEntity::decode(dec);
+  dec.u64("global_id");  // a reclaim needs an old ticket; every session gets a new id here
+  global_id_ = next_global_id();
+  server_challenge_ = random_u64_nonzero();
+  BufferList bl;
+  wire::Encoder enc(bl);
+  enc.u8(1);
+  enc.u64(server_challenge_);
+  return bl.to_string();
+}
+
+std::string CephxMonServer::authenticate(std::string_view request_more, bool secure, SessionKeys* keys) {
+  if (server_challenge_ == 0) throw AuthError("cephx: AUTH_REQUEST_MORE before AUTH_REQUEST");
+  wire::Decoder dec(request_more, "cephx AUTH_REQUEST_MORE");
+  uint16_t type = dec.u16("request_type");
+  if (type != kCephxGetAuthSessionKey)
+    throw AuthError("cephx: request type " + std::to_string(type) + " from " + peer_.to_string() +
+                    " where GET_AUTH_SESSION_KEY (256) belongs");
+  dec.u8("CephXAuthenticate.struct_v");
+  uint64_t client_challenge = dec.u64("client_challenge");
+  uint64_t proof = dec.u64("key");
+  CephxTicket old_ticket;
+  dec.u8("old_ticket.struct_v");
+  old_ticket.secret_id = dec.u64("old_ticket.secret_id");
+  old_ticket.blob = dec.blob("old_ticket.blob");
+  uint32_t other_keys = dec.remaining() >= 4 ? dec.u32("other_keys") : 0;
+  const CephxKey* key = keyring_->find(peer_);
+  if (key == nullptr) throw AuthError("cephx: " + peer_.to_string() + " is not in keyring '" + keyring_->path() + "'");
+  if (proof != cephx_challenge_proof(*key, server_challenge_, client_challenge))
+    throw AuthError("cephx: " + peer_.to_string() + " failed the challenge (its key differs from keyring '" +
+                    keyring_->path() + "')");
+
+  BufferList bl;
+  wire::Encoder enc(bl);
+  enc.u16(kCephxGetAuthSessionKey);
+  enc.i32(0);
+  CephxKey session_key;
+  encode_ticket_reply(enc, *secrets_, *key, kServiceAuth, peer_, global_id_, &session_key);
+  std::string connection_secret(secure ? 64 : 0, '\0');
+  if (secure && RAND_bytes(reinterpret_cast<unsigned char*>(connection_secret.data()), 64) != 1)
+    throw AuthError("RAND_bytes failed");
+  if (other_keys != 0) {  // nautilus and later: the connection secret and the service tickets now
+    BufferList secret_body;
+    wire::Encoder s(secret_body);
+    s.blob(connection_secret);
+    BufferList sealed;
+    wire::Encoder cs(sealed);
+    encode_sealed(cs, session_key, secret_body.to_string());
+    enc.blob(sealed);
+    BufferList extra;
+    wire::Encoder e(extra);
+    if (other_keys & ~kServiceAuth)
+      encode_ticket_reply(e, *secrets_, session_key, other_keys & ~kServiceAuth, peer_, global_id_, nullptr);
+    enc.blob(extra);
+  } else if (secure) {
+    throw AuthError("cephx: " + peer_.to_string() + " asked for no service keys, so it cannot receive the " +
+                    "connection secret secure mode needs");
+  }
+  *keys = cephx_session_keys(session_key, connection_secret, secure);
+  return bl.to_string();
+}
+
+}  // namespace bypass::msgr::auth
