@@ -82,6 +82,7 @@ void Port::configure(MempoolSet& pools) {
   rte_eth_dev_get_name_by_port(port_id, name);
   info_.name = name;
   info_.driver = dev.driver_name ? dev.driver_name : "?";
+  if (info_.driver == "net_memif") burst_guard_ = std::make_unique<BurstGuard>(options_.workers);
   const std::string label = port_label(port_id, info_.name);
   info_.numa_socket = std::max(0, rte_eth_dev_socket_id(port_id));
   info_.max_rx_queues = dev.max_rx_queues;
@@ -344,11 +345,11 @@ unsigned Port::default_owner(const rte_mbuf* pkt, void* context) {
   return port.steering_.worker_for_hash(toeplitz_hash(port.steering_.key(), addrs));
 }
 
-uint16_t Port::rx_from_queue(uint16_t queue, rte_mbuf** pkts, uint16_t count) {
+uint16_t Port::rx_from_queue(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count) {
   FaultShim* shim = rx_shims_[queue].get();
-  if (!shim) return rte_eth_rx_burst(info_.port_id, queue, pkts, count);
+  if (!shim) return driver_rx(worker, queue, pkts, count);
   rte_mbuf* raw[kMaxBurst];
-  const uint16_t got = rte_eth_rx_burst(info_.port_id, queue, raw, std::min(count, kMaxBurst));
+  const uint16_t got = driver_rx(worker, queue, raw, std::min(count, kMaxBurst));
   return shim->process(raw, got, pkts, count, FaultShim::now_ns());
 }
 
@@ -367,7 +368,7 @@ uint16_t Port::rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count) {
   }
   if (has_queue && n < count) {
     const uint16_t first = n;
-    const uint16_t got = rx_from_queue(static_cast<uint16_t>(worker), pkts + n, static_cast<uint16_t>(count - n));
+    const uint16_t got = rx_from_queue(worker, static_cast<uint16_t>(worker), pkts + n, static_cast<uint16_t>(count - n));
     if (!info_.software_redirect) {
       n = static_cast<uint16_t>(n + got);
     } else {
@@ -396,17 +397,17 @@ uint16_t Port::rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count) {
   counters.add(counters.rx_packets, n);
   // A worker polls rx all the time: let its tx shim release delayed packets even when it sends nothing.
   const uint16_t tx_queue = static_cast<uint16_t>(worker % info_.tx_queues);
-  if (tx_shims_[tx_queue] && tx_shims_[tx_queue]->held() > 0) drain_tx_shim(tx_queue);
+  if (tx_shims_[tx_queue] && tx_shims_[tx_queue]->held() > 0) drain_tx_shim(worker, tx_queue);
   return n;
 }
 
-void Port::drain_tx_shim(uint16_t queue) {
+void Port::drain_tx_shim(unsigned worker, uint16_t queue) {
   const bool shared = tx_shared_[queue];
   if (shared) rte_spinlock_lock(&tx_locks_[queue]);
   rte_mbuf* out[kMaxBurst];
   FaultShim& shim = *tx_shims_[queue];
   const uint16_t ready = shim.process(nullptr, 0, out, kMaxBurst, FaultShim::now_ns());
-  const uint16_t sent = rte_eth_tx_burst(info_.port_id, queue, out, ready);
+  const uint16_t sent = driver_tx(worker, queue, out, ready);
   if (sent < ready) shim.requeue_front(out + sent, static_cast<uint16_t>(ready - sent));
   if (shared) rte_spinlock_unlock(&tx_locks_[queue]);
 }
@@ -422,11 +423,11 @@ uint16_t Port::tx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count) {
       accepted = std::min(count, kMaxBurst);
       rte_mbuf* out[kMaxBurst];
       const uint16_t ready = shim->process(pkts, accepted, out, kMaxBurst, FaultShim::now_ns());
-      const uint16_t sent = rte_eth_tx_burst(info_.port_id, queue, out, ready);
+      const uint16_t sent = driver_tx(worker, queue, out, ready);
       if (sent < ready) shim->requeue_front(out + sent, static_cast<uint16_t>(ready - sent));
     }
   } else {
-    accepted = rte_eth_tx_burst(info_.port_id, queue, pkts, count);
+    accepted = driver_tx(worker, queue, pkts, count);
   }
   if (shared) rte_spinlock_unlock(&tx_locks_[queue]);
   counters_[worker].add(counters_[worker].tx_packets, accepted);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "pmd/burst_guard.h"
 #include "pmd/fault_shim.h"
 #include "pmd/offloads.h"
 #include "pmd/toeplitz.h"
@@ -135,7 +136,7 @@ class Port {
   // `worker`; tx takes ownership of the packets it accepts (returns how many).
   uint16_t rx_burst(unsigned worker, rte_mbuf** pkts, uint16_t count) {
     if (direct_io_) {
-      const uint16_t n = rte_eth_rx_burst(info_.port_id, static_cast<uint16_t>(worker), pkts, count);
+      const uint16_t n = driver_rx(worker, static_cast<uint16_t>(worker), pkts, count);
       counters_[worker].add(counters_[worker].rx_packets, n);
       return n;
     }
@@ -143,7 +144,7 @@ class Port {
   }
   uint16_t tx_burst(unsigned worker, rte_mbuf** pkts, uint16_t count) {
     if (direct_io_) {
-      const uint16_t n = rte_eth_tx_burst(info_.port_id, static_cast<uint16_t>(worker), pkts, count);
+      const uint16_t n = driver_tx(worker, static_cast<uint16_t>(worker), pkts, count);
       counters_[worker].add(counters_[worker].tx_packets, n);
       return n;
     }
@@ -161,8 +162,21 @@ class Port {
   void setup_rss();
   uint16_t rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
   uint16_t tx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
-  uint16_t rx_from_queue(uint16_t queue, rte_mbuf** pkts, uint16_t count);
-  void drain_tx_shim(uint16_t queue);
+  uint16_t rx_from_queue(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count);
+  void drain_tx_shim(unsigned worker, uint16_t queue);
+  // The driver's bursts, marked for burst_guard_ where the driver needs it (memif).
+  uint16_t driver_rx(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count) {
+    if (burst_guard_) burst_guard_->enter(worker);
+    const uint16_t n = rte_eth_rx_burst(info_.port_id, queue, pkts, count);
+    if (burst_guard_) burst_guard_->leave(worker);
+    return n;
+  }
+  uint16_t driver_tx(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count) {
+    if (burst_guard_) burst_guard_->enter(worker);
+    const uint16_t n = rte_eth_tx_burst(info_.port_id, queue, pkts, count);
+    if (burst_guard_) burst_guard_->leave(worker);
+    return n;
+  }
 
   PortOptions options_;
   PortInfo info_;
@@ -178,6 +192,7 @@ class Port {
   std::vector<bool> tx_shared_;
   std::vector<std::unique_ptr<FaultShim>> rx_shims_, tx_shims_;  // per queue; null when off
   std::unique_ptr<WorkerCounters[]> counters_;
+  std::unique_ptr<BurstGuard> burst_guard_;  // net_memif only (see burst_guard.h)
 };
 
 }  // namespace bypass::pmd
