@@ -100,7 +100,16 @@ void Port::configure(MempoolSet& pools) {
   if (dev.tx_desc_lim.nb_seg_max != 0) info_.tx_max_segments = dev.tx_desc_lim.nb_seg_max;
 
   // Never more queues than workers: a queue nobody polls would swallow its share of the flows.
-  const unsigned wanted = options_.queues ? std::min(options_.queues, options_.workers) : options_.workers;
+  unsigned wanted = options_.queues ? std::min(options_.queues, options_.workers) : options_.workers;
+  // DPDK 22.11's memif gives a queue the peer offered no ring the ring of queue 0 (rte_eth_memif.c:
+  // its ring_offset and region stay 0): a server with more queues than its client reads ring 0
+  // from two workers (frames counted twice) and transmits into the client's ring 0. A peer may run
+  // any worker count, so memif uses one queue pair unless dpdk.queues says both sides agree.
+  if (info_.driver == "net_memif" && options_.queues == 0 && wanted > 1) {
+    BYPASS_LOG(Info, "pmd", "%s: one queue pair for %u workers (set dpdk.queues to the same count on both memif "
+               "peers for more)", label.c_str(), wanted);
+    wanted = 1;
+  }
   if (options_.queues > options_.workers)
     BYPASS_LOG(Warn, "pmd", "%s: dpdk.queues=%u exceeds ms.workers=%u; using %u", label.c_str(), options_.queues,
                options_.workers, options_.workers);
@@ -431,7 +440,17 @@ uint16_t Port::tx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count) {
   }
   if (shared) rte_spinlock_unlock(&tx_locks_[queue]);
   counters_[worker].add(counters_[worker].tx_packets, accepted);
+  if (accepted < count) counters_[worker].add(counters_[worker].tx_full, count - accepted);
   return accepted;
+}
+
+uint16_t Port::drain_redirect(unsigned worker, rte_mbuf** pkts, uint16_t count) {
+  if (!info_.software_redirect || worker >= redirect_rings_.size()) return 0;
+  const auto n = static_cast<uint16_t>(
+      rte_ring_sc_dequeue_burst(redirect_rings_[worker], reinterpret_cast<void**>(pkts), count, nullptr));
+  counters_[worker].add(counters_[worker].redirected_in, n);
+  counters_[worker].add(counters_[worker].rx_packets, n);
+  return n;
 }
 
 PortStats Port::stats() const {
@@ -456,7 +475,7 @@ PortStats Port::stats() const {
     s.workers.push_back({c.rx_packets.load(std::memory_order_relaxed), c.tx_packets.load(std::memory_order_relaxed),
                          c.redirected_out.load(std::memory_order_relaxed),
                          c.redirected_in.load(std::memory_order_relaxed),
-                         c.redirect_drops.load(std::memory_order_relaxed)});
+                         c.redirect_drops.load(std::memory_order_relaxed), c.tx_full.load(std::memory_order_relaxed)});
   }
   auto sum = [](FaultCounters& total, const std::vector<std::unique_ptr<FaultShim>>& shims) {
     for (const auto& shim : shims) {
@@ -500,7 +519,7 @@ void Port::reset_stats() {
   rte_eth_xstats_reset(info_.port_id);
   for (unsigned w = 0; w < options_.workers; ++w) {
     WorkerCounters& c = counters_[w];
-    for (auto* counter : {&c.rx_packets, &c.tx_packets, &c.redirected_out, &c.redirected_in, &c.redirect_drops})
+    for (auto* counter : {&c.rx_packets, &c.tx_packets, &c.redirected_out, &c.redirected_in, &c.redirect_drops, &c.tx_full})
       counter->store(0, std::memory_order_relaxed);
   }
 }

@@ -81,6 +81,7 @@ struct alignas(64) WorkerCounters {
   std::atomic<uint64_t> redirected_out{0};   // handed to another worker's ring
   std::atomic<uint64_t> redirected_in{0};    // taken from this worker's ring
   std::atomic<uint64_t> redirect_drops{0};   // the owner's ring was full
+  std::atomic<uint64_t> tx_full{0};          // offered to tx_burst but not taken (queue full); the caller decides
   void add(std::atomic<uint64_t>& c, uint64_t n) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
 };
 
@@ -93,7 +94,7 @@ struct PortStats {
   uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
   std::vector<QueueStats> rx_queues, tx_queues;  // from the device (zero where the driver keeps none)
   struct Worker {
-    uint64_t rx_packets, tx_packets, redirected_out, redirected_in, redirect_drops;
+    uint64_t rx_packets, tx_packets, redirected_out, redirected_in, redirect_drops, tx_full;
   };
   std::vector<Worker> workers;
   FaultCounters rx_faults, tx_faults;  // summed over queues
@@ -146,10 +147,16 @@ class Port {
     if (direct_io_) {
       const uint16_t n = driver_tx(worker, static_cast<uint16_t>(worker), pkts, count);
       counters_[worker].add(counters_[worker].tx_packets, n);
+      if (n < count) counters_[worker].add(counters_[worker].tx_full, count - n);
       return n;
     }
     return tx_burst_slow(worker, pkts, count);
   }
+
+  // Packets other workers handed to `worker` that it has not taken yet. Only once every worker
+  // has stopped polling (the ring has one consumer): a caller accounting for every packet takes
+  // them here instead of letting the destructor free them uncounted.
+  uint16_t drain_redirect(unsigned worker, rte_mbuf** pkts, uint16_t count);
 
   PortStats stats() const;
   std::vector<Xstat> xstats() const;
