@@ -85,7 +85,8 @@ int run_bench_server(const config::Config& conf, std::ostream& out) {
   std::unique_ptr<msgr::Messenger> messenger =
       msgr::Messenger::create(side, msgr::EntityName{msgr::EntityType::Osd, 0}, stack);
   messenger_view = messenger.get();
-  messenger->set_default_policy(msgr::Policy::stateful_server());
+  messenger->set_default_policy(side.get_string("bench.server_policy") == "stateless" ? msgr::Policy::stateless_server()
+                                                                                    : msgr::Policy::stateful_server());
   messenger->add_dispatcher(&responder);
   if (const int rc = messenger->bind(addr); rc != 0)
     throw std::runtime_error("server: cannot listen on " + addr.to_string() + ": " + socket_error_name(rc));
