@@ -76,6 +76,22 @@ bool wait_for_memif_server(const std::string& path, Process& server) {
   return false;
 }
 
+// Two bypass-pmd processes over memif: `server` (role=server) until it listens on `socket`, then
+// `client` to its end; both results once both exited. listened is false when the server never did.
+struct MemifPair {
+  bool listened = false;
+  Result server, client;
+};
+MemifPair run_memif_pair(const std::vector<std::string>& server, const std::string& socket,
+                         const std::vector<std::string>& client) {
+  Process server_process(server, std::chrono::seconds(60));
+  MemifPair pair;
+  pair.listened = wait_for_memif_server(socket, server_process);
+  if (pair.listened) pair.client = run(client, std::chrono::seconds(60));
+  pair.server = server_process.wait();
+  return pair;
+}
+
 bool hugepages_free() {
   std::ifstream in("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
   unsigned long pages = 0;
@@ -252,20 +268,17 @@ TEST_P(WithAndWithoutHugepages, TapInterfaceAppearsInLinuxAndGoesAway) {
   EXPECT_NE(ports.out.find("lro: not supported by net_tap"), std::string::npos) << ports.out;
 }
 
-// Memif generators linger (idle, port open) until the receiver leaves: DPDK 22.11's memif unmaps
-// its rings when the peer disconnects, even under a thread inside a burst, so the side still
-// polling at a disconnect can crash. Only idle processes see a disconnect this way.
+// Memif generators linger (idle, port open) until the receiver leaves, so it drains all they sent.
 TEST_P(WithAndWithoutHugepages, MemifForwardingCountersAgree) {
   const std::string socket = "/run/bypass-pmd-it-" + g_tag + "-" + huge() + ".sock";  // abstract: no file
-  Process server(tool(huge(), {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
-                               "net_memif0,role=server,socket=" + socket, "--json", "fwd", "rxonly", "--duration", "8s"}),
-                 std::chrono::seconds(60));
-  ASSERT_TRUE(wait_for_memif_server(socket, server)) << describe(server.wait());
-  const Result client = run(tool(huge(), {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev",
-                                          "net_memif0,role=client,socket=" + socket, "--json", "fwd", "txonly",
-                                          "--size", "64", "--duration", "2s", "--linger", "20s"}),
-                            std::chrono::seconds(60));
-  const Result srv = server.wait();
+  const MemifPair p = run_memif_pair(
+      tool(huge(), {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
+                    "net_memif0,role=server,socket=" + socket, "--json", "fwd", "rxonly", "--duration", "8s"}),
+      socket,
+      tool(huge(), {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev", "net_memif0,role=client,socket=" + socket,
+                    "--json", "fwd", "txonly", "--size", "64", "--duration", "2s", "--linger", "20s"}));
+  ASSERT_TRUE(p.listened) << describe(p.server);
+  const Result &client = p.client, &srv = p.server;
   ASSERT_EQ(client.exit_code, 0) << describe(client);
   ASSERT_EQ(srv.exit_code, 0) << describe(srv);
   const uint64_t sent = summary_field(client.out, "tx_packets");
@@ -294,16 +307,15 @@ TEST_P(MemifAccounting, ReceivedPlusDroppedEqualsSent) {
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   };
-  Process receiver(side(c.receiver_workers, "0-1",
-                        {"--vdev", "net_memif0,role=server,socket=" + socket, "--json", "fwd", "rxonly", "--duration",
-                         "8s"}),
-                   std::chrono::seconds(60));
-  ASSERT_TRUE(wait_for_memif_server(socket, receiver)) << describe(receiver.wait());
-  const Result sender = run(side(c.sender_workers, "1,0",
-                                 {"--vdev", "net_memif0,role=client,socket=" + socket, "--json", "fwd", "txonly",
-                                  "--size", "64", "--duration", "2s", "--linger", "20s"}),
-                            std::chrono::seconds(60));
-  const Result rx = receiver.wait();
+  const MemifPair p = run_memif_pair(
+      side(c.receiver_workers, "0-1",
+           {"--vdev", "net_memif0,role=server,socket=" + socket, "--json", "fwd", "rxonly", "--duration", "8s"}),
+      socket,
+      side(c.sender_workers, "1,0",
+           {"--vdev", "net_memif0,role=client,socket=" + socket, "--json", "fwd", "txonly", "--size", "64",
+            "--duration", "2s", "--linger", "20s"}));
+  ASSERT_TRUE(p.listened) << describe(p.server);
+  const Result &sender = p.client, &rx = p.server;
   ASSERT_EQ(sender.exit_code, 0) << describe(sender);
   ASSERT_EQ(rx.exit_code, 0) << describe(rx);
   const JsonValue sent_summary = fwd_summary(sender.out), rx_summary = fwd_summary(rx.out);
@@ -544,15 +556,14 @@ TEST(Forwarding, MacRewritesSourceToThePortAndDestinationToTheSender) {
 
 TEST(Forwarding, MemifFlowgenAgainstIoEchoCountersAgree) {
   const std::string socket = "/run/bypass-pmd-it-" + g_tag + "-echo.sock";  // abstract: no file
-  Process echo(tool("yes", {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
-                            "net_memif0,role=server,socket=" + socket, "--json", "fwd", "io", "--duration", "6s"}),
-               std::chrono::seconds(60));
-  ASSERT_TRUE(wait_for_memif_server(socket, echo)) << describe(echo.wait());
-  const Result gen = run(tool("yes", {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev",
-                                      "net_memif0,role=client,socket=" + socket, "--json", "fwd", "flowgen", "--flows",
-                                      "64", "--size", "128", "--duration", "2s", "--linger", "20s"}),
-                         std::chrono::seconds(60));
-  const Result io = echo.wait();
+  const MemifPair p = run_memif_pair(
+      tool("yes", {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
+                   "net_memif0,role=server,socket=" + socket, "--json", "fwd", "io", "--duration", "6s"}),
+      socket,
+      tool("yes", {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev", "net_memif0,role=client,socket=" + socket,
+                   "--json", "fwd", "flowgen", "--flows", "64", "--size", "128", "--duration", "2s", "--linger", "20s"}));
+  ASSERT_TRUE(p.listened) << describe(p.server);
+  const Result &gen = p.client, &io = p.server;
   ASSERT_EQ(gen.exit_code, 0) << describe(gen);
   ASSERT_EQ(io.exit_code, 0) << describe(io);
   const JsonValue gen_summary = fwd_summary(gen.out), echo_summary = fwd_summary(io.out);
