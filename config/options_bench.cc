@@ -56,6 +56,12 @@ void register_bench_options(Registry& r) {
          .help = "Live progress each second: a rewritten line on a terminal, a log line otherwise "
                  "(auto), always one (line/log), or none (off).",
          .enum_values = {"auto", "line", "log", "off"}});
+  r.add({.name = "bench.server_policy", .type = OptionType::Enum, .default_value = "stateful",
+         .help = "Sessions of the server's clients. stateful: a session outlives its transport so a "
+                 "client that reconnects gets unacknowledged replies replayed (a client that dies "
+                 "leaves its session, and what it holds, behind); stateless: a session ends with its "
+                 "transport, as a long-lived server facing clients that come and go wants.",
+         .enum_values = {"stateful", "stateless"}});
   add_side_options(r, "server", "listens");
   add_side_options(r, "client", "connects");
 }

@@ -60,7 +60,7 @@ void register_dpdk_options(Registry& r) {
   r.add({.name = "dpdk.queues", .type = OptionType::Int, .default_value = "0",
          .help = "RX/TX queue pairs per port, at most ms.workers; 0 gives one per worker (capped by "
                  "the device). With fewer queues than workers packets reach their worker through a "
-                 "software ring.",
+                 "software ring. net_memif ports take 0 as 1: give both memif peers the same count to use more.",
          .min = 0, .max = 1024});
   r.add({.name = "dpdk.redirect_ring", .type = OptionType::Int, .default_value = "4096",
          .help = "Slots of each worker's software redirect ring (power of two).", .min = 64,

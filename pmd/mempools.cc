@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "base/log.h"
+#include "pmd/eal.h"
 #include "pmd/error.h"
 
 namespace bypass::pmd {
@@ -44,19 +45,36 @@ rte_mempool* MempoolSet::for_socket(int socket) {
   return pool;
 }
 
+namespace {
+
+MempoolUsage usage_of(rte_mempool* pool, int socket) {
+  MempoolUsage u;
+  u.name = pool->name;
+  u.socket = socket;
+  u.size = pool->size;
+  u.available = rte_mempool_avail_count(pool);
+  u.in_use = rte_mempool_in_use_count(pool);
+  u.cache_size = pool->cache_size;
+  u.data_room = rte_pktmbuf_data_room_size(pool);
+  return u;
+}
+
+}  // namespace
+
 std::vector<MempoolUsage> MempoolSet::usage() const {
   std::vector<MempoolUsage> out;
-  for (const auto& [socket, pool] : pools_) {
-    MempoolUsage u;
-    u.name = pool->name;
-    u.socket = socket;
-    u.size = pool->size;
-    u.available = rte_mempool_avail_count(pool);
-    u.in_use = rte_mempool_in_use_count(pool);
-    u.cache_size = pool->cache_size;
-    u.data_room = rte_pktmbuf_data_room_size(pool);
-    out.push_back(u);
-  }
+  for (const auto& [socket, pool] : pools_) out.push_back(usage_of(pool, socket));
+  return out;
+}
+
+std::vector<MempoolUsage> process_mempool_usage() {
+  std::vector<MempoolUsage> out;
+  if (!eal_started()) return out;
+  rte_mempool_walk(
+      [](rte_mempool* pool, void* into) {
+        static_cast<std::vector<MempoolUsage>*>(into)->push_back(usage_of(pool, pool->socket_id));
+      },
+      &out);
   return out;
 }
 

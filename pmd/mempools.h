@@ -42,4 +42,7 @@ class MempoolSet {
   std::map<int, rte_mempool*> pools_;
 };
 
+// Every mbuf pool in the process (whoever created it); empty before the EAL starts.
+std::vector<MempoolUsage> process_mempool_usage();
+
 }  // namespace bypass::pmd

@@ -114,6 +114,7 @@ void Port::configure(MempoolSet& pools) {
   rte_eth_dev_get_name_by_port(port_id, name);
   info_.name = name;
   info_.driver = dev.driver_name ? dev.driver_name : "?";
+  if (info_.driver == "net_memif") burst_guard_ = std::make_unique<BurstGuard>(options_.workers);
   const std::string label = port_label(port_id, info_.name);
   info_.numa_socket = std::max(0, rte_eth_dev_socket_id(port_id));
   info_.max_rx_queues = dev.max_rx_queues;
@@ -134,7 +135,16 @@ void Port::configure(MempoolSet& pools) {
   if (dev.tx_desc_lim.nb_seg_max != 0) info_.tx_max_segments = dev.tx_desc_lim.nb_seg_max;
 
   // Never more queues than workers: a queue nobody polls would swallow its share of the flows.
-  const unsigned wanted = options_.queues ? std::min(options_.queues, options_.workers) : options_.workers;
+  unsigned wanted = options_.queues ? std::min(options_.queues, options_.workers) : options_.workers;
+  // DPDK 22.11's memif gives a queue the peer offered no ring the ring of queue 0 (rte_eth_memif.c:
+  // its ring_offset and region stay 0): a server with more queues than its client reads ring 0
+  // from two workers (frames counted twice) and transmits into the client's ring 0. A peer may run
+  // any worker count, so memif uses one queue pair unless dpdk.queues says both sides agree.
+  if (info_.driver == "net_memif" && options_.queues == 0 && wanted > 1) {
+    BYPASS_LOG(Info, "pmd", "%s: one queue pair for %u workers (set dpdk.queues to the same count on both memif "
+               "peers for more)", label.c_str(), wanted);
+    wanted = 1;
+  }
   if (options_.queues > options_.workers)
     BYPASS_LOG(Warn, "pmd", "%s: dpdk.queues=%u exceeds ms.workers=%u; using %u", label.c_str(), options_.queues,
                options_.workers, options_.workers);
@@ -408,11 +418,11 @@ unsigned Port::default_owner(const rte_mbuf* pkt, void* context) {
   return port.steering_.worker_for_hash(toeplitz_hash(port.steering_.key(), addrs));
 }
 
-uint16_t Port::rx_from_queue(uint16_t queue, rte_mbuf** pkts, uint16_t count) {
+uint16_t Port::rx_from_queue(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count) {
   FaultShim* shim = rx_shims_[queue].get();
-  if (!shim) return rte_eth_rx_burst(info_.port_id, queue, pkts, count);
+  if (!shim) return driver_rx(worker, queue, pkts, count);
   rte_mbuf* raw[kMaxBurst];
-  const uint16_t got = rte_eth_rx_burst(info_.port_id, queue, raw, std::min(count, kMaxBurst));
+  const uint16_t got = driver_rx(worker, queue, raw, std::min(count, kMaxBurst));
   return shim->process(raw, got, pkts, count, FaultShim::now_ns());
 }
 
@@ -431,7 +441,7 @@ uint16_t Port::rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count) {
   }
   if (has_queue && n < count) {
     const uint16_t first = n;
-    const uint16_t got = rx_from_queue(static_cast<uint16_t>(worker), pkts + n, static_cast<uint16_t>(count - n));
+    const uint16_t got = rx_from_queue(worker, static_cast<uint16_t>(worker), pkts + n, static_cast<uint16_t>(count - n));
     if (!info_.software_redirect) {
       n = static_cast<uint16_t>(n + got);
     } else {
@@ -460,17 +470,17 @@ uint16_t Port::rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count) {
   counters.add(counters.rx_packets, n);
   // A worker polls rx all the time: let its tx shim release delayed packets even when it sends nothing.
   const uint16_t tx_queue = static_cast<uint16_t>(worker % info_.tx_queues);
-  if (tx_shims_[tx_queue] && tx_shims_[tx_queue]->held() > 0) drain_tx_shim(tx_queue);
+  if (tx_shims_[tx_queue] && tx_shims_[tx_queue]->held() > 0) drain_tx_shim(worker, tx_queue);
   return n;
 }
 
-void Port::drain_tx_shim(uint16_t queue) {
+void Port::drain_tx_shim(unsigned worker, uint16_t queue) {
   const bool shared = tx_shared_[queue];
   if (shared) rte_spinlock_lock(&tx_locks_[queue]);
   rte_mbuf* out[kMaxBurst];
   FaultShim& shim = *tx_shims_[queue];
   const uint16_t ready = shim.process(nullptr, 0, out, kMaxBurst, FaultShim::now_ns());
-  const uint16_t sent = rte_eth_tx_burst(info_.port_id, queue, out, ready);
+  const uint16_t sent = driver_tx(worker, queue, out, ready);
   if (sent < ready) shim.requeue_front(out + sent, static_cast<uint16_t>(ready - sent));
   if (shared) rte_spinlock_unlock(&tx_locks_[queue]);
 }
@@ -486,15 +496,25 @@ uint16_t Port::tx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count) {
       accepted = std::min(count, kMaxBurst);
       rte_mbuf* out[kMaxBurst];
       const uint16_t ready = shim->process(pkts, accepted, out, kMaxBurst, FaultShim::now_ns());
-      const uint16_t sent = rte_eth_tx_burst(info_.port_id, queue, out, ready);
+      const uint16_t sent = driver_tx(worker, queue, out, ready);
       if (sent < ready) shim->requeue_front(out + sent, static_cast<uint16_t>(ready - sent));
     }
   } else {
-    accepted = rte_eth_tx_burst(info_.port_id, queue, pkts, count);
+    accepted = driver_tx(worker, queue, pkts, count);
   }
   if (shared) rte_spinlock_unlock(&tx_locks_[queue]);
   counters_[worker].add(counters_[worker].tx_packets, accepted);
+  if (accepted < count) counters_[worker].add(counters_[worker].tx_full, count - accepted);
   return accepted;
+}
+
+uint16_t Port::drain_redirect(unsigned worker, rte_mbuf** pkts, uint16_t count) {
+  if (!info_.software_redirect || worker >= redirect_rings_.size()) return 0;
+  const auto n = static_cast<uint16_t>(
+      rte_ring_sc_dequeue_burst(redirect_rings_[worker], reinterpret_cast<void**>(pkts), count, nullptr));
+  counters_[worker].add(counters_[worker].redirected_in, n);
+  counters_[worker].add(counters_[worker].rx_packets, n);
+  return n;
 }
 
 PortStats Port::stats() const {
@@ -519,7 +539,7 @@ PortStats Port::stats() const {
     s.workers.push_back({c.rx_packets.load(std::memory_order_relaxed), c.tx_packets.load(std::memory_order_relaxed),
                          c.redirected_out.load(std::memory_order_relaxed),
                          c.redirected_in.load(std::memory_order_relaxed),
-                         c.redirect_drops.load(std::memory_order_relaxed)});
+                         c.redirect_drops.load(std::memory_order_relaxed), c.tx_full.load(std::memory_order_relaxed)});
   }
   auto sum = [](FaultCounters& total, const std::vector<std::unique_ptr<FaultShim>>& shims) {
     for (const auto& shim : shims) {
@@ -563,7 +583,7 @@ void Port::reset_stats() {
   rte_eth_xstats_reset(info_.port_id);
   for (unsigned w = 0; w < options_.workers; ++w) {
     WorkerCounters& c = counters_[w];
-    for (auto* counter : {&c.rx_packets, &c.tx_packets, &c.redirected_out, &c.redirected_in, &c.redirect_drops})
+    for (auto* counter : {&c.rx_packets, &c.tx_packets, &c.redirected_out, &c.redirected_in, &c.redirect_drops, &c.tx_full})
       counter->store(0, std::memory_order_relaxed);
   }
 }

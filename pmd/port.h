@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "pmd/burst_guard.h"
 #include "pmd/fault_shim.h"
 #include "pmd/offloads.h"
 #include "pmd/toeplitz.h"
@@ -82,6 +83,7 @@ struct alignas(64) WorkerCounters {
   std::atomic<uint64_t> redirected_out{0};   // handed to another worker's ring
   std::atomic<uint64_t> redirected_in{0};    // taken from this worker's ring
   std::atomic<uint64_t> redirect_drops{0};   // the owner's ring was full
+  std::atomic<uint64_t> tx_full{0};          // offered to tx_burst but not taken (queue full); the caller decides
   void add(std::atomic<uint64_t>& c, uint64_t n) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
 };
 
@@ -94,7 +96,7 @@ struct PortStats {
   uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
   std::vector<QueueStats> rx_queues, tx_queues;  // from the device (zero where the driver keeps none)
   struct Worker {
-    uint64_t rx_packets, tx_packets, redirected_out, redirected_in, redirect_drops;
+    uint64_t rx_packets, tx_packets, redirected_out, redirected_in, redirect_drops, tx_full;
   };
   std::vector<Worker> workers;
   FaultCounters rx_faults, tx_faults;  // summed over queues
@@ -137,7 +139,7 @@ class Port {
   // `worker`; tx takes ownership of the packets it accepts (returns how many).
   uint16_t rx_burst(unsigned worker, rte_mbuf** pkts, uint16_t count) {
     if (direct_io_) {
-      const uint16_t n = rte_eth_rx_burst(info_.port_id, static_cast<uint16_t>(worker), pkts, count);
+      const uint16_t n = driver_rx(worker, static_cast<uint16_t>(worker), pkts, count);
       counters_[worker].add(counters_[worker].rx_packets, n);
       return n;
     }
@@ -145,12 +147,18 @@ class Port {
   }
   uint16_t tx_burst(unsigned worker, rte_mbuf** pkts, uint16_t count) {
     if (direct_io_) {
-      const uint16_t n = rte_eth_tx_burst(info_.port_id, static_cast<uint16_t>(worker), pkts, count);
+      const uint16_t n = driver_tx(worker, static_cast<uint16_t>(worker), pkts, count);
       counters_[worker].add(counters_[worker].tx_packets, n);
+      if (n < count) counters_[worker].add(counters_[worker].tx_full, count - n);
       return n;
     }
     return tx_burst_slow(worker, pkts, count);
   }
+
+  // Packets other workers handed to `worker` that it has not taken yet. Only once every worker
+  // has stopped polling (the ring has one consumer): a caller accounting for every packet takes
+  // them here instead of letting the destructor free them uncounted.
+  uint16_t drain_redirect(unsigned worker, rte_mbuf** pkts, uint16_t count);
 
   PortStats stats() const;
   std::vector<Xstat> xstats() const;
@@ -163,8 +171,21 @@ class Port {
   void setup_rss();
   uint16_t rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
   uint16_t tx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
-  uint16_t rx_from_queue(uint16_t queue, rte_mbuf** pkts, uint16_t count);
-  void drain_tx_shim(uint16_t queue);
+  uint16_t rx_from_queue(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count);
+  void drain_tx_shim(unsigned worker, uint16_t queue);
+  // The driver's bursts, marked for burst_guard_ where the driver needs it (memif).
+  uint16_t driver_rx(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count) {
+    if (burst_guard_) burst_guard_->enter(worker);
+    const uint16_t n = rte_eth_rx_burst(info_.port_id, queue, pkts, count);
+    if (burst_guard_) burst_guard_->leave(worker);
+    return n;
+  }
+  uint16_t driver_tx(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count) {
+    if (burst_guard_) burst_guard_->enter(worker);
+    const uint16_t n = rte_eth_tx_burst(info_.port_id, queue, pkts, count);
+    if (burst_guard_) burst_guard_->leave(worker);
+    return n;
+  }
 
   PortOptions options_;
   PortInfo info_;
@@ -180,6 +201,7 @@ class Port {
   std::vector<bool> tx_shared_;
   std::vector<std::unique_ptr<FaultShim>> rx_shims_, tx_shims_;  // per queue; null when off
   std::unique_ptr<WorkerCounters[]> counters_;
+  std::unique_ptr<BurstGuard> burst_guard_;  // net_memif only (see burst_guard.h)
 };
 
 }  // namespace bypass::pmd

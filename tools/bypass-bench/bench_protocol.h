@@ -18,5 +18,7 @@ constexpr uint16_t kStatsReply = 0x7b05;
 // The one line `bypass-bench server` prints on stdout once it accepts connections; `run` reads it
 // to learn where the client should connect:  "ready 10.98.0.1:40123 dpdk"
 constexpr const char* kReadyPrefix = "ready ";
+// Lines a server prints on SIGUSR1 (bench_server.h).
+constexpr const char* kStatusPrefix = "status ";
 
 }  // namespace bypass::bench

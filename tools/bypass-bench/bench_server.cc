@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "msgr/messenger.h"
+#include "pmd/mempools.h"
 #include "stack/network_stack.h"
 #include "tools/bypass-bench/bench_job.h"
 #include "tools/bypass-bench/bench_protocol.h"
@@ -53,6 +54,14 @@ msgr::EntityAddr listen_address(const config::Config& side, const BenchJob& job,
   return addr;
 }
 
+// One line per mbuf pool (dpdk only): what a long-lived server holds, for leak checks between
+// clients. "status mempool NAME in_use N size N".
+void print_status(std::ostream& out) {
+  for (const pmd::MempoolUsage& pool : pmd::process_mempool_usage())
+    out << kStatusPrefix << "mempool " << pool.name << " in_use " << pool.in_use << " size " << pool.size << "\n";
+  out << kStatusPrefix << "end" << std::endl;
+}
+
 }  // namespace
 
 int run_bench_server(const config::Config& conf, std::ostream& out) {
@@ -67,6 +76,7 @@ int run_bench_server(const config::Config& conf, std::ostream& out) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);  // a status line, then serve on
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   std::shared_ptr<NetworkStack> stack = NetworkStack::create(side);
@@ -75,7 +85,8 @@ int run_bench_server(const config::Config& conf, std::ostream& out) {
   std::unique_ptr<msgr::Messenger> messenger =
       msgr::Messenger::create(side, msgr::EntityName{msgr::EntityType::Osd, 0}, stack);
   messenger_view = messenger.get();
-  messenger->set_default_policy(msgr::Policy::stateful_server());
+  messenger->set_default_policy(side.get_string("bench.server_policy") == "stateless" ? msgr::Policy::stateless_server()
+                                                                                    : msgr::Policy::stateful_server());
   messenger->add_dispatcher(&responder);
   if (const int rc = messenger->bind(addr); rc != 0)
     throw std::runtime_error("server: cannot listen on " + addr.to_string() + ": " + socket_error_name(rc));
@@ -86,7 +97,7 @@ int run_bench_server(const config::Config& conf, std::ostream& out) {
   out << kReadyPrefix << bound->ip_string() << ":" << bound->port() << " " << transport << std::endl;
 
   int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  while (sigwait(&stop_signals, &signal_number) == 0 && signal_number == SIGUSR1) print_status(out);
   messenger->shutdown();
   messenger->wait();
   stack->stop();
@@ -99,7 +110,8 @@ const char* bench_server_usage() {
          "Serves the messenger benchmark of the job for one transport (bench.transports must name\n"
          "one, or ms.type is used): listens on bench.server_address (default 127.0.0.1, or\n"
          "dpdk.host_ip for dpdk, on a free port), prints 'ready IP:PORT TRANSPORT' and answers\n"
-         "until SIGINT/SIGTERM. The server side's settings are bench.server.<transport> and\n"
+         "until SIGINT/SIGTERM; SIGUSR1 prints 'status mempool NAME in_use N size N' lines (dpdk) and\n"
+         "'status end'. The server side's settings are bench.server.<transport> and\n"
          "bench.server.cpus. Run `bypass-bench client` with the same job against it.\n";
 }
 

@@ -1,6 +1,6 @@
 // `bypass-bench server`: the answering side of a messenger benchmark. It listens on
 // bench.server_address (or a free port), prints one ready line (bench_protocol.h) on stdout, then
-// answers until SIGINT or SIGTERM: each reqrep request with a reply of the same size, stream
+// answers until SIGINT or SIGTERM (SIGUSR1 prints its mbuf pools' use): each reqrep request with a reply of the same size, stream
 // messages by consuming them, and stats requests with this process's ProcessSnapshot.
 #pragma once
 

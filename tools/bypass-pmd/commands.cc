@@ -82,6 +82,7 @@ struct FlagParser {
 };
 
 void print_rates(const std::vector<PortRates>& rates, bool final, bool json, const char* mode) {
+  auto ul = [](uint64_t v) { return static_cast<unsigned long>(v); };
   if (json) {
     Json j;
     j.begin_object().field("type", final ? "summary" : "interval").field("mode", mode);
@@ -90,8 +91,16 @@ void print_rates(const std::vector<PortRates>& rates, bool final, bool json, con
       j.begin_object().field("port", unsigned{r.port_id}).field("seconds", r.seconds);
       j.field("rx_packets", r.rx_packets).field("tx_packets", r.tx_packets);
       j.field("rx_bytes", r.rx_bytes).field("tx_bytes", r.tx_bytes).field("dropped", r.dropped);
+      j.field("tx_full", r.tx_full).field("redirect_drops", r.redirect_drops).field("rx_missed", r.rx_missed);
+      j.field("rx_nombuf", r.rx_nombuf).field("rx_errors", r.rx_errors);
       j.field("rx_mpps", r.rx_mpps()).field("tx_mpps", r.tx_mpps());
-      j.field("rx_gbps", r.rx_gbps()).field("tx_gbps", r.tx_gbps()).end_object();
+      j.field("rx_gbps", r.rx_gbps()).field("tx_gbps", r.tx_gbps());
+      j.key("workers").begin_array();
+      for (const auto& w : r.workers)
+        j.begin_object().field("worker", w.worker).field("rx_packets", w.rx_packets).field("tx_packets", w.tx_packets)
+            .field("tx_full", w.tx_full).field("redirect_drops", w.redirect_drops)
+            .field("redirected_out", w.redirected_out).field("redirected_in", w.redirected_in).end_object();
+      j.end_array().end_object();
     }
     j.end_array().end_object();
     std::printf("%s\n", j.str().c_str());
@@ -100,12 +109,19 @@ void print_rates(const std::vector<PortRates>& rates, bool final, bool json, con
       if (final)
         std::printf("summary port %u: %.1fs  rx %lu pkts %.3f Mpps %.3f Gbit/s  tx %lu pkts %.3f Mpps %.3f Gbit/s  "
                     "dropped %lu\n",
-                    r.port_id, r.seconds, static_cast<unsigned long>(r.rx_packets), r.rx_mpps(), r.rx_gbps(),
-                    static_cast<unsigned long>(r.tx_packets), r.tx_mpps(), r.tx_gbps(),
-                    static_cast<unsigned long>(r.dropped));
+                    r.port_id, r.seconds, ul(r.rx_packets), r.rx_mpps(), r.rx_gbps(), ul(r.tx_packets), r.tx_mpps(),
+                    r.tx_gbps(), ul(r.dropped));
       else
         std::printf("port %u: rx %.3f Mpps %.3f Gbit/s  tx %.3f Mpps %.3f Gbit/s  dropped %lu\n", r.port_id,
-                    r.rx_mpps(), r.rx_gbps(), r.tx_mpps(), r.tx_gbps(), static_cast<unsigned long>(r.dropped));
+                    r.rx_mpps(), r.rx_gbps(), r.tx_mpps(), r.tx_gbps(), ul(r.dropped));
+      if (!final) continue;
+      std::printf("  drops: redirect ring full %lu  rx missed %lu  rx nombuf %lu  rx errors %lu  tx queue full %lu%s\n",
+                  ul(r.redirect_drops), ul(r.rx_missed), ul(r.rx_nombuf), ul(r.rx_errors), ul(r.tx_full),
+                  std::string(mode) == "io" || std::string(mode) == "mac" ? "" : " (unsent, not lost)");
+      for (const auto& w : r.workers)
+        std::printf("  worker %u: rx %lu tx %lu tx queue full %lu redirect drops %lu redirected out %lu in %lu\n",
+                    w.worker, ul(w.rx_packets), ul(w.tx_packets), ul(w.tx_full), ul(w.redirect_drops),
+                    ul(w.redirected_out), ul(w.redirected_in));
     }
   }
   std::fflush(stdout);
@@ -129,7 +145,7 @@ void stats_json(Json& j, const pmd::Port& port, const pmd::PortStats& s) {
   for (const auto& w : s.workers)
     j.begin_object().field("rx_packets", w.rx_packets).field("tx_packets", w.tx_packets)
         .field("redirected_out", w.redirected_out).field("redirected_in", w.redirected_in)
-        .field("redirect_drops", w.redirect_drops).end_object();
+        .field("redirect_drops", w.redirect_drops).field("tx_full", w.tx_full).end_object();
   j.end_array();
   auto faults = [&](const char* key, const pmd::FaultCounters& f) {
     j.key(key).begin_object().field("seen", f.seen).field("dropped", f.dropped).field("duplicated", f.duplicated)
@@ -158,13 +174,21 @@ void stats_text(const pmd::Port& port, const pmd::PortStats& s, const pmd::PortS
   for (size_t q = 0; q < s.tx_queues.size(); ++q)
     std::printf("  txq %zu: %lu packets %lu bytes\n", q, static_cast<unsigned long>(s.tx_queues[q].packets),
                 static_cast<unsigned long>(s.tx_queues[q].bytes));
+  uint64_t redirect_drops = 0, tx_full = 0;
   for (size_t w = 0; w < s.workers.size(); ++w) {
     const auto& c = s.workers[w];
-    std::printf("  worker %zu: rx %lu tx %lu redirected out %lu in %lu dropped %lu\n", w,
+    redirect_drops += c.redirect_drops;
+    tx_full += c.tx_full;
+    std::printf("  worker %zu: rx %lu tx %lu redirected out %lu in %lu redirect drops %lu tx queue full %lu\n", w,
                 static_cast<unsigned long>(c.rx_packets), static_cast<unsigned long>(c.tx_packets),
                 static_cast<unsigned long>(c.redirected_out), static_cast<unsigned long>(c.redirected_in),
-                static_cast<unsigned long>(c.redirect_drops));
+                static_cast<unsigned long>(c.redirect_drops), static_cast<unsigned long>(c.tx_full));
   }
+  std::printf("  drops: redirect ring full %lu  rx missed %lu  rx nombuf %lu  rx errors %lu  tx errors %lu  "
+              "tx queue full %lu\n",
+              static_cast<unsigned long>(redirect_drops), static_cast<unsigned long>(s.rx_missed),
+              static_cast<unsigned long>(s.rx_nombuf), static_cast<unsigned long>(s.rx_errors),
+              static_cast<unsigned long>(s.tx_errors), static_cast<unsigned long>(tx_full));
   for (const auto& [dir, f] : {std::pair{"rx", &s.rx_faults}, std::pair{"tx", &s.tx_faults}})
     if (f->seen)
       std::printf("  %s faults: seen %lu dropped %lu duplicated %lu reordered %lu delayed %lu corrupted %lu\n", dir,

@@ -30,17 +30,31 @@ struct FwdOptions {
   std::chrono::nanoseconds duration{0};  // 0: until stopped
   // After the run, keep the ports open without polling for up to this long, ending early once
   // every link is down. The peer then drains what we queued last (memif drops its rings when one
-  // side leaves), and a peer that outlives us is better made to leave first: DPDK 22.11's memif
-  // unmaps its rings on disconnect while the polling thread may still be inside a burst (SIGSEGV),
-  // so whoever is still polling when the other side disconnects can crash. nullopt: 500 ms after
-  // modes that transmit, none after rxonly.
+  // side leaves) and can account for every frame we sent. nullopt: 500 ms after modes that
+  // transmit, none after rxonly.
   std::optional<std::chrono::nanoseconds> linger;
   std::chrono::nanoseconds report_every{std::chrono::seconds(1)};
 };
 
+// What one worker did on one port. Every frame the port delivered is in rx_packets or a drop.
+struct WorkerRates {
+  unsigned worker = 0;
+  uint64_t rx_packets = 0, tx_packets = 0;
+  uint64_t tx_full = 0;          // offered to the tx queue and not taken: freed (a drop in io/mac, unsent in txonly/flowgen)
+  uint64_t redirect_drops = 0;   // received on this worker's queue, the owner's redirect ring full: freed
+  uint64_t redirected_out = 0, redirected_in = 0;
+};
+
 struct PortRates {
   uint16_t port_id = 0;
-  uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0, dropped = 0;
+  uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
+  uint64_t tx_full = 0, redirect_drops = 0;       // sums over workers
+  uint64_t rx_missed = 0, rx_nombuf = 0, rx_errors = 0;  // the device's own (imissed, rx_nombuf, ierrors)
+  // Every frame lost after it reached the port: redirect_drops + rx_missed + rx_nombuf + rx_errors,
+  // plus tx_full in the forwarding modes (io, mac). On a receiver, rx_packets + dropped is what the
+  // peer sent (once the run outlasted the peer's traffic).
+  uint64_t dropped = 0;
+  std::vector<WorkerRates> workers;
   double seconds = 0;
   double rx_mpps() const { return seconds > 0 ? rx_packets / seconds / 1e6 : 0; }
   double tx_mpps() const { return seconds > 0 ? tx_packets / seconds / 1e6 : 0; }

@@ -76,6 +76,22 @@ bool wait_for_memif_server(const std::string& path, Process& server) {
   return false;
 }
 
+// Two bypass-pmd processes over memif: `server` (role=server) until it listens on `socket`, then
+// `client` to its end; both results once both exited. listened is false when the server never did.
+struct MemifPair {
+  bool listened = false;
+  Result server, client;
+};
+MemifPair run_memif_pair(const std::vector<std::string>& server, const std::string& socket,
+                         const std::vector<std::string>& client) {
+  Process server_process(server, std::chrono::seconds(60));
+  MemifPair pair;
+  pair.listened = wait_for_memif_server(socket, server_process);
+  if (pair.listened) pair.client = run(client, std::chrono::seconds(60));
+  pair.server = server_process.wait();
+  return pair;
+}
+
 bool hugepages_free() {
   std::ifstream in("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
   unsigned long pages = 0;
@@ -252,20 +268,17 @@ TEST_P(WithAndWithoutHugepages, TapInterfaceAppearsInLinuxAndGoesAway) {
   EXPECT_NE(ports.out.find("lro: not supported by net_tap"), std::string::npos) << ports.out;
 }
 
-// Memif generators linger (idle, port open) until the receiver leaves: DPDK 22.11's memif unmaps
-// its rings when the peer disconnects, even under a thread inside a burst, so the side still
-// polling at a disconnect can crash. Only idle processes see a disconnect this way.
+// Memif generators linger (idle, port open) until the receiver leaves, so it drains all they sent.
 TEST_P(WithAndWithoutHugepages, MemifForwardingCountersAgree) {
   const std::string socket = "/run/bypass-pmd-it-" + g_tag + "-" + huge() + ".sock";  // abstract: no file
-  Process server(tool(huge(), {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
-                               "net_memif0,role=server,socket=" + socket, "--json", "fwd", "rxonly", "--duration", "8s"}),
-                 std::chrono::seconds(60));
-  ASSERT_TRUE(wait_for_memif_server(socket, server)) << describe(server.wait());
-  const Result client = run(tool(huge(), {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev",
-                                          "net_memif0,role=client,socket=" + socket, "--json", "fwd", "txonly",
-                                          "--size", "64", "--duration", "2s", "--linger", "20s"}),
-                            std::chrono::seconds(60));
-  const Result srv = server.wait();
+  const MemifPair p = run_memif_pair(
+      tool(huge(), {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
+                    "net_memif0,role=server,socket=" + socket, "--json", "fwd", "rxonly", "--duration", "8s"}),
+      socket,
+      tool(huge(), {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev", "net_memif0,role=client,socket=" + socket,
+                    "--json", "fwd", "txonly", "--size", "64", "--duration", "2s", "--linger", "20s"}));
+  ASSERT_TRUE(p.listened) << describe(p.server);
+  const Result &client = p.client, &srv = p.server;
   ASSERT_EQ(client.exit_code, 0) << describe(client);
   ASSERT_EQ(srv.exit_code, 0) << describe(srv);
   const uint64_t sent = summary_field(client.out, "tx_packets");
@@ -273,6 +286,70 @@ TEST_P(WithAndWithoutHugepages, MemifForwardingCountersAgree) {
   EXPECT_GT(sent, 1000u) << client.out;
   EXPECT_EQ(received, sent) << "server:\n" << srv.out << "\nclient:\n" << client.out;
 }
+
+// Every frame a memif sender transmits is accounted for by the receiver: received, or one of the
+// drop counters of its fwd summary (redirect ring full, rx missed, rx nombuf, rx errors), whatever
+// the worker count of either side. A 64-slot redirect ring makes a two-worker receiver drop, so the
+// drop path is counted too; the receiver outlasts the sender's traffic, so nothing is in flight.
+struct AccountingCase {
+  unsigned receiver_workers, sender_workers, redirect_ring;
+};
+
+class MemifAccounting : public testing::TestWithParam<AccountingCase> {};
+
+TEST_P(MemifAccounting, ReceivedPlusDroppedEqualsSent) {
+  const AccountingCase c = GetParam();
+  const std::string socket = "/run/bypass-pmd-it-" + g_tag + "-acct.sock";  // abstract: no file
+  auto side = [&](unsigned workers, const std::string& cpus, std::vector<std::string> args) {
+    std::vector<std::string> argv = tool("yes", {"--set", "ms.workers=" + std::to_string(workers), "--set",
+                                                 "ms.cpus=" + cpus, "--set", "dpdk.link_wait=15s", "--set",
+                                                 "dpdk.redirect_ring=" + std::to_string(c.redirect_ring)});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  };
+  const MemifPair p = run_memif_pair(
+      side(c.receiver_workers, "0-1",
+           {"--vdev", "net_memif0,role=server,socket=" + socket, "--json", "fwd", "rxonly", "--duration", "8s"}),
+      socket,
+      side(c.sender_workers, "1,0",
+           {"--vdev", "net_memif0,role=client,socket=" + socket, "--json", "fwd", "txonly", "--size", "64",
+            "--duration", "2s", "--linger", "20s"}));
+  ASSERT_TRUE(p.listened) << describe(p.server);
+  const Result &sender = p.client, &rx = p.server;
+  ASSERT_EQ(sender.exit_code, 0) << describe(sender);
+  ASSERT_EQ(rx.exit_code, 0) << describe(rx);
+  const JsonValue sent_summary = fwd_summary(sender.out), rx_summary = fwd_summary(rx.out);
+  const JsonValue& s = sent_summary.at("ports").at(0);
+  const JsonValue& r = rx_summary.at("ports").at(0);
+  const uint64_t sent = s.at("tx_packets").count();
+  ASSERT_GT(sent, 1000u) << sender.out;
+  const uint64_t drops = r.at("redirect_drops").count() + r.at("rx_missed").count() + r.at("rx_nombuf").count() +
+                         r.at("rx_errors").count();
+  EXPECT_EQ(r.at("dropped").count(), drops) << rx.out;
+  EXPECT_EQ(r.at("rx_packets").count() + drops, sent) << "receiver:\n" << rx.out << "\nsender:\n" << sender.out;
+  // The per-worker lines add up to the port's.
+  uint64_t worker_rx = 0, worker_redirect_drops = 0;
+  ASSERT_EQ(r.at("workers").items.size(), c.receiver_workers) << rx.out;
+  for (const JsonValue& w : r.at("workers").items) {
+    worker_rx += w.at("rx_packets").count();
+    worker_redirect_drops += w.at("redirect_drops").count();
+  }
+  EXPECT_EQ(worker_rx, r.at("rx_packets").count());
+  EXPECT_EQ(worker_redirect_drops, r.at("redirect_drops").count());
+  if (c.receiver_workers > 1 && c.redirect_ring == 64) {
+    EXPECT_GT(r.at("redirect_drops").count(), 0u) << rx.out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, MemifAccounting,
+                         testing::Values(AccountingCase{1, 1, 4096}, AccountingCase{2, 2, 4096},
+                                         AccountingCase{2, 2, 64}, AccountingCase{2, 1, 4096},
+                                         AccountingCase{1, 2, 4096}),
+                         [](const testing::TestParamInfo<AccountingCase>& i) {
+                           return "Receiver" + std::to_string(i.param.receiver_workers) + "Sender" +
+                                  std::to_string(i.param.sender_workers) + "Ring" +
+                                  std::to_string(i.param.redirect_ring);
+                         });
 
 TEST_P(WithAndWithoutHugepages, AfPacketOverVethBetweenNamespaces) {
   const std::string a = "bpa" + g_tag + huge().substr(0, 1), b = "bpb" + g_tag + huge().substr(0, 1);
@@ -479,15 +556,14 @@ TEST(Forwarding, MacRewritesSourceToThePortAndDestinationToTheSender) {
 
 TEST(Forwarding, MemifFlowgenAgainstIoEchoCountersAgree) {
   const std::string socket = "/run/bypass-pmd-it-" + g_tag + "-echo.sock";  // abstract: no file
-  Process echo(tool("yes", {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
-                            "net_memif0,role=server,socket=" + socket, "--json", "fwd", "io", "--duration", "6s"}),
-               std::chrono::seconds(60));
-  ASSERT_TRUE(wait_for_memif_server(socket, echo)) << describe(echo.wait());
-  const Result gen = run(tool("yes", {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev",
-                                      "net_memif0,role=client,socket=" + socket, "--json", "fwd", "flowgen", "--flows",
-                                      "64", "--size", "128", "--duration", "2s", "--linger", "20s"}),
-                         std::chrono::seconds(60));
-  const Result io = echo.wait();
+  const MemifPair p = run_memif_pair(
+      tool("yes", {"--set", "ms.cpus=0", "--set", "dpdk.link_wait=15s", "--vdev",
+                   "net_memif0,role=server,socket=" + socket, "--json", "fwd", "io", "--duration", "6s"}),
+      socket,
+      tool("yes", {"--set", "ms.cpus=1", "--set", "dpdk.link_wait=15s", "--vdev", "net_memif0,role=client,socket=" + socket,
+                   "--json", "fwd", "flowgen", "--flows", "64", "--size", "128", "--duration", "2s", "--linger", "20s"}));
+  ASSERT_TRUE(p.listened) << describe(p.server);
+  const Result &gen = p.client, &io = p.server;
   ASSERT_EQ(gen.exit_code, 0) << describe(gen);
   ASSERT_EQ(io.exit_code, 0) << describe(io);
   const JsonValue gen_summary = fwd_summary(gen.out), echo_summary = fwd_summary(io.out);

@@ -208,22 +208,45 @@ TEST_P(FrameModes, MessageFramesMatchGenericAssemblyAndReuseScratch) {
   EXPECT_EQ(direct.tx.scratch_blocks_allocated(), blocks_after_warmup) << "scratch blocks are not reused";
 }
 
-TEST_P(FrameModes, RandomGarbageNeverCrashes) {
+// Random bytes where a frame should start: shorter than the preamble block they are left alone
+// (the reader waits for more); from a full block on, every one is rejected with the specific error
+// of its mode (the preamble crc in crc mode, GCM authentication in secure mode), which is what
+// closes the connection; never is a frame made of them.
+TEST_P(FrameModes, RandomGarbageIsRejected) {
+  const bool secure = GetParam();
   std::mt19937 rng(1234);
+  const size_t block = secure ? kPreambleSize + kPreambleInlineSize + kAesGcmTagLen : kPreambleSize;
+  int short_inputs = 0, rejected = 0;
   for (int iter = 0; iter < 3000; ++iter) {
-    Pair pair(GetParam());
+    Pair pair(secure);
     std::string junk(rng() % 300, '\0');
     for (auto& c : junk) c = static_cast<char>(rng());
     BufferList input;
     input.append_copy(junk);
     Frame frame;
+    if (junk.size() < block) {
+      EXPECT_FALSE(pair.rx.read(input, &frame)) << junk.size() << " bytes made a frame";
+      EXPECT_EQ(input.length(), junk.size()) << "a reader waiting for a whole block consumed part of it";
+      EXPECT_EQ(pair.rx.wanted(), block);
+      ++short_inputs;
+      continue;
+    }
     try {
-      for (int i = 0; i < 10 && pair.rx.read(input, &frame); ++i) {
-      }
-    } catch (const FrameError&) {
-    } catch (const CryptoError&) {
+      pair.rx.read(input, &frame);
+      ADD_FAILURE() << junk.size() << " random bytes were taken for a " << tag_name(frame.tag) << " frame";
+    } catch (const FrameError& e) {
+      EXPECT_FALSE(secure) << "secure mode must fail authentication first, not: " << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("bad preamble crc: calculated ", 0), 0u) << e.what();
+      ++rejected;
+    } catch (const CryptoError& e) {
+      EXPECT_TRUE(secure) << "crc mode has no cipher, yet: " << e.what();
+      EXPECT_NE(std::string(e.what()), "");
+      ++rejected;
     }
   }
+  EXPECT_EQ(short_inputs + rejected, 3000);
+  EXPECT_GT(short_inputs, 0);
+  EXPECT_GT(rejected, 2000);
 }
 
 INSTANTIATE_TEST_SUITE_P(CrcAndSecure, FrameModes, ::testing::Values(false, true),

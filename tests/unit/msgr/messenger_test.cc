@@ -13,11 +13,13 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "config/config.h"
 #include "msgr/auth/cephx_crypto.h"
 #include "msgr/messenger.h"
+#include "msgr/wire/banner.h"
 #include "stack/network_stack.h"
 #include "tests/unit/socket/socket_test_harness.h"
 
@@ -132,6 +134,42 @@ class MutePeer final : public testing::StreamHandler {
   MutePeer(testing::HandlerPool& pool, Worker& worker, ConnectedSocket socket)
       : StreamHandler(pool, worker, std::move(socket)) {}
   void start() override {}
+};
+
+// Connects, sends `bytes` (a valid banner, then garbage where frames belong) and reads until the
+// other side closes: `closed` then holds, `answered` counts what the server sent before.
+class GarbagePeer final : public testing::StreamHandler {
+ public:
+  GarbagePeer(testing::HandlerPool& pool, Worker& worker, ConnectedSocket socket, std::string bytes,
+              std::atomic<bool>* closed, std::atomic<size_t>* answered)
+      : StreamHandler(pool, worker, std::move(socket)), bytes_(std::move(bytes)), closed_(closed), answered_(answered) {}
+  void start() override { set_interest(kEventWritable); }
+
+ private:
+  void on_writable() override {
+    BufferList out;
+    out.append_copy(bytes_);
+    const ssize_t n = socket_.send(out, false);
+    if (n < 0 && n != -EAGAIN) return close_seen();
+    if (n > 0) bytes_.erase(0, static_cast<size_t>(n));
+    if (bytes_.empty()) set_interest(kEventReadable);
+  }
+  void on_readable() override {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = socket_.read(buf, sizeof buf);
+      if (n == -EAGAIN) return;
+      if (n <= 0) return close_seen();  // EOF or reset: the server closed the connection
+      answered_->fetch_add(static_cast<size_t>(n));
+    }
+  }
+  void close_seen() {
+    closed_->store(true);
+    finish();
+  }
+  std::string bytes_;
+  std::atomic<bool>* closed_;
+  std::atomic<size_t>* answered_;
 };
 
 // One end of a relayed connection: forwards what it reads to its partner (the other end, on the
@@ -433,6 +471,49 @@ TEST_F(MessengerSuite, LossySessionDropsOnFaultAndReportsReset) {
   // A new connect_to gives a fresh session.
   ConnectionRef fresh = client->connect_to(EntityType::Osd, server->my_addrs());
   EXPECT_NE(fresh.get(), con.get());
+  client->shutdown();
+  server->shutdown();
+}
+
+// A peer that sends a valid banner and then random bytes where frames belong: the server reports a
+// handshake failure, closes that connection (and only that one) and serves the next client.
+TEST_F(MessengerSuite, GarbageAfterTheBannerClosesTheConnectionWithAHandshakeFailure) {
+  auto conf = make_conf();
+  start_stack(conf);
+  SeqChecker server_d(false);
+  auto server = make_server(conf, &server_d, Policy::stateless_server());
+  const EntityAddr served = server->my_addrs().addrs.at(0);
+  const SocketAddress target = SocketAddress::from_sockaddr(served.sockaddr_ptr(), served.sockaddr_len());
+  BufferList banner;
+  wire::Banner{}.encode(banner);
+  std::string bytes = banner.to_string();
+  std::mt19937 rng(4321);
+  for (int i = 0; i < 4096; ++i) bytes.push_back(static_cast<char>(rng()));
+  std::atomic<bool> closed{false};
+  std::atomic<size_t> answered{0};
+  Worker& w = *stack_->worker(0);
+  testing::run_on(w, [&] {
+    ConnectedSocket socket;
+    const int rc = w.connect(target, SocketOptions{}, &socket);
+    ASSERT_EQ(rc, 0) << socket_error_name(rc);
+    pool_->spawn<GarbagePeer>(w, std::move(socket), bytes, &closed, &answered);
+  });
+  ASSERT_TRUE(wait_for([&] { return closed.load(); }, 10s)) << "the server kept a connection that sent garbage";
+  EXPECT_GT(answered.load(), 0u) << "the server's banner and hello should have come first";
+  const std::string perf = server->perf_dump_json();
+  auto counter = [&perf](const std::string& name) {
+    const size_t at = perf.find("\"" + name + "\":");
+    return at == std::string::npos ? -1L : std::stol(perf.substr(at + name.size() + 3));
+  };
+  EXPECT_EQ(counter("handshake_failures"), 1) << perf;
+  EXPECT_EQ(counter("connections_accepted"), 0) << "garbage became a session: " << perf;
+  EXPECT_EQ(server_d.accepts.load(), 0);
+  // The server goes on serving.
+  NullDispatcher client_d;
+  auto client = make_client(conf, &client_d, Policy::lossy_client(), 7);
+  ConnectionRef con = client->connect_to(EntityType::Osd, server->my_addrs());
+  ASSERT_TRUE(con->send_message(make_msg(1, 1)));
+  EXPECT_TRUE(wait_for([&] { return server_d.received.load() == 1; }, 10s));
   client->shutdown();
   server->shutdown();
 }

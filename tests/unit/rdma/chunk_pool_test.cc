@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -96,12 +99,88 @@ TEST(ChunkPool, BadSizesAreRejected) {
   EXPECT_THROW(ChunkPool("test", SIZE_MAX / 2, 4, false), std::invalid_argument);
 }
 
-TEST(ChunkPool, HugepageRequestFallsBackWhenNoneAreReserved) {
-  ChunkPool pool("test", 4096, 8, true);  // works either way; reports which it got
-  char* c = pool.get();
-  ASSERT_NE(c, nullptr);
-  c[0] = 1;
-  SUCCEED() << (pool.hugepage_backed() ? "hugepages" : "normal pages");
+// What the kernel says about the mapping that holds `p` (/proc/self/smaps): its page size and
+// whether it is a hugetlb mapping (VmFlags "ht").
+struct Mapping {
+  bool found = false;
+  size_t kernel_page_kib = 0;
+  bool hugetlb = false;
+};
+
+Mapping mapping_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  Mapping m;
+  bool inside = false;
+  std::string line;
+  while (std::getline(smaps, line)) {
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2 && line.find(':') > line.find(' ')) {
+      if (inside) break;  // the next mapping began
+      inside = address >= start && address < end;
+      m.found = m.found || inside;
+      continue;
+    }
+    if (!inside) continue;
+    if (line.rfind("KernelPageSize:", 0) == 0) m.kernel_page_kib = std::stoul(line.substr(15));
+    if (line.rfind("VmFlags:", 0) == 0) m.hugetlb = (line + " ").find(" ht ") != std::string::npos;
+  }
+  return m;
+}
+
+unsigned long free_hugepages() {
+  std::ifstream in("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+  unsigned long pages = 0;
+  in >> pages;
+  return pages;
+}
+
+// Touches every chunk: a hugetlb mapping the kernel could not back would fault (SIGBUS) here.
+void touch_every_chunk(ChunkPool& pool) {
+  std::vector<char*> chunks;
+  while (char* c = pool.get()) {
+    c[0] = 1;
+    c[pool.chunk_size() - 1] = 2;
+    chunks.push_back(c);
+  }
+  EXPECT_EQ(chunks.size(), pool.chunk_count());
+  for (char* c : chunks) pool.put(c);
+}
+
+TEST(ChunkPool, HugepageRequestIsOnHugepagesWhenReserved) {
+  constexpr size_t kChunk = 64 * 1024, kCount = 64;  // 4 MiB: two 2 MiB pages
+  if (free_hugepages() < 2)
+    GTEST_SKIP() << "no free 2 MiB hugepages (/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages < 2; "
+                    "reserve some with tools/setup.sh): the hugepage path cannot be checked here";
+  ChunkPool pool("test", kChunk, kCount, true);
+  ASSERT_TRUE(pool.hugepage_backed()) << "hugepages are free but the pool took normal pages";
+  const Mapping m = mapping_of(pool.base());
+  ASSERT_TRUE(m.found) << "no mapping holds the pool's base in /proc/self/smaps";
+  EXPECT_EQ(m.kernel_page_kib, 2048u) << "the pool says hugepages, the kernel maps it in " << m.kernel_page_kib
+                                      << " KiB pages";
+  EXPECT_TRUE(m.hugetlb) << "VmFlags lack ht (hugetlb)";
+  EXPECT_EQ(mapping_of(pool.chunk_at(kCount - 1) + kChunk - 1).kernel_page_kib, 2048u) << "the last chunk";
+  touch_every_chunk(pool);
+}
+
+TEST(ChunkPool, HugepageRequestFallsBackToNormalPagesWhenTooFewAreFree) {
+  // Ask for more 2 MiB pages than are free: the hugetlb mmap must fail and the pool take normal
+  // pages (an untouched anonymous mapping: it costs no memory until used).
+  constexpr size_t kChunk = size_t{2} << 20;
+  const unsigned long free_pages = free_hugepages();
+  const size_t count = free_pages + 64;
+  if (count * kChunk > (size_t{16} << 30))
+    GTEST_SKIP() << free_pages << " free hugepages: exhausting them would need a " << (count * kChunk >> 30)
+                 << " GiB request";
+  ChunkPool pool("test", kChunk, count, true);
+  EXPECT_FALSE(pool.hugepage_backed()) << count << " hugepages requested, " << free_pages << " free";
+  const Mapping m = mapping_of(pool.base());
+  ASSERT_TRUE(m.found);
+  EXPECT_EQ(m.kernel_page_kib, 4u);
+  EXPECT_FALSE(m.hugetlb);
+  char* last = pool.chunk_at(count - 1);
+  last[kChunk - 1] = 1;  // usable to its last byte
+  EXPECT_TRUE(pool.contains(last, kChunk));
 }
 
 }  // namespace
