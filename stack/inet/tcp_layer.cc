@@ -329,6 +329,11 @@ void TcpLayer::on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quot
   }
 }
 
+size_t TcpLayer::unacknowledged_connections() const {
+  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(),
+                                           [](const auto& entry) { return !entry.second->all_acknowledged(); }));
+}
+
 std::vector<ConnectionInfo> TcpLayer::connections() const {
   std::vector<ConnectionInfo> out;
   out.reserve(connections_.size());

@@ -26,6 +26,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -543,7 +544,7 @@ void print_dpdk_counters(Worker& worker, const char* role) {
     const TxChainCounters& tx = dpdk->device().tx_counters();
     std::printf("role=%s counters: tcp_sent=%llu tcp_received=%llu retransmitted=%llu timeouts=%llu "
                 "fast_retransmits=%llu bad_checksum=%llu tx_frames=%llu attached_bytes=%llu copied_bytes=%llu "
-                "checksum_offloads=%llu tx_queue_drops=%llu tx_mbuf_failures=%llu\n",
+                "checksum_offloads=%llu tx_queue_drops=%llu tx_mbuf_failures=%llu tx_backlog=%zu\n",
                 role, static_cast<unsigned long long>(s.tcp_segments_sent),
                 static_cast<unsigned long long>(s.tcp_segments_received),
                 static_cast<unsigned long long>(s.tcp_retransmitted_segments),
@@ -552,9 +553,30 @@ void print_dpdk_counters(Worker& worker, const char* role) {
                 static_cast<unsigned long long>(tx.attached_bytes), static_cast<unsigned long long>(tx.copied_bytes),
                 static_cast<unsigned long long>(tx.checksum_offloads),
                 static_cast<unsigned long long>(dpdk->device().tx_dropped()),
-                static_cast<unsigned long long>(dpdk->device().tx_alloc_failures()));
+                static_cast<unsigned long long>(dpdk->device().tx_alloc_failures()), dpdk->device().backlog());
   });
 }
+
+// A userspace stack finishes a close only while its process runs: wait until the peer acknowledged
+// what this side sent (FIN included) and the TX queue took every frame, or `deadline`. Exiting at
+// once stranded the peer: the bulk server's byte count and FIN sat behind ~2,000 ACKs in a full
+// memif ring when it exited, and the client retransmitted its FIN until --timeout.
+bool wait_until_acknowledged(Worker& worker, Clock::time_point deadline) {
+  auto* dpdk = dynamic_cast<DpdkWorker*>(&worker);
+  if (dpdk == nullptr) return true;  // the kernel finishes closes by itself
+  for (;;) {
+    bool done = false;
+    worker.center().submit_and_wait([&] {
+      done = dpdk->inet().tcp().unacknowledged_connections() == 0 && dpdk->device().backlog() == 0;
+    });
+    if (done) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Bounded: a peer that already left never acknowledges anything.
+constexpr std::chrono::seconds kLinger{5};
 
 }  // namespace
 
@@ -605,6 +627,8 @@ int main(int argc, char** argv) try {
                   static_cast<double>(server.accepted.load()) / accept_seconds);
     if (!ok) std::printf("role=server error=%s\n", interrupted ? "interrupted" : "timed out");
     status = ok ? 0 : 1;
+    if (ok && !wait_until_acknowledged(worker, std::min(deadline, Clock::now() + kLinger)))
+      std::fprintf(stderr, "inet_bench: server: the client did not acknowledge everything within the linger\n");
     print_dpdk_counters(worker, "server");
     server.stop();
   } else {
@@ -621,6 +645,8 @@ int main(int argc, char** argv) try {
     if (line.empty()) line = interrupted ? "error=interrupted" : "error=timed out after --timeout";
     std::printf("role=client transport=%s %s\n", stack->type().c_str(), line.c_str());
     status = line.rfind("error=", 0) == 0 ? 1 : 0;
+    if (status == 0 && !wait_until_acknowledged(worker, std::min(deadline, Clock::now() + kLinger)))
+      std::fprintf(stderr, "inet_bench: client: the server did not acknowledge everything within the linger\n");
     print_dpdk_counters(worker, "client");
     client.stop();
   }
