@@ -126,20 +126,6 @@ void TcpConnection::abort() {
   terminate(TcpError::None);
 }
 
-bool TcpConnection::all_acknowledged() const {
-  switch (state_) {
-    case TcpState::Closed:
-    case TcpState::TimeWait:
-      return true;
-    case TcpState::SynSent:
-    case TcpState::SynReceived:
-      return false;
-    default:
-      // A queued FIN goes out as soon as the data before it did, and snd_max_ then covers it.
-      return send_buffer_.empty() && snd_una_ == snd_max_;
-  }
-}
-
 // ---------------------------------------------------------------- opening
 
 void TcpConnection::open_active() {

@@ -92,9 +92,6 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   TcpError error() const { return error_; }
   const FourTuple& tuple() const { return tuple_; }
   bool established() const { return state_ == TcpState::Established; }
-  // Every byte and the FIN queued so far were sent and acknowledged by the peer, and no handshake
-  // is pending: nothing the peer still needs from this end. What a lingering close waits for.
-  bool all_acknowledged() const;
 
   // ---- introspection for tests and diagnostics ----
   uint32_t cwnd() const { return cc_->cwnd(); }

@@ -329,9 +329,10 @@ void TcpLayer::on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quot
   }
 }
 
-size_t TcpLayer::unacknowledged_connections() const {
-  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(),
-                                           [](const auto& entry) { return !entry.second->all_acknowledged(); }));
+size_t TcpLayer::unfinished_connections() const {
+  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(), [](const auto& entry) {
+    return entry.second->state() != TcpState::TimeWait;
+  }));
 }
 
 std::vector<ConnectionInfo> TcpLayer::connections() const {

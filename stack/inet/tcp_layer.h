@@ -71,10 +71,10 @@ class TcpLayer {
                       size_t l4_length);
 
   size_t connection_count() const { return connections_.size(); }
-  // Connections whose queued data or FIN the peer has not acknowledged yet (or mid-handshake): a
-  // process that stops its stack before this reaches zero takes them away from the peer, which
-  // then retransmits into the void (a userspace stack has no kernel to finish the close).
-  size_t unacknowledged_connections() const;
+  // Connections not yet closed in both directions (every state but TIME-WAIT; closed ones leave
+  // the table). A process that stops its stack before this reaches zero takes them away from the
+  // peer, which then retransmits into the void: a userspace stack has no kernel to finish a close.
+  size_t unfinished_connections() const;
   void for_each_connection(const std::function<void(const TcpConnection&)>& visit) const {
     for (const auto& entry : connections_) visit(*entry.second);
   }

@@ -557,17 +557,19 @@ void print_dpdk_counters(Worker& worker, const char* role) {
   });
 }
 
-// A userspace stack finishes a close only while its process runs: wait until the peer acknowledged
-// what this side sent (FIN included) and the TX queue took every frame, or `deadline`. Exiting at
-// once stranded the peer: the bulk server's byte count and FIN sat behind ~2,000 ACKs in a full
-// memif ring when it exited, and the client retransmitted its FIN until --timeout.
-bool wait_until_acknowledged(Worker& worker, Clock::time_point deadline) {
+// A userspace stack finishes a close only while its process runs: after closing every connection,
+// wait until each is closed in both directions (or in TIME-WAIT) and the TX queue took every frame,
+// or `deadline`. Exiting at once stranded the peer: the bulk server's byte count and FIN sat behind
+// ~2,000 ACKs in a full memif ring when it exited, and the client retransmitted its FIN until
+// --timeout; the connections client's FINs never left, and the server waited for them until its own
+// --timeout.
+bool wait_until_finished(Worker& worker, Clock::time_point deadline) {
   auto* dpdk = dynamic_cast<DpdkWorker*>(&worker);
   if (dpdk == nullptr) return true;  // the kernel finishes closes by itself
   for (;;) {
     bool done = false;
     worker.center().submit_and_wait([&] {
-      done = dpdk->inet().tcp().unacknowledged_connections() == 0 && dpdk->device().backlog() == 0;
+      done = dpdk->inet().tcp().unfinished_connections() == 0 && dpdk->device().backlog() == 0;
     });
     if (done) return true;
     if (Clock::now() >= deadline) return false;
@@ -575,7 +577,7 @@ bool wait_until_acknowledged(Worker& worker, Clock::time_point deadline) {
   }
 }
 
-// Bounded: a peer that already left never acknowledges anything.
+// Bounded: a peer that already left never answers.
 constexpr std::chrono::seconds kLinger{5};
 
 }  // namespace
@@ -627,10 +629,10 @@ int main(int argc, char** argv) try {
                   static_cast<double>(server.accepted.load()) / accept_seconds);
     if (!ok) std::printf("role=server error=%s\n", interrupted ? "interrupted" : "timed out");
     status = ok ? 0 : 1;
-    if (ok && !wait_until_acknowledged(worker, std::min(deadline, Clock::now() + kLinger)))
-      std::fprintf(stderr, "inet_bench: server: the client did not acknowledge everything within the linger\n");
-    print_dpdk_counters(worker, "server");
     server.stop();
+    if (ok && !wait_until_finished(worker, std::min(deadline, Clock::now() + kLinger)))
+      std::fprintf(stderr, "inet_bench: server: connections still open after the linger\n");
+    print_dpdk_counters(worker, "server");
   } else {
     Client client(worker, o, conf);
     auto result = client.done.get_future();
@@ -645,10 +647,11 @@ int main(int argc, char** argv) try {
     if (line.empty()) line = interrupted ? "error=interrupted" : "error=timed out after --timeout";
     std::printf("role=client transport=%s %s\n", stack->type().c_str(), line.c_str());
     status = line.rfind("error=", 0) == 0 ? 1 : 0;
-    if (status == 0 && !wait_until_acknowledged(worker, std::min(deadline, Clock::now() + kLinger)))
-      std::fprintf(stderr, "inet_bench: client: the server did not acknowledge everything within the linger\n");
-    print_dpdk_counters(worker, "client");
+    std::fflush(stdout);
     client.stop();
+    if (status == 0 && !wait_until_finished(worker, std::min(deadline, Clock::now() + kLinger)))
+      std::fprintf(stderr, "inet_bench: client: connections still open after the linger\n");
+    print_dpdk_counters(worker, "client");
   }
   std::fflush(stdout);
   stack->stop();
