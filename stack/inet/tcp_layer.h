@@ -111,7 +111,6 @@ class TcpLayer {
   uint64_t secret_[2];
   std::unordered_map<FourTuple, std::shared_ptr<TcpConnection>, FourTupleHash> connections_;
   std::unordered_map<uint16_t, std::shared_ptr<TcpListener>> listeners_;
-  std::unordered_map<TcpConnection*, std::weak_ptr<TcpListener>> half_open_owner_;
   std::vector<std::shared_ptr<TcpConnection>> graveyard_;  // destroyed outside their own callbacks
   TimerService::TimerId reaper_ = 0;
   PortFilter port_filter_;
