@@ -161,6 +161,7 @@ class Conn {
   }
   // Reads what is there into `in`; false when nothing was (EAGAIN), EOF or an error.
   bool read_some() {
+    if (!sock_) return false;
     const ssize_t n = sock_.zero_copy_read(in, 1 << 20);
     if (n > 0) return true;
     if (n == 0) eof_ = true;
@@ -200,7 +201,9 @@ class Conn {
       if (state < 0) failed_ = true;
       set_interest(kEventReadable | (out_.empty() ? 0 : kEventWritable));
       if (on_connected) on_connected(*this);
-      if (failed_ && on_readable) on_readable(*this);
+      // on_connected may have retired a failed connection (accept mode counts a refusal and
+      // closes it): nothing is left to read then.
+      if (failed_ && sock_ && on_readable) on_readable(*this);
       return;
     }
     if ((fired & kEventWritable) && sock_) {
