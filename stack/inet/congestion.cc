@@ -12,6 +12,11 @@ uint32_t initial_window(uint32_t mss) { return std::min(10 * mss, std::max(2 * m
 
 CongestionControl::CongestionControl(uint32_t mss) : mss_(mss), cwnd_(initial_window(mss)) {}
 
+void CongestionControl::start(uint32_t mss) {
+  mss_ = mss;
+  cwnd_ = initial_window(mss);
+}
+
 void CongestionControl::on_ack(uint32_t acked, TimePoint now, Duration srtt) {
   if (in_slow_start()) {
     // RFC 5681 §3.1 with appropriate byte counting (RFC 3465, L = 2*SMSS).

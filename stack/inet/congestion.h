@@ -21,6 +21,10 @@ class CongestionControl {
   uint32_t mss() const { return mss_; }
   bool in_slow_start() const { return cwnd_ < ssthresh_; }
   void set_mss(uint32_t mss) { mss_ = mss; }
+  // The connection is established with `mss`: the initial window (RFC 5681 §3.1, RFC 6928) for
+  // it. Called once, before any other event, so the object made with the connection serves
+  // (no second allocation per connection).
+  void start(uint32_t mss);
 
   // New data acknowledged outside loss recovery.
   void on_ack(uint32_t acked, TimePoint now, Duration srtt);

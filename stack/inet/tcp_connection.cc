@@ -174,7 +174,7 @@ void TcpConnection::open_from_cookie(const TcpSegment& ack, uint32_t iss, uint16
   snd_wl1_ = ack.header.seq;
   snd_wl2_ = ack.header.ack;
   rcv_adv_ = rcv_nxt_ + std::min<size_t>(settings_.rcv_buffer, 65535);
-  cc_ = make_congestion_control(settings_.congestion, mss_);
+  cc_->start(mss_);
   enter_state(TcpState::Established);
 }
 
@@ -284,7 +284,7 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
     max_snd_wnd_ = std::max(max_snd_wnd_, snd_wnd_);
     snd_wl1_ = h.seq;
     snd_wl2_ = h.ack;
-    cc_ = make_congestion_control(settings_.congestion, mss_);
+    cc_->start(mss_);
     enter_state(TcpState::Established);
     ++layer_.stats().tcp_connections_established;
     layer_.on_established(*this);
@@ -334,7 +334,7 @@ void TcpConnection::on_segment_syn_sent(TcpSegment& seg) {
     snd_nxt_ = seq_max(snd_nxt_, snd_una_);
     rto_timer_.clear();
     backoff_ = 0;
-    cc_ = make_congestion_control(settings_.congestion, mss_);
+    cc_->start(mss_);
     enter_state(TcpState::Established);
     ++layer_.stats().tcp_connections_established;
     update_advertised_window();

@@ -21,6 +21,7 @@
 namespace bypass::inet {
 
 class TcpLayer;
+class TcpListener;
 
 enum class TcpState {
   Closed, SynSent, SynReceived, Established, FinWait1, FinWait2, CloseWait, Closing, LastAck,
@@ -175,6 +176,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void notify(int events);
 
   TcpLayer& layer_;
+  // A passive open until it is established: the listener whose accept queue takes it (a field,
+  // not a side table, so a SYN costs no extra allocation).
+  std::weak_ptr<TcpListener> half_open_listener_;
   FourTuple tuple_;
   const TcpSettings& settings_;
   TcpState state_ = TcpState::Closed;

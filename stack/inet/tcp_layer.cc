@@ -250,7 +250,7 @@ void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegm
   auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
   connections_.emplace(tuple, connection);
   ++listener.half_open_;
-  half_open_owner_[connection.get()] = listeners_[listener.port()];
+  connection->half_open_listener_ = listeners_[listener.port()];
   connection->open_passive(segment, generate_iss(tuple));
 }
 
@@ -284,10 +284,9 @@ bool TcpLayer::accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpS
 }
 
 void TcpLayer::on_established(TcpConnection& connection) {
-  auto owner = half_open_owner_.find(&connection);
-  if (owner == half_open_owner_.end()) return;
-  auto listener = owner->second.lock();
-  half_open_owner_.erase(owner);
+  if (connection.half_open_listener_.expired() && !connection.passive_) return;
+  auto listener = connection.half_open_listener_.lock();
+  connection.half_open_listener_.reset();
   if (!listener || listener->closed_) {
     connection.abort();
     return;
@@ -298,10 +297,8 @@ void TcpLayer::on_established(TcpConnection& connection) {
 }
 
 void TcpLayer::on_closed(TcpConnection& connection) {
-  if (auto owner = half_open_owner_.find(&connection); owner != half_open_owner_.end()) {
-    if (auto listener = owner->second.lock()) --listener->half_open_;
-    half_open_owner_.erase(owner);
-  }
+  if (auto listener = connection.half_open_listener_.lock()) --listener->half_open_;
+  connection.half_open_listener_.reset();
   auto it = connections_.find(connection.tuple());
   if (it == connections_.end() || it->second.get() != &connection) return;
   graveyard_.push_back(std::move(it->second));
@@ -327,6 +324,12 @@ void TcpLayer::on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quot
   } else if (code == IcmpHeader::kProtocolUnreachable || code == IcmpHeader::kPortUnreachable) {
     connection->on_unreachable();
   }
+}
+
+size_t TcpLayer::unfinished_connections() const {
+  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(), [](const auto& entry) {
+    return entry.second->state() != TcpState::TimeWait;
+  }));
 }
 
 std::vector<ConnectionInfo> TcpLayer::connections() const {

@@ -71,6 +71,10 @@ class TcpLayer {
                       size_t l4_length);
 
   size_t connection_count() const { return connections_.size(); }
+  // Connections not yet closed in both directions (every state but TIME-WAIT; closed ones leave
+  // the table). A process that stops its stack before this reaches zero takes them away from the
+  // peer, which then retransmits into the void: a userspace stack has no kernel to finish a close.
+  size_t unfinished_connections() const;
   void for_each_connection(const std::function<void(const TcpConnection&)>& visit) const {
     for (const auto& entry : connections_) visit(*entry.second);
   }
@@ -107,7 +111,6 @@ class TcpLayer {
   uint64_t secret_[2];
   std::unordered_map<FourTuple, std::shared_ptr<TcpConnection>, FourTupleHash> connections_;
   std::unordered_map<uint16_t, std::shared_ptr<TcpListener>> listeners_;
-  std::unordered_map<TcpConnection*, std::weak_ptr<TcpListener>> half_open_owner_;
   std::vector<std::shared_ptr<TcpConnection>> graveyard_;  // destroyed outside their own callbacks
   TimerService::TimerId reaper_ = 0;
   PortFilter port_filter_;

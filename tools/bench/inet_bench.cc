@@ -26,6 +26,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -160,6 +161,7 @@ class Conn {
   }
   // Reads what is there into `in`; false when nothing was (EAGAIN), EOF or an error.
   bool read_some() {
+    if (!sock_) return false;
     const ssize_t n = sock_.zero_copy_read(in, 1 << 20);
     if (n > 0) return true;
     if (n == 0) eof_ = true;
@@ -199,7 +201,9 @@ class Conn {
       if (state < 0) failed_ = true;
       set_interest(kEventReadable | (out_.empty() ? 0 : kEventWritable));
       if (on_connected) on_connected(*this);
-      if (failed_ && on_readable) on_readable(*this);
+      // on_connected may have retired a failed connection (accept mode counts a refusal and
+      // closes it): nothing is left to read then.
+      if (failed_ && sock_ && on_readable) on_readable(*this);
       return;
     }
     if ((fired & kEventWritable) && sock_) {
@@ -543,7 +547,7 @@ void print_dpdk_counters(Worker& worker, const char* role) {
     const TxChainCounters& tx = dpdk->device().tx_counters();
     std::printf("role=%s counters: tcp_sent=%llu tcp_received=%llu retransmitted=%llu timeouts=%llu "
                 "fast_retransmits=%llu bad_checksum=%llu tx_frames=%llu attached_bytes=%llu copied_bytes=%llu "
-                "checksum_offloads=%llu tx_queue_drops=%llu tx_mbuf_failures=%llu\n",
+                "checksum_offloads=%llu tx_queue_drops=%llu tx_mbuf_failures=%llu tx_backlog=%zu\n",
                 role, static_cast<unsigned long long>(s.tcp_segments_sent),
                 static_cast<unsigned long long>(s.tcp_segments_received),
                 static_cast<unsigned long long>(s.tcp_retransmitted_segments),
@@ -552,9 +556,32 @@ void print_dpdk_counters(Worker& worker, const char* role) {
                 static_cast<unsigned long long>(tx.attached_bytes), static_cast<unsigned long long>(tx.copied_bytes),
                 static_cast<unsigned long long>(tx.checksum_offloads),
                 static_cast<unsigned long long>(dpdk->device().tx_dropped()),
-                static_cast<unsigned long long>(dpdk->device().tx_alloc_failures()));
+                static_cast<unsigned long long>(dpdk->device().tx_alloc_failures()), dpdk->device().backlog());
   });
 }
+
+// A userspace stack finishes a close only while its process runs: after closing every connection,
+// wait until each is closed in both directions (or in TIME-WAIT) and the TX queue took every frame,
+// or `deadline`. Exiting at once stranded the peer: the bulk server's byte count and FIN sat behind
+// ~2,000 ACKs in a full memif ring when it exited, and the client retransmitted its FIN until
+// --timeout; the connections client's FINs never left, and the server waited for them until its own
+// --timeout.
+bool wait_until_finished(Worker& worker, Clock::time_point deadline) {
+  auto* dpdk = dynamic_cast<DpdkWorker*>(&worker);
+  if (dpdk == nullptr) return true;  // the kernel finishes closes by itself
+  for (;;) {
+    bool done = false;
+    worker.center().submit_and_wait([&] {
+      done = dpdk->inet().tcp().unfinished_connections() == 0 && dpdk->device().backlog() == 0;
+    });
+    if (done) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Bounded: a peer that already left never answers.
+constexpr std::chrono::seconds kLinger{5};
 
 }  // namespace
 
@@ -605,8 +632,10 @@ int main(int argc, char** argv) try {
                   static_cast<double>(server.accepted.load()) / accept_seconds);
     if (!ok) std::printf("role=server error=%s\n", interrupted ? "interrupted" : "timed out");
     status = ok ? 0 : 1;
-    print_dpdk_counters(worker, "server");
     server.stop();
+    if (ok && !wait_until_finished(worker, std::min(deadline, Clock::now() + kLinger)))
+      std::fprintf(stderr, "inet_bench: server: connections still open after the linger\n");
+    print_dpdk_counters(worker, "server");
   } else {
     Client client(worker, o, conf);
     auto result = client.done.get_future();
@@ -621,8 +650,11 @@ int main(int argc, char** argv) try {
     if (line.empty()) line = interrupted ? "error=interrupted" : "error=timed out after --timeout";
     std::printf("role=client transport=%s %s\n", stack->type().c_str(), line.c_str());
     status = line.rfind("error=", 0) == 0 ? 1 : 0;
-    print_dpdk_counters(worker, "client");
+    std::fflush(stdout);
     client.stop();
+    if (status == 0 && !wait_until_finished(worker, std::min(deadline, Clock::now() + kLinger)))
+      std::fprintf(stderr, "inet_bench: client: connections still open after the linger\n");
+    print_dpdk_counters(worker, "client");
   }
   std::fflush(stdout);
   stack->stop();

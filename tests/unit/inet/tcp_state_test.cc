@@ -137,6 +137,57 @@ TEST(TcpStates, GracefulCloseThroughTimeWait) {
   EXPECT_EQ(hosts.b->tcp().connection_count(), 0u);
 }
 
+// The bulk benchmark's stall (issue 13): its server replied, closed and exited while the reply and
+// FIN still sat in a full TX ring, so the client retransmitted its FIN until it gave up. A process
+// may stop its stack only once unfinished_connections() is zero: it counts a connection until both
+// directions are closed (TIME-WAIT or gone), including while the wire holds its frames.
+TEST(TcpStates, UnfinishedUntilClosedInBothDirections) {
+  TwoHosts hosts(5, quick_settings());
+  auto listener = hosts.b->tcp().listen(80);
+  auto client = hosts.a->tcp().connect(ip_of(2), 80);
+  ASSERT_TRUE(client);
+  EXPECT_EQ(hosts.a->tcp().unfinished_connections(), 1u);  // SYN-SENT
+  std::shared_ptr<TcpConnection> server;
+  ASSERT_TRUE(hosts.run_until([&] {
+    if (!server) server = listener->accept();
+    return server && client->established();
+  }));
+  EXPECT_EQ(hosts.b->tcp().unfinished_connections(), 1u);
+
+  // The client streams and closes; the server reads to the end.
+  BufferList request = pattern(0, 20000);
+  ASSERT_EQ(client->send(request), 20000u);
+  client->shutdown_write();
+  BufferList got;
+  ASSERT_TRUE(hosts.run_until([&] {
+    got.append(server->read());
+    return server->end_of_stream() && client->state() == TcpState::FinWait2;
+  }));
+  EXPECT_EQ(got.length(), 20000u);
+  EXPECT_EQ(hosts.a->tcp().unfinished_connections(), 1u);  // FIN-WAIT-2: the peer's FIN is to come
+
+  // The server answers and closes while nothing it sends gets through (a full ring).
+  hosts.wire.tap = [](int from, std::vector<uint8_t>&) { return from != 1; };
+  BufferList reply = pattern(0, 8);
+  ASSERT_EQ(server->send(reply), 8u);
+  server->close();
+  EXPECT_EQ(server->state(), TcpState::LastAck);
+  hosts.run_for(300ms);
+  EXPECT_EQ(hosts.b->tcp().unfinished_connections(), 1u);
+  EXPECT_EQ(hosts.a->tcp().unfinished_connections(), 1u);
+  EXPECT_EQ(client->readable_bytes(), 0u);
+
+  // Once the frames flow, the reply and FIN arrive and are acknowledged: both ends are finished.
+  hosts.wire.tap = nullptr;
+  ASSERT_TRUE(hosts.run_until([&] { return hosts.b->tcp().unfinished_connections() == 0; }));
+  EXPECT_EQ(server->state(), TcpState::Closed);
+  EXPECT_EQ(hosts.b->tcp().connection_count(), 0u);
+  EXPECT_EQ(client->readable_bytes(), 8u);
+  EXPECT_EQ(client->state(), TcpState::TimeWait);
+  EXPECT_EQ(hosts.a->tcp().unfinished_connections(), 0u);
+  EXPECT_EQ(hosts.a->tcp().connection_count(), 1u);  // TIME-WAIT stays in the table, finished
+}
+
 TEST(TcpStates, SimultaneousOpen) {
   TwoHosts hosts;
   hosts.a->arp().learn(ip_of(2), mac_of(2));
