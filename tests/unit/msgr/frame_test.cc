@@ -188,7 +188,7 @@ TEST_P(FrameModes, MessageFramesMatchGenericAssemblyAndReuseScratch) {
   const bool secure = GetParam();
   Pair generic(secure), direct(secure);
   const BufferList header = bytes_of(41, 3), front = bytes_of(20, 4), data = bytes_of(4096, 5);
-  const BufferList middle;
+  BufferList middle;
   std::array<BufferList, 4> segs = {header, front, middle, data};
   const uint16_t aligns[4] = {kDefaultAlignment, kDefaultAlignment, kDefaultAlignment, kPageAlignment};
   const std::string header_bytes = header.to_string();
