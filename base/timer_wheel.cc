@@ -12,7 +12,12 @@ constexpr uint64_t kLevelSpan(int level) { return uint64_t{1} << (TimerWheel::kS
 constexpr uint64_t kOverflowRecheck = kLevelSpan(TimerWheel::kLevels - 1);  // 2^24 ticks
 }  // namespace
 
-TimerWheel::TimerWheel(Clock::time_point start) : start_(start) { heads_.fill(kNil); }
+TimerWheel::TimerWheel(Clock::time_point start) : start_(start) {
+  heads_.fill(kNil);
+  // The due list grows only when more timers fall due in one advance than ever before; starting
+  // with room for a busy tick keeps that growth out of a running data path.
+  due_.reserve(256);
+}
 
 uint64_t TimerWheel::tick_of(Clock::time_point t, bool round_up) const {
   if (t <= start_) return 0;
@@ -42,8 +47,10 @@ TimerWheel::TimerId TimerWheel::add(Clock::time_point deadline, Callback callbac
   n.callback = std::move(callback);
   n.state = State::Queued;
   ++live_;
-  place(index);
-  if (next_event_known_) next_event_ = std::min(next_event_, std::max(n.expire_tick, next_tick_));
+  // The bound must not pass the tick where a cascade brings this node down, or advance() would
+  // jump over that tick and the timer would fire only when the wheel next came round.
+  const uint64_t visible = place(index);
+  if (next_event_known_) next_event_ = std::min(next_event_, visible);
   return (static_cast<uint64_t>(n.generation) << 32) | index;
 }
 
@@ -60,19 +67,25 @@ bool TimerWheel::cancel(TimerId id) {
   return true;  // `dropped` is destroyed here, after the wheel is consistent again
 }
 
-void TimerWheel::place(uint32_t index) {
+uint64_t TimerWheel::place(uint32_t index) {
   Node& n = node(index);
   const uint64_t expire = std::max(n.expire_tick, next_tick_);
   const uint64_t delta = expire - next_tick_;
   uint16_t bucket = kOverflowBucket;
+  // Where the wheel first has to look at the node: its own tick on level 0; on a higher level the
+  // start of its block there, when the cascade brings it down; in overflow the next recheck.
+  uint64_t visible = (next_tick_ + kOverflowRecheck - 1) / kOverflowRecheck * kOverflowRecheck;
   for (int level = 0; level < kLevels; ++level) {
     if (delta < kLevelSpan(level + 1)) {
-      const int slot = static_cast<int>((expire >> (kSlotBits * level)) & (kSlots - 1));
+      const int shift = kSlotBits * level;
+      const int slot = static_cast<int>((expire >> shift) & (kSlots - 1));
       bucket = static_cast<uint16_t>(level * kSlots + slot);
+      visible = std::max(next_tick_, (expire >> shift) << shift);
       break;
     }
   }
   link(index, bucket);
+  return visible;
 }
 
 void TimerWheel::link(uint32_t index, uint16_t bucket) {

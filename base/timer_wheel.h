@@ -78,7 +78,9 @@ class TimerWheel {
 
   uint64_t tick_of(Clock::time_point t, bool round_up) const;
   Clock::time_point time_of_tick(uint64_t tick) const;
-  void place(uint32_t index);  // put a queued node into the bucket its expiry tick selects
+  // Puts a queued node into the bucket its expiry tick selects; returns the first tick at which the
+  // wheel must look at it (see add()).
+  uint64_t place(uint32_t index);
   void link(uint32_t index, uint16_t bucket);
   void unlink(uint32_t index);
   void release(uint32_t index);

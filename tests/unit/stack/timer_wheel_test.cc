@@ -132,6 +132,24 @@ TEST(TimerWheel, NextWakeupFollowsAddsAndForgetsPassedBounds) {
   EXPECT_EQ(fired, 1);
 }
 
+// A timer beyond level 0 reaches its slot only through the cascade at the start of its block;
+// the remembered bound must not let advance() jump over that tick (the timer then fired only when
+// the wheel came round again: a 1 s keepalive check ran seconds late).
+TEST(TimerWheel, BoundNeverSkipsTheCascadeOfAHigherLevelTimer) {
+  using std::chrono::milliseconds;
+  const Clock::time_point start{};
+  TimerWheel wheel(start);
+  int fired = 0;
+  wheel.add(start + milliseconds(2000), [&] { ++fired; });
+  ASSERT_TRUE(wheel.next_wakeup().has_value());  // the bound is now known
+  wheel.add(start + milliseconds(100), [&] { ++fired; });  // level 1: cascades at tick 768
+  EXPECT_LE(*wheel.next_wakeup(), start + milliseconds(100));
+  EXPECT_EQ(wheel.advance(start + milliseconds(100)), 1);
+  EXPECT_EQ(fired, 1);
+  EXPECT_EQ(wheel.advance(start + milliseconds(2000)), 1);
+  EXPECT_EQ(fired, 2);
+}
+
 TEST(TimerWheel, CancelByIdIsExactAndStaleIdsAreRejected) {
   const Clock::time_point start{};
   TimerWheel wheel(start);
