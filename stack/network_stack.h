@@ -205,6 +205,21 @@ class NetworkStack {
   using Counters = std::vector<std::pair<std::string, uint64_t>>;
   virtual Counters transport_counters();
 
+  // What the admin socket and /metrics show of one worker: its own transport counters (every one
+  // monotonic) and its TCP connections where the transport keeps them (dpdk; the kernel keeps
+  // posix's). Called on worker i's thread, which owns the data, so traffic never stops for it.
+  struct SocketReport {
+    std::string local, remote, state;
+    Counters details;  // transport specific: cwnd, srtt_us, retransmits, bytes_in, ...
+  };
+  struct WorkerReport {
+    Counters counters;
+    std::vector<SocketReport> sockets;
+  };
+  virtual WorkerReport worker_report(unsigned i);
+  // Counters of the device under the stack (dpdk: port 0), from any thread; none for the others.
+  virtual Counters port_counters() { return {}; }
+
  protected:
   NetworkStack(const config::Config& conf, std::string type);
   // Transports may run worker loops on their own threads (DPDK lcores).
