@@ -91,6 +91,26 @@ class AdminServer {
   std::thread thread_;
 };
 
+// A stack (and its configuration) shown by the process's admin server for as long as this object
+// lives; nothing when conf names neither ms.admin_socket nor ms.metrics_address. For tools that
+// serve a NetworkStack without a messenger (bypass-pmd stack echo-server). Throws like acquire().
+class ScopedAdminAttachment {
+ public:
+  ScopedAdminAttachment(const config::Config& conf, NetworkStack* stack)
+      : server_(AdminServer::acquire(conf)), stack_(stack) {
+    if (server_) server_->attach(stack, nullptr, &conf);
+  }
+  ~ScopedAdminAttachment() {
+    if (server_) server_->detach(stack_, nullptr);
+  }
+  ScopedAdminAttachment(const ScopedAdminAttachment&) = delete;
+  ScopedAdminAttachment& operator=(const ScopedAdminAttachment&) = delete;
+
+ private:
+  std::shared_ptr<AdminServer> server_;
+  NetworkStack* stack_;
+};
+
 // The JSON reply of `version`.
 std::string version_json();
 
