@@ -99,6 +99,13 @@ void write_counters(Json& j, const NetworkStack::Counters& counters) {
   j.end_object();
 }
 
+// A transport counter's name in /metrics. promtool's lint reads the word "us" as microseconds,
+// and in the TCP/IP counters "not_for_us" means "not addressed to this host".
+std::string metric_word(std::string name) {
+  for (size_t at; (at = name.find("_for_us")) != std::string::npos;) name.replace(at, 7, "_for_local_host");
+  return name;
+}
+
 std::map<std::string, std::weak_ptr<AdminServer>>& live_servers() {
   static std::map<std::string, std::weak_ptr<AdminServer>> servers;
   return servers;
@@ -402,7 +409,7 @@ std::string AdminServer::metrics_text() {
       out.add("bypass_worker_up", Type::Gauge, "1 when the worker answered this scrape within 2 s", labels, report ? 1 : 0);
       if (!report) continue;
       for (const auto& [name, value] : report->counters)
-        out.add("bypass_transport_" + name + "_total", Type::Counter, "Transport counter " + name + " of the worker",
+        out.add("bypass_transport_" + metric_word(name) + "_total", Type::Counter, "Transport counter " + name + " of the worker",
                 labels, value);
       std::map<std::string, uint64_t> states;
       for (const NetworkStack::SocketReport& s : report->sockets) ++states[s.state];
