@@ -92,10 +92,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [--set KEY=VALUE]... SERVER_IP:PORT COUNT [DEPTH] [SIZE]\n", argv[0]);
     return 2;
   }
-  const uint64_t count = std::stoull(args[1]);
-  const uint64_t depth = args.size() > 2 ? std::stoull(args[2]) : 16;
-  const size_t size = args.size() > 3 ? std::stoull(args[3]) : 4096;
-  if (count == 0 || depth == 0) {
+  int64_t count = 0, depth = 16;
+  uint64_t size = 4096;
+  try {
+    count = bypass::config::parse_int(args[1]);
+    if (args.size() > 2) depth = bypass::config::parse_int(args[2]);
+    if (args.size() > 3) size = bypass::config::parse_size(args[3]);
+  } catch (const bypass::config::ConfigError& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 2;
+  }
+  if (count < 1 || depth < 1) {
     std::fprintf(stderr, "%s: COUNT and DEPTH must be at least 1\n", argv[0]);
     return 2;
   }
@@ -107,7 +114,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;
   }
-  ChecksumClient client(count, size);
+  ChecksumClient client(static_cast<uint64_t>(count), size);
   messenger->registry().add(example::kChecksumReply, [] { return std::make_shared<example::ChecksumReply>(); });
   messenger->set_policy(EntityType::Osd, Policy::lossless_client());
   messenger->add_dispatcher(&client);
@@ -117,13 +124,13 @@ int main(int argc, char** argv) {
   }
   const auto start = std::chrono::steady_clock::now();
   ConnectionRef con = messenger->connect_to(EntityType::Osd, EntityAddrVec{{server}});
-  const bool finished = client.run(con, depth, std::chrono::seconds(60));
+  const bool finished = client.run(con, static_cast<uint64_t>(depth), std::chrono::seconds(60));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   messenger->shutdown();
   messenger->wait();
 
-  std::printf("%llu of %llu replies in %.3f s (%.0f requests/s), %llu wrong\n",
-              static_cast<unsigned long long>(client.received()), static_cast<unsigned long long>(count), seconds,
+  std::printf("%llu of %lld replies in %.3f s (%.0f requests/s), %llu wrong\n",
+              static_cast<unsigned long long>(client.received()), static_cast<long long>(count), seconds,
               client.received() / seconds, static_cast<unsigned long long>(client.wrong()));
   return finished && client.wrong() == 0 ? 0 : 1;
 }

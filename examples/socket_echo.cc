@@ -62,7 +62,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [--set KEY=VALUE]... IP:PORT [BYTES]\n", argv[0]);
     return 2;
   }
-  const size_t total = args.size() > 1 ? config::parse_size(args[1]) : 1 << 20;
+  size_t total = 1 << 20;
+  try {
+    if (args.size() > 1) total = config::parse_size(args[1]);
+  } catch (const config::ConfigError& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 2;
+  }
   const std::string sent = pattern(total);
 
   std::shared_ptr<NetworkStack> stack;

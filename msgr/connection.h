@@ -19,8 +19,11 @@ class Connection {
   virtual void send_keepalive() = 0;
   // True while the session is established over a live link.
   virtual bool is_connected() const = 0;
+  // The peer's entity name, once the handshake told it.
   virtual EntityName peer_name() const = 0;
+  // The peer's addresses (those we connected to, or those it announced).
   virtual EntityAddrVec peer_addrs() const = 0;
+  // True under a lossy policy: a fault ends the session instead of reconnecting and replaying.
   virtual bool is_lossy() const = 0;
   // Close the session now: queued and unacknowledged messages are dropped, no reconnect.
   virtual void mark_down() = 0;
