@@ -79,6 +79,12 @@ void register_ms_options(Registry& r) {
          .min = 0});
   r.add({.name = "ms.reconnect_backoff_max", .type = OptionType::Duration, .default_value = "2s",
          .help = "Longest delay between reconnect attempts.", .min = 1'000'000});
+  r.add({.name = "ms.admin_socket", .type = OptionType::String, .default_value = "",
+         .help = "Unix socket path where the process answers bypass-admin (perf dump, conns, config show/diff, "
+                 "version, help); empty = none. Messengers of one process naming the same path share it."});
+  r.add({.name = "ms.metrics_address", .type = OptionType::String, .default_value = "",
+         .help = "IP:PORT where the process serves Prometheus metrics on GET /metrics (text format 0.0.4); "
+                 "empty = none."});
 }
 
 }  // namespace bypass::config

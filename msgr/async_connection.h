@@ -51,6 +51,9 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   uint64_t server_cookie() const { return server_cookie_; }
   uint64_t in_seq_snapshot() const { return in_seq_atomic_.load(std::memory_order_acquire); }
   void close(const std::string& why, bool notify_reset);  // worker thread
+  // Peer, policy, state and queue depth for the admin socket's `conns` (any thread: reads only
+  // what senders share).
+  void write_admin_json(Json& out) const;
 
  private:
   struct Link;

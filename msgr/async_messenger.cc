@@ -58,6 +58,7 @@ AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& nam
   socket_options_.sndbuf_bytes = static_cast<int>(conf.get_size("ms.tcp_sndbuf"));
   socket_options_.connect_timeout =
       std::chrono::duration_cast<std::chrono::milliseconds>(conf.get_duration("ms.connect_timeout"));
+  admin_ = admin::AdminServer::acquire(conf_);  // bound now so a bad path fails create(); serves from start()
 }
 
 namespace {
@@ -191,6 +192,7 @@ int AsyncMessenger::start() {
     requests = bind_requests_;
   }
   stack_->start();
+  if (admin_) admin_->attach(stack_.get(), this, &conf_);
   dispatch_thread_ = std::thread([this] { dispatch_loop(); });
   ListenOptions lopts;
   lopts.backlog = static_cast<int>(conf_.get_int("ms.listen_backlog"));
@@ -422,6 +424,10 @@ void AsyncMessenger::shutdown() {
     std::lock_guard<std::mutex> guard(lock_);
     if (stopping_.exchange(true)) return;
     was_started = started_;
+  }
+  if (admin_) {
+    admin_->detach(stack_.get(), this);  // waits for a command that is reading this messenger
+    admin_.reset();
   }
   if (was_started) {
     close_all_connections();

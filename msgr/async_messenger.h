@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "msgr/admin/admin_server.h"
 #include "msgr/handshake.h"
 #include "msgr/messenger.h"
 #include "msgr/perf_counters.h"
@@ -28,7 +29,7 @@ struct MessengerTimings {
   std::chrono::nanoseconds backoff_max;
 };
 
-class AsyncMessenger final : public Messenger {
+class AsyncMessenger final : public Messenger, public admin::AdminSource {
  public:
   // `stack`: null to create (and own) one from `conf`, or a stack shared with other messengers.
   AsyncMessenger(const config::Config& conf, const EntityName& name, std::shared_ptr<NetworkStack> stack);
@@ -49,6 +50,11 @@ class AsyncMessenger final : public Messenger {
   void wait() override;
   std::string perf_dump_json() const override;
   std::shared_ptr<auth::CephxTicketStore> cephx_tickets() const override { return auth_.tickets; }
+
+  // The admin socket and /metrics (async_messenger_admin.cc).
+  std::string admin_name() const override { return name_.to_string(); }
+  void write_sessions(Json& out) const override;
+  void write_metrics(admin::MetricsWriter& out, const admin::MetricsWriter::Labels& labels) const override;
 
   // --- used by connections (any worker thread) ---
   Policy policy_for(EntityType peer_type) const;
@@ -117,6 +123,8 @@ class AsyncMessenger final : public Messenger {
   std::atomic<bool> stopping_{false};
   bool stopped_ = false;
   std::condition_variable stopped_cv_;
+
+  std::shared_ptr<admin::AdminServer> admin_;  // ms.admin_socket / ms.metrics_address, or null
 
   std::thread dispatch_thread_;
   std::mutex dispatch_lock_;

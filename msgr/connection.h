@@ -20,8 +20,11 @@ class Connection {
   virtual void send_keepalive() = 0;
   // True while the session is established over a live link.
   virtual bool is_connected() const = 0;
+  // The peer's entity name, once the handshake told it.
   virtual EntityName peer_name() const = 0;
+  // The peer's addresses (those we connected to, or those it announced).
   virtual EntityAddrVec peer_addrs() const = 0;
+  // True under a lossy policy: a fault ends the session instead of reconnecting and replaying.
   virtual bool is_lossy() const = 0;
   // Why the link last failed ("handshake failed in auth: cephx: ..."), empty while none did; for
   // saying what went wrong after ms_handle_reset / ms_handle_refused.

@@ -12,7 +12,9 @@ class Dispatcher {
   virtual ~Dispatcher() = default;
   // Queued dispatch. Return true when handled.
   virtual bool ms_dispatch(const MessageRef& m) = 0;
+  // True when `m` may be handled by ms_fast_dispatch() on the worker thread that received it.
   virtual bool ms_can_fast_dispatch(const Message&) const { return false; }
+  // Handles a message ms_can_fast_dispatch() accepted, on the worker thread: short, never blocking.
   virtual void ms_fast_dispatch(const MessageRef& m) { ms_dispatch(m); }
   virtual void ms_handle_connect(const ConnectionRef&) {}         // outgoing session is ready
   virtual void ms_handle_accept(const ConnectionRef&) {}          // incoming session is ready

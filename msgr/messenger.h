@@ -51,24 +51,34 @@ class Messenger {
                                            std::shared_ptr<NetworkStack> stack);
   virtual ~Messenger() = default;
 
+  // This messenger's entity name ("osd.0"), announced to peers.
   virtual const EntityName& name() const = 0;
+  // The policy of sessions with peers that have no policy of their own type.
   virtual void set_default_policy(const Policy& policy) = 0;
+  // The policy of sessions with peers of `peer_type` (e.g. Policy::stateful_server() for clients).
   virtual void set_policy(EntityType peer_type, const Policy& policy) = 0;
   virtual void add_dispatcher(Dispatcher* dispatcher) = 0;  // before start()
+  // Message types received as the application's own classes (MessageRegistry::add before start()).
   virtual MessageRegistry& registry() = 0;
 
   // Listen on `addr` (port 0 picks a free port). May be called several times before start().
   // Returns 0 or a negative errno.
   virtual int bind(const EntityAddr& addr) = 0;
+  // The addresses bound so far (with the ports picked for port 0), once start() returned.
   virtual EntityAddrVec my_addrs() const = 0;
+  // Starts the stack (if this messenger owns it), the listeners and the dispatch thread.
+  // Returns 0, or a negative errno when a bound address cannot be listened on.
   virtual int start() = 0;
 
   // The connection to the entity at `addrs` (its msgr2 address is used), created if needed.
   virtual ConnectionRef connect_to(EntityType peer_type, const EntityAddrVec& addrs) = 0;
+  // Closes the session with the entity at `addrs` now, dropping what is queued (no reconnect).
   virtual void mark_down(const EntityAddrVec& addrs) = 0;
+  // mark_down() of every session.
   virtual void mark_down_all() = 0;
 
   virtual void shutdown() = 0;  // close everything; wait() returns afterwards
+  // Blocks until shutdown() has finished (from any thread).
   virtual void wait() = 0;
 
   // Perf counters as a JSON object.

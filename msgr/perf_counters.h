@@ -32,14 +32,19 @@ struct PerfCounters {
   BYPASS_MSGR_COUNTERS(BYPASS_DECLARE)
 #undef BYPASS_DECLARE
 
+  // Calls visit(name, value) for every counter, in declaration order.
+  template <typename Visit>
+  void for_each(Visit&& visit) const {
+#define BYPASS_VISIT(name) visit(#name, name.load(std::memory_order_relaxed));
+    BYPASS_MSGR_COUNTERS(BYPASS_VISIT)
+#undef BYPASS_VISIT
+  }
+
   std::string to_json() const {
     std::string out = "{";
-    bool first = true;
-#define BYPASS_DUMP(name)                                                             \
-  out += std::string(first ? "" : ",") + "\"" #name "\":" + std::to_string(name.load(std::memory_order_relaxed)); \
-  first = false;
-    BYPASS_MSGR_COUNTERS(BYPASS_DUMP)
-#undef BYPASS_DUMP
+    for_each([&out](const char* name, uint64_t value) {
+      out += std::string(out.size() > 1 ? "," : "") + "\"" + name + "\":" + std::to_string(value);
+    });
     return out + "}";
   }
 };

@@ -162,6 +162,8 @@ void NetworkStack::stop() {
 
 NetworkStack::Counters NetworkStack::transport_counters() { return {}; }
 
+NetworkStack::WorkerReport NetworkStack::worker_report(unsigned) { return {}; }
+
 Worker* NetworkStack::least_loaded_worker() {
   if (workers_.empty()) return nullptr;
   // Ties go round-robin. A socket is counted only once its worker thread opened it, so a burst of

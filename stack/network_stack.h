@@ -205,6 +205,25 @@ class NetworkStack {
   using Counters = std::vector<std::pair<std::string, uint64_t>>;
   virtual Counters transport_counters();
 
+  // What the admin socket and /metrics show of one worker: its own transport counters (every one
+  // monotonic) and its TCP connections where the transport keeps them (dpdk; the kernel keeps
+  // posix's). Called on worker i's thread, which owns the data, so traffic never stops for it.
+  struct SocketReport {
+    std::string local;   // "10.0.0.1:6800"
+    std::string remote;  // the peer's address and port
+    std::string state;   // "ESTABLISHED", "TIME-WAIT", ...
+    Counters details;    // transport specific: cwnd, srtt_us, retransmits, bytes_in, ...
+  };
+  // One worker's part of the report.
+  struct WorkerReport {
+    Counters counters;                  // the worker's transport counters, all monotonic
+    std::vector<SocketReport> sockets;  // its TCP connections (none where the kernel keeps them)
+  };
+  // Worker i's report; call on worker i's thread only (its data is not shared).
+  virtual WorkerReport worker_report(unsigned i);
+  // Counters of the device under the stack (dpdk: port 0), from any thread; none for the others.
+  virtual Counters port_counters() { return {}; }
+
  protected:
   NetworkStack(const config::Config& conf, std::string type);
   // Transports may run worker loops on their own threads (DPDK lcores).

@@ -4,7 +4,8 @@
 #   tools/setup.sh build   what building and the main job need
 #   tools/setup.sh test    the above plus every test suite's prerequisites (tap/netns tools, scapy, tshark,
 #                          Ceph for interop, qemu + a Debian kernel for the soft-RoCE VM, clang 14 + its
-#                          libFuzzer runtime for the msgr-libfuzzer test, valgrind for benchmarks)
+#                          libFuzzer runtime for the msgr-libfuzzer test, valgrind for benchmarks, doxygen for
+#                          the docs target, prometheus + promtool for the /metrics test)
 #
 # Prints one line per action; exits non-zero if a package cannot be installed.
 set -euo pipefail
@@ -23,6 +24,7 @@ test_packages=(
   qemu-system-x86 linux-image-amd64 busybox-static kmod rdma-core ibverbs-providers ibverbs-utils
   rdmacm-utils
   clang-14 libclang-rt-14-dev valgrind
+  doxygen prometheus
 )
 
 packages=("${build_packages[@]}")

@@ -325,13 +325,35 @@ DpdkStack::~DpdkStack() {
   ports_.reset();
 }
 
+NetworkStack::Counters DpdkStack::port_counters() {
+  const pmd::PortStats port = ports_->port(0).stats();
+  return {{"rx_packets", port.rx_packets}, {"tx_packets", port.tx_packets},
+          {"rx_bytes", port.rx_bytes},     {"tx_bytes", port.tx_bytes},
+          {"rx_missed", port.rx_missed},   {"rx_errors", port.rx_errors},
+          {"tx_errors", port.tx_errors},   {"rx_nombuf", port.rx_nombuf}};
+}
+
+NetworkStack::WorkerReport DpdkStack::worker_report(unsigned i) {
+  inet::InetStack& inet = dpdk_worker(i).inet();
+  WorkerReport report;
+  const inet::InetStats& stats = inet.stats();
+  for (const inet::InetCounter& counter : inet::kInetCounters)
+    report.counters.emplace_back(std::string(counter.name), stats.*(counter.field));
+  const auto micros = [](auto d) { return uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(d).count()); };
+  for (const inet::ConnectionInfo& c : inet.tcp().connections()) {
+    report.sockets.push_back(
+        {c.tuple.local_ip.to_string() + ":" + std::to_string(c.tuple.local_port),
+         c.tuple.remote_ip.to_string() + ":" + std::to_string(c.tuple.remote_port), inet::to_string(c.state),
+         {{"cwnd", c.cwnd}, {"ssthresh", c.ssthresh}, {"mss", c.mss}, {"srtt_us", micros(c.srtt)},
+          {"rttvar_us", micros(c.rttvar)}, {"rto_us", micros(c.rto)}, {"retransmits", c.retransmitted_segments},
+          {"timeouts", c.timeouts}, {"bytes_in", c.bytes_in}, {"bytes_out", c.bytes_out}}});
+  }
+  return report;
+}
+
 NetworkStack::Counters DpdkStack::transport_counters() {
   Counters out;
-  const pmd::PortStats port = ports_->port(0).stats();
-  out.insert(out.end(), {{"port_rx_packets", port.rx_packets}, {"port_tx_packets", port.tx_packets},
-                         {"port_rx_bytes", port.rx_bytes}, {"port_tx_bytes", port.tx_bytes},
-                         {"port_rx_missed", port.rx_missed}, {"port_rx_errors", port.rx_errors},
-                         {"port_tx_errors", port.tx_errors}, {"port_rx_nombuf", port.rx_nombuf}});
+  for (auto& [name, value] : port_counters()) out.emplace_back("port_" + name, value);
   // The TCP counters a benchmark reader wants, summed over workers; looked up by name in
   // kInetCounters so the list is all there is to change.
   static constexpr std::string_view kReported[] = {

@@ -93,6 +93,9 @@ class DpdkStack final : public NetworkStack {
   // Port packets/bytes/drops and the main TCP/IP counters summed over workers (read on each
   // worker's thread: InetStats are plain fields).
   Counters transport_counters() override;
+  // Every InetStats counter of worker i and its TCP connections (on that worker's thread).
+  WorkerReport worker_report(unsigned i) override;
+  Counters port_counters() override;
   DpdkWorker& dpdk_worker(unsigned i) { return static_cast<DpdkWorker&>(*worker(i)); }
   // Runs `work` with worker i's InetStack on that worker's thread and waits for it: the inet
   // objects (ARP table, connections, echo requests) may only be touched there. Once started.

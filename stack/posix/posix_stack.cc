@@ -95,6 +95,16 @@ NetworkStack::Counters PosixNetworkStack::transport_counters() {
   return out;
 }
 
+NetworkStack::WorkerReport PosixNetworkStack::worker_report(unsigned i) {
+  const PosixWorker::Counters& c = static_cast<PosixWorker*>(worker(i))->counters;
+  WorkerReport report;
+  report.counters = {{"bytes_sent", c.bytes_sent.load(std::memory_order_relaxed)},
+                     {"bytes_received", c.bytes_received.load(std::memory_order_relaxed)},
+                     {"connections_opened", c.connections_opened.load(std::memory_order_relaxed)},
+                     {"connections_accepted", c.connections_accepted.load(std::memory_order_relaxed)}};
+  return report;
+}
+
 std::shared_ptr<NetworkStack> make_posix_stack(const config::Config& conf) {
   return std::make_shared<PosixNetworkStack>(conf);
 }

@@ -41,6 +41,7 @@ class PosixNetworkStack final : public NetworkStack {
   ~PosixNetworkStack() override;
   bool listen_per_worker() const override { return listen_per_worker_; }
   Counters transport_counters() override;
+  WorkerReport worker_report(unsigned i) override;
 
  private:
   bool listen_per_worker_;

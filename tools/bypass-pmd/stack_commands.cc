@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "stack/dpdk/dpdk_stack.h"
 #include "tools/bypass-pmd/commands.h"
+#include "msgr/admin/admin_server.h"
 #include "tools/bypass-pmd/json.h"
 #include "tools/bypass-pmd/stack_connections.h"
 #include "tools/bypass-pmd/stack_report.h"
@@ -267,6 +268,8 @@ int StackSession::serve() {
   listen_options.reuse_port = true;  // every worker listens; RSS or pmd's redirect picks one per flow
   const unsigned workers = stack_->num_workers();
   const uint32_t host = stack_->dpdk_worker(0).host_ip();
+  // ms.admin_socket / ms.metrics_address: bypass-admin and Prometheus see the stack while it serves.
+  const admin::ScopedAdminAttachment admin(config_, stack_.get());
   std::vector<ServerSocket> listeners(workers);
   ServerTotals totals;
   bench::ConnectionSet connections(*stack_);
