@@ -185,6 +185,7 @@ void AsyncConnection::queue_or_write(MessageRef m) {
   }
   if (!link_ || !link_->open || link_->dead || !out_queue_.empty()) {
     out_queue_.push_back(std::move(m));
+    queued_for_admin_.store(out_queue_.size(), std::memory_order_relaxed);
     return;
   }
   LinkRef link = link_;
@@ -557,6 +558,7 @@ void AsyncConnection::flush_queue() {
     while (!out_queue_.empty() && !link->dead) {
       MessageRef m = std::move(out_queue_.front());
       out_queue_.pop_front();
+      queued_for_admin_.store(out_queue_.size(), std::memory_order_relaxed);
       write_message(link, m, false);
     }
   } catch (const std::exception& e) {
@@ -840,6 +842,7 @@ void AsyncConnection::close(const std::string& why, bool notify_reset) {
   closed_.store(true, std::memory_order_release);
   std::deque<MessageRef> queued;
   queued.swap(out_queue_);
+  queued_for_admin_.store(0, std::memory_order_relaxed);
   BYPASS_LOG(Debug, "msgr", "%s: closed: %s", describe().c_str(), why.c_str());
   connected_.store(false, std::memory_order_release);
   if (link_) drop_link(link_);

@@ -110,6 +110,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   LinkRef link_;
   uint64_t link_serial_ = 0;
   std::deque<MessageRef> out_queue_;  // waiting for an open link, in order
+  std::atomic<size_t> queued_for_admin_{0};  // out_queue_.size() for readers on other threads
   bool in_input_ = false;             // process_input runs: it flushes the output when done
   MessageRing sent_;  // written, not yet acknowledged
   uint64_t out_seq_ = 0;

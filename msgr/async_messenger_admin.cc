@@ -7,13 +7,12 @@ namespace bypass::msgr {
 void AsyncConnection::write_admin_json(Json& out) const {
   EntityName peer;
   EntityAddrVec addrs;
-  size_t queued;
   {
-    std::lock_guard<std::mutex> guard(out_lock_);
+    std::lock_guard<std::mutex> guard(peer_lock_);
     peer = peer_name_;
     addrs = peer_addrs_;
-    queued = out_queue_.size();
   }
+  const size_t queued = queued_for_admin_.load(std::memory_order_relaxed);
   const Worker* w = worker();
   out.begin_object()
       .field("peer", peer.to_string())
