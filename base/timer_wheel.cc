@@ -37,7 +37,12 @@ TimerWheel::TimerId TimerWheel::add(Clock::time_point deadline, Callback callbac
     free_.pop_back();
   } else {
     if (node_count_ >= kNil - kChunk) throw std::length_error("TimerWheel: too many timers");
-    if (node_count_ % kChunk == 0) chunks_.push_back(std::make_unique<Node[]>(kChunk));
+    if (node_count_ % kChunk == 0) {
+      chunks_.push_back(std::make_unique<Node[]>(kChunk));
+      // Every node may come back to the free list: give it room now, not one push at a time later
+      // while a data path runs (release() then never allocates).
+      free_.reserve(chunks_.size() * kChunk);
+    }
     index = node_count_++;
   }
   Node& n = node(index);
