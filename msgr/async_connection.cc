@@ -136,7 +136,13 @@ bool AsyncConnection::send_message(MessageRef m) {
     if (!in_input_ && link_ && link_->open) flush_output(link_);
     return true;
   }
-  // Another thread: one lock-free push; the push onto an empty stack schedules the drain.
+  // Another thread: one lock-free push; the push onto an empty stack schedules the drain. The
+  // sender may keep views of these buffers (a payload it appends to every message): their counts
+  // become atomic before the worker holds any (base/buffer_storage.h). A payload reused this way is
+  // promoted by its first send, while the sending thread still holds every view.
+  m->front().share_across_threads();
+  m->middle().share_across_threads();
+  m->data().share_across_threads();
   Message* raw = m.get();
   raw->handover_ref_ = std::move(m);
   Message* head = handovers_.load(std::memory_order_relaxed);

@@ -273,7 +273,9 @@ int main(int argc, char** argv) try {
   const config::Config conf = config::load_config(common);
 
   BufferList payload;
-  payload.append_copy(std::string(o.size, 'x'));
+  // Both messengers' workers append views of it: its count must be atomic (base/buffer_storage.h).
+  const std::string bytes(o.size, 'x');
+  payload.append(BufferSegment::copy_of(bytes.data(), bytes.size(), BufferSharing::across_threads));
 
   Responder responder(o.pingpong, payload);
   Driver driver(o, payload);
