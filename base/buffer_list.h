@@ -25,14 +25,19 @@
 
 namespace bypass {
 
+// One view (pointer + length) into refcounted storage; copying a segment shares the storage and
+// copies no bytes (see the file comment).
 class BufferSegment {
  public:
   BufferSegment() = default;
+  // Another view of the same bytes: one more count on the storage.
   BufferSegment(const BufferSegment& other) : storage_(other.storage_), data_(other.data_), length_(other.length_) {
     if (storage_ != nullptr) storage_->ref();
   }
+  // Takes other's count over (no count change); other is left without storage.
   BufferSegment(BufferSegment&& other) noexcept
       : storage_(std::exchange(other.storage_, nullptr)), data_(other.data_), length_(other.length_) {}
+  // Views other's bytes instead, dropping this view's count on its old storage.
   BufferSegment& operator=(const BufferSegment& other) {
     if (other.storage_ != nullptr) other.storage_->ref();
     if (storage_ != nullptr) storage_->unref();
@@ -41,6 +46,7 @@ class BufferSegment {
     length_ = other.length_;
     return *this;
   }
+  // Takes other's view and count over, dropping this view's count on its old storage.
   BufferSegment& operator=(BufferSegment&& other) noexcept {
     if (this != &other) {
       if (storage_ != nullptr) storage_->unref();
@@ -66,20 +72,22 @@ class BufferSegment {
   // 8-byte aligned, untouched by the owner until `release` runs): no allocation at all.
   static BufferSegment wrap(BufferStorage* header_memory, char* data, size_t len, BufferReleaseFn release,
                             void* context, BufferSharing sharing = BufferSharing::worker_local);
+  // Bytes the second wrap() needs at `header_memory`.
   static constexpr size_t header_size = sizeof(BufferStorage);
   // Static or caller-owned memory that outlives every view (no count, no release).
   static BufferSegment borrow(const char* data, size_t len);
 
-  char* data() const { return data_; }
-  size_t length() const { return length_; }
-  bool empty() const { return length_ == 0; }
-  std::string_view view() const { return {data_, length_}; }
+  char* data() const { return data_; }  // first byte of the view
+  size_t length() const { return length_; }  // bytes in the view
+  bool empty() const { return length_ == 0; }  // no bytes in the view
+  std::string_view view() const { return {data_, length_}; }  // the bytes, for reading
   // Writable bytes after this view's end inside its own block (0 for foreign memory).
   size_t room_after() const;
 
   // Narrow the view: drop `n` bytes from the front or keep only the first `n`.
   void trim_front(size_t n) { data_ += n; length_ -= n; }
-  void truncate(size_t n) { length_ = n; }
+  void truncate(size_t n) { length_ = n; }  // keeps the first `n` bytes (n <= length())
+  // Another view of [offset, offset+len) of this one, sharing its storage (unchecked).
   BufferSegment sub(size_t offset, size_t len) const {
     BufferSegment s = *this;
     s.data_ += offset;
@@ -90,10 +98,12 @@ class BufferSegment {
   bool continues(const BufferSegment& other) const {
     return storage_ == other.storage_ && other.data_ + other.length_ == data_;
   }
-  void extend(size_t n) { length_ += n; }
+  void extend(size_t n) { length_ += n; }  // grows the view into its room_after() bytes (n <= room_after())
   // Count of views on the storage (for tests and leak checks; 0 for borrowed memory).
   long use_count() const { return storage_ != nullptr ? static_cast<long>(storage_->count()) : 0; }
+  // Identifies the storage (tests; null for borrowed memory).
   const void* storage_id() const { return storage_; }
+  // How the storage counts; borrowed memory has no count and reports across_threads.
   BufferSharing sharing() const { return storage_ != nullptr ? storage_->sharing : BufferSharing::across_threads; }
   // Makes the storage's count atomic for good (see buffer_storage.h): call it on the thread that
   // holds every view of it, before handing some to another thread.
@@ -111,27 +121,31 @@ class BufferList {
  public:
   BufferList() = default;
   BufferList(const BufferList& other);             // shares segments, copies no bytes
+  // Shares other's segments; never writes into their spare room.
   BufferList& operator=(const BufferList& other);
+  // Takes other's segments; other is left empty.
   BufferList(BufferList&& other) noexcept { *this = std::move(other); }
-  BufferList& operator=(BufferList&& other) noexcept;
+  BufferList& operator=(BufferList&& other) noexcept;  // takes other's segments; other is left empty
 
-  size_t length() const { return length_; }
-  bool empty() const { return length_ == 0; }
+  size_t length() const { return length_; }  // bytes in the list
+  bool empty() const { return length_ == 0; }  // no bytes
+  // Views the content is spread over (iovecs a send needs).
   size_t segment_count() const { return segments_.size(); }
+  // In order; invalidated by any change to the list.
   std::span<const BufferSegment> segments() const { return segments_.span(); }
 
   // Appends share the segment (no copy).
   void append(BufferSegment segment);
-  void append(const BufferList& other);
+  void append(const BufferList& other);  // shares other's segments (appending a list to itself works)
   void append(BufferList&& other);    // moves other's segments; other becomes empty
-  void prepend(BufferSegment segment);
+  void prepend(BufferSegment segment);  // puts a segment in front (a header onto a payload)
   // Copies bytes into a tail block with spare room (allocated in blocks of `append_block`).
   void append_copy(const void* data, size_t len);
-  void append_copy(std::string_view text) { append_copy(text.data(), text.size()); }
+  void append_copy(std::string_view text) { append_copy(text.data(), text.size()); }  // the same for a string
   // Reserves `len` contiguous writable bytes at the tail; returns their address.
   char* append_hole(size_t len);
 
-  void clear();
+  void clear();  // drops every segment (their storage goes when no other view holds it)
   // Drop the first `n` bytes (n <= length()); returns how many whole segments went.
   size_t trim_front(size_t n);
   // Keep only the first `n` bytes.
@@ -163,11 +177,11 @@ class BufferList {
 
   // Copy [offset, offset+len) into dst.
   void copy_out(size_t offset, size_t len, void* dst) const;
-  std::string to_string() const;
+  std::string to_string() const;  // a flat copy of the content (tests, logs, small values)
   // Make the content a single segment (copies only when it is not already one); returns its start.
   char* c_str();
-  bool contents_equal(const BufferList& other) const;
-  bool contents_equal(std::string_view bytes) const;
+  bool contents_equal(const BufferList& other) const;  // same bytes, however segmented
+  bool contents_equal(std::string_view bytes) const;  // same bytes as `bytes`, compared without flattening
 
   // Fill iov with up to max_iov segments starting at byte `offset`; returns the count used.
   int to_iovec(struct iovec* iov, int max_iov, size_t offset = 0) const;
@@ -179,6 +193,7 @@ class BufferList {
   // holding every view calls it before handing this list to another thread while views stay here.
   void share_across_threads() const;
 
+  // The smallest tail block append_copy() and append_hole() allocate.
   static constexpr size_t append_block = 4096;
 
  private:

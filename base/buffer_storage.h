@@ -31,6 +31,8 @@
 
 namespace bypass {
 
+// How a storage counts its views: the choice between a cheap plain count and a thread-safe one
+// (see the file comment).
 enum class BufferSharing : uint8_t {
   worker_local,    // plain count: at any moment every view lives on one thread
   across_threads,  // atomic count: views may live on several threads at once
@@ -43,6 +45,7 @@ struct BufferStorage;
 using BufferReleaseFn = void (*)(void* context, BufferStorage* header);
 
 struct BufferStorage {
+  // Where the header and the bytes live, which decides how the storage is freed.
   enum class Origin : uint8_t {
     pooled_block,    // header + data in one block of size class `size_class` from the thread pool
     heap_block,      // header + data in one malloc'd block (larger than the largest class)
@@ -50,15 +53,17 @@ struct BufferStorage {
     foreign_header,  // foreign memory; header in memory the owner supplied
   };
 
-  uint32_t refs = 1;
+  uint32_t refs = 1;  // views of the storage; atomic access when sharing is across_threads
+  // How refs is counted; only ever goes to across_threads.
   BufferSharing sharing = BufferSharing::worker_local;
-  Origin origin = Origin::heap_block;
-  uint8_t size_class = 0;
+  Origin origin = Origin::heap_block;  // how destroy() gives the memory back
+  uint8_t size_class = 0;  // block_pool class of a pooled_block (foreign headers are always class 0)
   uint8_t moved_with_views = 0;  // debug builds: the owner changed while several views existed
   uint32_t owner_thread = 0;     // debug builds: the thread of a worker_local storage
-  BufferReleaseFn release = nullptr;
-  void* context = nullptr;
+  BufferReleaseFn release = nullptr;  // foreign memory: called after the last view
+  void* context = nullptr;  // foreign memory: release's first argument
 
+  // Counts one more view (a copied BufferSegment).
   void ref() {
     if (sharing == BufferSharing::across_threads) {
       std::atomic_ref<uint32_t>(refs).fetch_add(1, std::memory_order_relaxed);
@@ -79,6 +84,7 @@ struct BufferStorage {
 #endif
     }
   }
+  // Views right now (tests and leak checks: racy when shared).
   uint32_t count() const {
     return sharing == BufferSharing::across_threads
                ? std::atomic_ref<uint32_t>(const_cast<uint32_t&>(refs)).load(std::memory_order_relaxed)
@@ -90,6 +96,7 @@ struct BufferStorage {
     check_thread();
     sharing = BufferSharing::across_threads;
   }
+  // Resets every field for a fresh storage with one view (headers are reused from pools).
   void init(Origin o, BufferSharing s);
 
  private:
@@ -109,8 +116,9 @@ static_assert(sizeof(BufferStorage) == 32, "the header is a fixed 32 bytes in fr
 // size classes on the thread that frees them (up to a bound per class, then free()d), so a worker's
 // steady state reuses its own memory and makes no heap calls.
 namespace block_pool {
-constexpr int kClasses = 7;
+constexpr int kClasses = 7;  // size classes
 constexpr size_t kClassBytes[kClasses] = {32, 96, 288, 1056, 4128, 16416, 65568};  // 32 + 0/64/256/1K/4K/16K/64K
+// Larger blocks bypass the pools (plain malloc/free).
 constexpr size_t kLargestBlock = kClassBytes[kClasses - 1];
 // The smallest class holding `bytes`; kClasses when none does.
 inline int class_for(size_t bytes) {
@@ -118,14 +126,17 @@ inline int class_for(size_t bytes) {
   while (c < kClasses && kClassBytes[c] < bytes) ++c;
   return c;
 }
+// A block of kClassBytes[size_class] bytes: this thread's cached one, else malloc'd (aborts when
+// memory is exhausted).
 void* get(int size_class);
+// Gives a block of that class back to this thread's pool (free()d when the pool is full).
 void put(int size_class, void* block);
 // Counters of this thread's pools (tests): blocks handed out from a cache and malloc'd on a miss.
 struct Stats {
-  uint64_t hits = 0;
-  uint64_t misses = 0;
+  uint64_t hits = 0;  // blocks handed out from the cache
+  uint64_t misses = 0;  // blocks malloc'd because the cache was empty
 };
-Stats stats();
+Stats stats();  // this thread's counters
 }  // namespace block_pool
 
 }  // namespace bypass

@@ -22,10 +22,12 @@ class SegmentVector {
     clear();
     release_array();
   }
+  // Copies the items (for segments: shares their storage, copies no bytes).
   SegmentVector(const SegmentVector& other) {
     reserve(other.size());
     for (const T& t : other) new (&items_[end_++]) T(t);
   }
+  // Copies the items; this one's array is kept when they fit.
   SegmentVector& operator=(const SegmentVector& other) {
     if (this != &other) {
       clear();
@@ -34,7 +36,9 @@ class SegmentVector {
     }
     return *this;
   }
+  // Takes other's array (no copy unless inline); other is left empty.
   SegmentVector(SegmentVector&& other) noexcept { take(other); }
+  // Drops this one's items and array, then takes other's as the move constructor does.
   SegmentVector& operator=(SegmentVector&& other) noexcept {
     if (this != &other) {
       clear();
@@ -44,24 +48,26 @@ class SegmentVector {
     return *this;
   }
 
-  size_t size() const { return end_ - begin_; }
-  bool empty() const { return end_ == begin_; }
-  T* begin() { return items_ + begin_; }
-  T* end() { return items_ + end_; }
-  const T* begin() const { return items_ + begin_; }
-  const T* end() const { return items_ + end_; }
-  T& operator[](size_t i) { return items_[begin_ + i]; }
-  const T& operator[](size_t i) const { return items_[begin_ + i]; }
-  T& front() { return items_[begin_]; }
-  T& back() { return items_[end_ - 1]; }
-  const T& front() const { return items_[begin_]; }
-  const T& back() const { return items_[end_ - 1]; }
-  std::span<const T> span() const { return {begin(), size()}; }
+  size_t size() const { return end_ - begin_; }  // items held
+  bool empty() const { return end_ == begin_; }  // no items
+  T* begin() { return items_ + begin_; }  // first item; invalidated by push_back/push_front
+  T* end() { return items_ + end_; }  // past the last item
+  const T* begin() const { return items_ + begin_; }  // first item
+  const T* end() const { return items_ + end_; }  // past the last item
+  T& operator[](size_t i) { return items_[begin_ + i]; }  // item i from the front (unchecked)
+  const T& operator[](size_t i) const { return items_[begin_ + i]; }  // item i from the front (unchecked)
+  T& front() { return items_[begin_]; }  // the first item (not empty())
+  T& back() { return items_[end_ - 1]; }  // the last item (not empty())
+  const T& front() const { return items_[begin_]; }  // the first item (not empty())
+  const T& back() const { return items_[end_ - 1]; }  // the last item (not empty())
+  std::span<const T> span() const { return {begin(), size()}; }  // the items, contiguous
 
+  // Appends; amortised O(1) (compacts or grows into a pooled array when the back is full).
   void push_back(T&& t) {
     if (end_ == capacity_) make_room_at_back();
     new (&items_[end_++]) T(std::move(t));
   }
+  // Prepends; O(1) after a pop_front() left room, else shifts every item.
   void push_front(T&& t) {
     if (begin_ == 0) {
       if (end_ == capacity_) make_room_at_back();
@@ -74,6 +80,7 @@ class SegmentVector {
     }
     new (&items_[--begin_]) T(std::move(t));
   }
+  // Destroys the first item (not empty()) in O(1); the room it leaves is reused by push_front or compaction.
   void pop_front() {
     items_[begin_++].~T();
     if (begin_ == end_) begin_ = end_ = 0;
@@ -84,7 +91,7 @@ class SegmentVector {
     while (end_ > new_end) items_[--end_].~T();
     if (begin_ == end_) begin_ = end_ = 0;
   }
-  void clear() { truncate(0); }
+  void clear() { truncate(0); }  // destroys every item; keeps the array for reuse
 
  private:
   T* inline_items() { return reinterpret_cast<T*>(inline_); }

@@ -20,11 +20,13 @@
 
 namespace bypass {
 
+// Interest and readiness bits of a file event; a mask may combine both.
 enum EventMask : int { kEventNone = 0, kEventReadable = 1, kEventWritable = 2 };
 
+// One ready fd (or userspace event id) reported by EventDriver::wait().
 struct FiredEvent {
-  int fd;
-  int mask;
+  int fd;  // kernel fd or userspace event id
+  int mask;  // the EventMask bits that are ready
 };
 
 // How the loop waits. The EventCenter owns exactly one driver.
@@ -55,13 +57,15 @@ std::unique_ptr<EventDriver> make_epoll_driver();
 class PollingDriver : public EventDriver {
  public:
   using PollHook = std::function<int()>;  // returns how much work it did (0 = idle)
-  virtual void set_poll_hook(PollHook hook) = 0;
+  virtual void set_poll_hook(PollHook hook) = 0;  // the transport's poll step, run every loop iteration
   // Allocate/free a userspace event id (never collides with a kernel fd: ids start at 1 << 24).
   virtual int create_user_event() = 0;
+  // Frees an id from create_user_event(); its ready bits go with it.
   virtual void destroy_user_event(int id) = 0;
   // Mark id ready with mask bits (from the owning thread, typically inside the poll hook). Ready
   // bits stay set until clear() — level-triggered like epoll's default.
   virtual void notify(int id, int mask) = 0;
+  // The transport clears what it no longer has (e.g. nothing left to read).
   virtual void clear(int id, int mask) = 0;
   bool is_polling() const override { return true; }
 };
@@ -70,13 +74,17 @@ class PollingDriver : public EventDriver {
 // kernel fds) for at most the loop's timeout; zero means busy-poll forever.
 std::unique_ptr<PollingDriver> make_polling_driver(std::chrono::nanoseconds idle_sleep);
 
+// One worker's event loop (see the file comment).
 class EventCenter {
  public:
+  // Called with the fd and the one bit that fired.
   using FileCallback = std::function<void(int fd, int mask)>;
-  using TimerCallback = std::function<void()>;
+  using TimerCallback = std::function<void()>;  // runs once on the owner thread
+  // Carries a generation, so cancelling a stale id (fired or cancelled) is harmless.
   using TimerId = uint64_t;
-  using Clock = std::chrono::steady_clock;
+  using Clock = std::chrono::steady_clock;  // monotonic: timers survive wall-clock changes
 
+  // `name` tells workers apart in log messages; call set_owner() on the thread that runs the loop.
   explicit EventCenter(std::unique_ptr<EventDriver> driver, std::string name = "worker");
   ~EventCenter();
   EventCenter(const EventCenter&) = delete;
@@ -84,13 +92,13 @@ class EventCenter {
 
   // Bind to the calling thread: afterwards in_thread() is true only there.
   void set_owner();
-  bool in_thread() const;
-  const std::string& name() const { return name_; }
-  EventDriver& driver() { return *driver_; }
+  bool in_thread() const;  // true on the thread set_owner() bound
+  const std::string& name() const { return name_; }  // as given at construction
+  EventDriver& driver() { return *driver_; }  // e.g. a PollingDriver to set the poll hook on
 
   // File events (owner thread only). Adding a mask to an fd keeps its other callback.
   int create_file_event(int fd, int mask, FileCallback callback);
-  void delete_file_event(int fd, int mask);
+  void delete_file_event(int fd, int mask);  // removes the callbacks for these bits; the others stay
 
   // The loop's clock: read once per iteration (before the poll hook and file events run, and again
   // after a wait that blocked), so everything in one iteration sees the same time and a busy loop
@@ -103,21 +111,21 @@ class EventCenter {
   // iteration's start, which may be a little earlier than the moment of the call).
   TimerId create_timer(std::chrono::nanoseconds delay, TimerCallback callback);
   bool cancel_timer(TimerId id);  // false if already fired or unknown
-  size_t pending_timers() const;
+  size_t pending_timers() const;  // created and neither fired nor cancelled
 
   // Any thread. The closure runs on the owner thread in FIFO order per producer.
   void dispatch_external(std::function<void()> closure);
   // Run `closure` on the owner thread and wait for it (runs inline when already on it).
   void submit_and_wait(std::function<void()> closure);
-  void wakeup();
+  void wakeup();  // any thread: a blocked wait returns soon
 
   // One loop iteration: waits at most `max_wait` (less if a timer is due), then runs fired file
   // events, due timers and external closures. Returns the number of callbacks run.
   int process_events(std::chrono::nanoseconds max_wait);
   // Loop until stop() (from any thread).
   void run();
-  void stop();
-  bool stopping() const { return stop_.load(std::memory_order_acquire); }
+  void stop();  // any thread: run() returns after the current iteration
+  bool stopping() const { return stop_.load(std::memory_order_acquire); }  // stop() was called
 
  private:
   struct FileEvent {
@@ -149,6 +157,7 @@ class EventCenter {
   std::atomic<bool> stop_{false};
 };
 
+// The first userspace event id (PollingDriver::create_user_event()); kernel fds stay below it.
 constexpr int kUserEventBase = 1 << 24;
 
 }  // namespace bypass

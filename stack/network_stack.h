@@ -30,37 +30,43 @@ namespace bypass {
 class SocketAddress {
  public:
   SocketAddress() = default;
+  // An IPv4 address from numbers in host byte order (no parsing, no byte-order slips at call sites).
   static SocketAddress ipv4(uint32_t host_order_ip, uint16_t port);
+  // A copy of what the kernel or a transport filled in (accept, getsockname); AF_INET or AF_INET6.
   static SocketAddress from_sockaddr(const sockaddr* sa, socklen_t len);
   // "1.2.3.4:5", "[::1]:5", "localhost:5" is not accepted (no resolver on the hot path).
   // Returns false and leaves *out untouched on a malformed string.
   static bool parse(std::string_view text, SocketAddress* out);
 
-  int family() const { return storage_.ss_family; }
-  bool is_ipv4() const { return family() == AF_INET; }
+  int family() const { return storage_.ss_family; }  // AF_INET, AF_INET6, or AF_UNSPEC when unset
+  bool is_ipv4() const { return family() == AF_INET; }  // the userspace stacks (dpdk) speak IPv4 only
   uint32_t ipv4_host_order() const;  // only for is_ipv4()
-  uint16_t port() const;
-  void set_port(uint16_t port);
+  uint16_t port() const;  // host byte order
+  void set_port(uint16_t port);  // host byte order; e.g. to fill in an ephemeral port
+  // For the kernel's socket calls (bind, connect), with sockaddr_len().
   const sockaddr* sockaddr_ptr() const { return reinterpret_cast<const sockaddr*>(&storage_); }
-  socklen_t sockaddr_len() const;
-  std::string to_string() const;
-  bool operator==(const SocketAddress& other) const;
+  socklen_t sockaddr_len() const;  // the family's sockaddr size, not the storage's; 0 when unset
+  std::string to_string() const;  // "1.2.3.4:5" or "[::1]:5", the form parse() accepts
+  bool operator==(const SocketAddress& other) const;  // same family, address and port
 
  private:
   sockaddr_storage storage_{};
 };
 
+// Per-socket options a transport applies on connect and accept (socket_options_from_config()).
 struct SocketOptions {
-  bool nodelay = true;
+  bool nodelay = true;  // TCP_NODELAY: small messages go out at once, not held back by Nagle
   int rcvbuf_bytes = 0;  // 0 = transport default
-  int sndbuf_bytes = 0;
+  int sndbuf_bytes = 0;  // 0 = transport default
   int priority = -1;     // SO_PRIORITY / traffic class; -1 = leave alone
+  // A connect still in progress after this fails with -ETIMEDOUT.
   std::chrono::milliseconds connect_timeout{10000};
 };
 
 // Human-readable name of a negative errno returned by this interface ("ECONNREFUSED").
 const char* socket_error_name(int negative_errno);
 
+// What a transport implements for one connection; ConnectedSocket owns it and forwards to it.
 class ConnectedSocketImpl {
  public:
   virtual ~ConnectedSocketImpl() = default;
@@ -75,32 +81,36 @@ class ConnectedSocketImpl {
   // `more`: further data follows immediately (MSG_MORE/cork-like hint).
   virtual ssize_t send(BufferList& data, bool more) = 0;
   virtual void shutdown() = 0;  // no more sends; the peer reads EOF
-  virtual void close() = 0;
+  virtual void close() = 0;  // releases the connection; no call but the destructor follows
   virtual int fd() const = 0;   // kernel fd or userspace event id
-  virtual SocketAddress local_address() const = 0;
-  virtual SocketAddress peer_address() const = 0;
+  virtual SocketAddress local_address() const = 0;  // this end's address and port
+  virtual SocketAddress peer_address() const = 0;  // the remote end's address and port
 };
 
 // Movable owner of one connected socket.
 class ConnectedSocket {
  public:
   ConnectedSocket() = default;
+  // Takes over a transport's socket (what Worker::connect and accept produce).
   explicit ConnectedSocket(std::unique_ptr<ConnectedSocketImpl> impl) : impl_(std::move(impl)) {}
-  ConnectedSocket(ConnectedSocket&&) noexcept = default;
-  ConnectedSocket& operator=(ConnectedSocket&& other) noexcept;
+  ConnectedSocket(ConnectedSocket&&) noexcept = default;  // the source is left empty
+  ConnectedSocket& operator=(ConnectedSocket&& other) noexcept;  // closes the socket held before
   ~ConnectedSocket() { close(); }
 
+  // False when empty (default-constructed, moved from or closed): no other call is valid then.
   explicit operator bool() const { return impl_ != nullptr; }
-  int is_connected() { return impl_->is_connected(); }
-  ssize_t read(char* buf, size_t len) { return impl_->read(buf, len); }
+  int is_connected() { return impl_->is_connected(); }  // see ConnectedSocketImpl::is_connected()
+  ssize_t read(char* buf, size_t len) { return impl_->read(buf, len); }  // see ConnectedSocketImpl::read()
+  // See ConnectedSocketImpl::zero_copy_read().
   ssize_t zero_copy_read(BufferList& out, size_t max_len) { return impl_->zero_copy_read(out, max_len); }
+  // See ConnectedSocketImpl::send().
   ssize_t send(BufferList& data, bool more) { return impl_->send(data, more); }
-  void shutdown() { impl_->shutdown(); }
-  void close();
-  int fd() const { return impl_->fd(); }
-  SocketAddress local_address() const { return impl_->local_address(); }
-  SocketAddress peer_address() const { return impl_->peer_address(); }
-  ConnectedSocketImpl* impl() { return impl_.get(); }
+  void shutdown() { impl_->shutdown(); }  // no more sends; the peer reads EOF
+  void close();  // closes and empties; a no-op when already empty (the destructor calls it)
+  int fd() const { return impl_->fd(); }  // the id to register file events for with the worker's EventCenter
+  SocketAddress local_address() const { return impl_->local_address(); }  // this end's address
+  SocketAddress peer_address() const { return impl_->peer_address(); }  // the remote end's address
+  ConnectedSocketImpl* impl() { return impl_.get(); }  // the transport's object, for transport-specific calls
 
  private:
   std::unique_ptr<ConnectedSocketImpl> impl_;
@@ -108,54 +118,66 @@ class ConnectedSocket {
 
 class Worker;
 
+// What a transport implements for one listening socket; ServerSocket owns it and forwards to it.
 class ServerSocketImpl {
  public:
   virtual ~ServerSocketImpl() = default;
   // Returns 0 and fills *sock (owned by `worker`, normally this one) or -EAGAIN / -errno.
   virtual int accept(ConnectedSocket* sock, const SocketOptions& opts, SocketAddress* peer,
                      Worker* worker) = 0;
-  virtual void abort_accept() = 0;
-  virtual int fd() const = 0;
+  virtual void abort_accept() = 0;  // stops listening; no call but the destructor follows
+  virtual int fd() const = 0;  // readable when a connection waits to be accepted
+  // Where it listens (the chosen port when it asked for port 0).
   virtual SocketAddress local_address() const = 0;
 };
 
+// Movable owner of one listening socket.
 class ServerSocket {
  public:
   ServerSocket() = default;
+  // Takes over a transport's listener (what Worker::listen produces).
   explicit ServerSocket(std::unique_ptr<ServerSocketImpl> impl) : impl_(std::move(impl)) {}
-  ServerSocket(ServerSocket&&) noexcept = default;
-  ServerSocket& operator=(ServerSocket&& other) noexcept;
+  ServerSocket(ServerSocket&&) noexcept = default;  // the source is left empty
+  ServerSocket& operator=(ServerSocket&& other) noexcept;  // stops the listener held before
   ~ServerSocket() { abort_accept(); }
 
+  // False when empty (default-constructed, moved from or aborted): no other call is valid then.
   explicit operator bool() const { return impl_ != nullptr; }
+  // See ServerSocketImpl::accept(); `opts` are applied to the accepted socket.
   int accept(ConnectedSocket* sock, const SocketOptions& opts, SocketAddress* peer, Worker* worker) {
     return impl_->accept(sock, opts, peer, worker);
   }
-  void abort_accept();
-  int fd() const { return impl_->fd(); }
+  void abort_accept();  // stops listening and empties; a no-op when already empty
+  int fd() const { return impl_->fd(); }  // readable when a connection waits to be accepted
+  // Where it listens (the chosen port after port 0).
   SocketAddress local_address() const { return impl_->local_address(); }
 
  private:
   std::unique_ptr<ServerSocketImpl> impl_;
 };
 
+// Options of a listening socket (listen_options_from_config()).
 struct ListenOptions {
-  int backlog = 512;
+  int backlog = 512;  // pending connections the transport queues before refusing more
   bool reuse_port = true;  // every worker listens on the same port; the kernel/RSS spreads flows
 };
 
 // The options above as configured: ms.tcp_nodelay, ms.tcp_rcvbuf, ms.tcp_sndbuf, ms.connect_timeout;
 // ms.listen_backlog and posix.reuse_port.
 SocketOptions socket_options_from_config(const config::Config& conf);
+// See socket_options_from_config().
 ListenOptions listen_options_from_config(const config::Config& conf);
 
+// One event loop thread of a transport and the sockets on it; transports subclass it to create
+// their sockets. A socket is used only on the thread of the worker that created it.
 class Worker {
  public:
+  // Worker `id` (0-based within its stack), waiting through `driver` (epoll or a transport's poller).
   Worker(unsigned id, std::unique_ptr<EventDriver> driver);
   virtual ~Worker();
 
-  unsigned id() const { return id_; }
-  EventCenter& center() { return center_; }
+  unsigned id() const { return id_; }  // index within its NetworkStack
+  EventCenter& center() { return center_; }  // the loop its sockets' events and timers run on
 
   // Owner thread only. Port 0 picks an ephemeral port (see ServerSocket::local_address()).
   virtual int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
@@ -165,7 +187,7 @@ class Worker {
 
   // Called on the worker thread before the loop starts and after it ends (transport hooks).
   virtual void on_thread_start() {}
-  virtual void on_thread_stop() {}
+  virtual void on_thread_stop() {}  // see on_thread_start()
 
   // Sockets currently open on this worker (for leak checks and perf dumps).
   std::atomic<int> open_sockets{0};
@@ -175,11 +197,13 @@ class Worker {
   EventCenter center_;
 };
 
+// One transport in a process (posix, dpdk, rdma) and its workers; see the file comment.
 class NetworkStack {
  public:
   // Builds the transport named by `ms.type` with `ms.workers` workers. Throws std::runtime_error
   // with a clear message when the transport cannot run here (e.g. no RDMA device).
   static std::shared_ptr<NetworkStack> create(const config::Config& conf);
+  // The same with the transport named by `type` instead of `ms.type`.
   static std::shared_ptr<NetworkStack> create(const config::Config& conf, const std::string& type);
 
   virtual ~NetworkStack();
@@ -188,22 +212,22 @@ class NetworkStack {
   // Stops every loop and joins the threads. Idempotent.
   virtual void stop();
 
-  const std::string& type() const { return type_; }
-  unsigned num_workers() const { return static_cast<unsigned>(workers_.size()); }
-  Worker* worker(unsigned i) { return workers_.at(i).get(); }
+  const std::string& type() const { return type_; }  // "posix", "dpdk", "rdma"
+  unsigned num_workers() const { return static_cast<unsigned>(workers_.size()); }  // `ms.workers`
+  Worker* worker(unsigned i) { return workers_.at(i).get(); }  // 0 <= i < num_workers()
   // The worker with the fewest open sockets, ties taken in turn (connections are spread evenly).
   Worker* least_loaded_worker();
   // True when each worker should listen on its own (SO_REUSEPORT / RSS); false when one listener
   // accepts for all and hands sockets to other workers.
   virtual bool listen_per_worker() const { return true; }
-  const config::Config& conf() const { return conf_; }
+  const config::Config& conf() const { return conf_; }  // the configuration it was created with
 
   // Cumulative transport counters by name since the stack was created, for benchmark reports:
   // posix counts bytes and connections; dpdk adds its port's and TCP/IP stack's counters. Call
   // from any thread other than a worker's while the stack runs (values may be read on workers).
   // Transports without counters return none.
   using Counters = std::vector<std::pair<std::string, uint64_t>>;
-  virtual Counters transport_counters();
+  virtual Counters transport_counters();  // the base class has none
 
   // What the admin socket and /metrics show of one worker: its own transport counters (every one
   // monotonic) and its TCP connections where the transport keeps them (dpdk; the kernel keeps
@@ -225,17 +249,19 @@ class NetworkStack {
   virtual Counters port_counters() { return {}; }
 
  protected:
+  // Transports construct it through create(), then add their workers with add_worker().
   NetworkStack(const config::Config& conf, std::string type);
   // Transports may run worker loops on their own threads (DPDK lcores).
   virtual void spawn_worker(unsigned i, std::function<void()> body);
-  virtual void join_workers();
+  virtual void join_workers();  // waits for the threads spawn_worker() started
+  // In id order: worker(i) has id i.
   void add_worker(std::unique_ptr<Worker> worker) { workers_.push_back(std::move(worker)); }
 
-  config::Config conf_;
-  std::string type_;
-  std::vector<std::unique_ptr<Worker>> workers_;
-  std::vector<std::thread> threads_;
-  bool started_ = false;
+  config::Config conf_;  // a copy: the stack outlives the caller's
+  std::string type_;  // see type()
+  std::vector<std::unique_ptr<Worker>> workers_;  // indexed by Worker::id()
+  std::vector<std::thread> threads_;  // spawned by the default spawn_worker(); join_workers() joins them
+  bool started_ = false;  // start() ran and stop() has not
   std::atomic<size_t> next_pick_{0};  // round-robin tie-break of least_loaded_worker()
 };
 
