@@ -18,7 +18,7 @@ class Throttle {
   // Takes `amount` if it fits under max, or if nothing is held (so one item larger than the
   // whole budget cannot wedge a connection forever); false means retry later.
   bool try_take(uint64_t amount);
-  // Gives back what try_take() took, once the message has been dispatched.
+  // Gives back what try_take() took, once the message it counted is dispatched or dropped.
   void put(uint64_t amount);
   uint64_t current() const { return current_.load(std::memory_order_relaxed); }  // held now
   uint64_t max() const { return max_; }  // the limit; 0 = unlimited
