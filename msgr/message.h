@@ -22,36 +22,47 @@
 namespace bypass::msgr {
 
 class Connection;
+// Connections are shared: a received message keeps its connection alive for the reply.
 using ConnectionRef = std::shared_ptr<Connection>;
 
-constexpr uint16_t kMsgPriorityLow = 64;
-constexpr uint16_t kMsgPriorityDefault = 127;
-constexpr uint16_t kMsgPriorityHigh = 196;
+// Ceph's CEPH_MSG_PRIO_* values for the header's priority field. The field travels to the peer
+// for its own use; Bypass sends the messages of one connection in order whatever their priority.
+constexpr uint16_t kMsgPriorityLow = 64;       // CEPH_MSG_PRIO_LOW
+constexpr uint16_t kMsgPriorityDefault = 127;  // CEPH_MSG_PRIO_DEFAULT
+constexpr uint16_t kMsgPriorityHigh = 196;     // CEPH_MSG_PRIO_HIGH
 
 class Message {
  public:
+  // `type` selects the receiver's MessageRegistry factory; `version` and `compat_version` go in
+  // the header so a receiver knows which encoding of the payload it got (as in Ceph).
   explicit Message(uint16_t type, uint16_t version = 1, uint16_t compat_version = 1)
       : type_(type), version_(version), compat_version_(compat_version) {}
   virtual ~Message() = default;
   Message(const Message&) = delete;
   Message& operator=(const Message&) = delete;
 
-  uint16_t type() const { return type_; }
-  uint16_t version() const { return version_; }
+  uint16_t type() const { return type_; }  // the application's message type id
+  uint16_t version() const { return version_; }  // encoding version of the payload
+  // Oldest encoding version a receiver must understand to decode this payload.
   uint16_t compat_version() const { return compat_version_; }
-  uint16_t priority() const { return priority_; }
-  void set_priority(uint16_t p) { priority_ = p; }
+  uint16_t priority() const { return priority_; }  // one of kMsgPriority*, by default Default
+  void set_priority(uint16_t p) { priority_ = p; }  // before sending; see kMsgPriorityDefault
+  // Transaction id: chosen by the application, carried unchanged, so a reply can name the
+  // request it answers.
   uint64_t tid() const { return tid_; }
-  void set_tid(uint64_t tid) { tid_ = tid; }
+  void set_tid(uint64_t tid) { tid_ = tid; }  // before sending
   // Sequence number on its connection (set when sent / received).
   uint64_t seq() const { return seq_; }
 
+  // The three payload segments, to fill before sending or read after receiving. data is for
+  // bulk bytes: its buffers are sent and received without copying.
   BufferList& front() { return front_; }
-  BufferList& middle() { return middle_; }
-  BufferList& data() { return data_; }
-  const BufferList& front() const { return front_; }
-  const BufferList& middle() const { return middle_; }
-  const BufferList& data() const { return data_; }
+  BufferList& middle() { return middle_; }  // see front()
+  BufferList& data() { return data_; }  // see front()
+  const BufferList& front() const { return front_; }  // see front()
+  const BufferList& middle() const { return middle_; }  // see front()
+  const BufferList& data() const { return data_; }  // see front()
+  // Bytes of front, middle and data together: what the receiver's byte throttles count.
   size_t payload_length() const { return front_.length() + middle_.length() + data_.length(); }
 
   // Fired once, on the connection's worker thread, when the peer acknowledges the message
@@ -61,11 +72,13 @@ class Message {
 
   // Received messages: where they came from.
   const ConnectionRef& connection() const { return connection_; }
-  const EntityName& source() const { return source_; }
+  const EntityName& source() const { return source_; }  // the sender's name
 
   // Typed messages: fill front/middle/data from fields, or fields from them.
   virtual void encode_payload(uint64_t /*peer_features*/) {}
+  // Called on the worker thread after receipt; a throw faults the connection (bad payload).
   virtual void decode_payload() {}
+  // For logs and errors; typed messages return their own name.
   virtual std::string name() const { return "msg(" + std::to_string(type_) + ")"; }
 
  private:
@@ -87,6 +100,7 @@ class Message {
   std::shared_ptr<Message> handover_ref_;
 };
 
+// Messages are shared between the application and the connection that sends or received them.
 using MessageRef = std::shared_ptr<Message>;
 
 // Factory of typed messages by type id. Unregistered types arrive as plain Message.
@@ -95,8 +109,12 @@ using MessageRef = std::shared_ptr<Message>;
 // until the registry goes away).
 class MessageRegistry {
  public:
+  // Makes an empty message of a registered type, for decode_payload() to fill.
   using Factory = std::function<MessageRef()>;
+  // Registers (or replaces) the factory for `type`; thread-safe, meant for start-up.
   void add(uint16_t type, Factory factory);
+  // A new message of `type` from its factory, or a plain Message carrying the given header
+  // fields when the type is not registered.
   MessageRef create(uint16_t type, uint16_t version, uint16_t compat) const;
 
  private:
