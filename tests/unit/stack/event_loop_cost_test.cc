@@ -14,6 +14,10 @@ namespace {
 std::atomic<uint64_t> allocations{0};
 }  // namespace
 
+// GCC (-Wmismatched-new-delete) sees free() reached from operator delete for memory from operator
+// new; both are this file's replacements over malloc, so the pair matches.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 void* operator new(std::size_t size) {
   allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size ? size : 1)) return p;
