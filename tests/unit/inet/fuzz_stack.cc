@@ -266,8 +266,8 @@ void send_icmp(InetStack& stack, CaptureDevice& device, Input& in) {
     const auto data = in.bytes(in.u8());
     body.append_copy(data.data(), data.size());
   } else {
-    icmp.type = (how & 3) == 1 ? IcmpHeader::kDestinationUnreachable : static_cast<uint8_t>(in.u8());
-    icmp.code = (how & 4) ? IcmpHeader::kFragmentationNeeded : static_cast<uint8_t>(in.u8() % 16);
+    icmp.type = (how & 3) == 1 ? uint8_t{IcmpHeader::kDestinationUnreachable} : in.u8();
+    icmp.code = (how & 4) ? uint8_t{IcmpHeader::kFragmentationNeeded} : static_cast<uint8_t>(in.u8() % 16);
     icmp.rest = in.u16();
     const Track* track = device.pick(in.u8());
     Ipv4Header quoted;
