@@ -46,7 +46,8 @@ std::string cpu_list_text(const std::vector<int>& cpus) {
 
 uint64_t mebibytes_rounded_up(uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; }
 
-// Parses "key=value" pairs of a vdev string ("net_memif0,role=client,socket=/run/x.sock").
+}  // namespace
+
 std::optional<std::string> vdev_param(const std::string& vdev, const std::string& key) {
   std::stringstream in(vdev);
   std::string part;
@@ -55,6 +56,8 @@ std::optional<std::string> vdev_param(const std::string& vdev, const std::string
     if (part.compare(0, key.size() + 1, key + "=") == 0) return part.substr(key.size() + 1);
   return std::nullopt;
 }
+
+namespace {
 
 // Drivers Debian's DPDK ships as virtual devices; anything else is a typo or a missing plugin,
 // which EAL itself would report only as "Bus (vdev) probe failed".

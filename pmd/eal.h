@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,8 @@ bool eal_started();
 void stop_eal();
 
 std::string join_args(const std::vector<std::string>& args);
+
+// The value of `key` in a vdev string's "key=value" pairs ("net_memif0,role=client,bsize=9216").
+std::optional<std::string> vdev_param(const std::string& vdev, const std::string& key);
 
 }  // namespace bypass::pmd

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "pmd/eal.h"
 #include "pmd/error.h"
 #include "pmd/mempools.h"
 
@@ -30,21 +31,11 @@ std::string port_label(uint16_t port_id, const std::string& name) {
 
 std::string ethdev_error(int rc) { return rte_strerror(rc < 0 ? -rc : rc); }
 
-// One "key=value" of a device's devargs ("role=client,socket=/run/x.sock,bsize=9216").
+// One "key=value" of a device's devargs, read as the vdev string it came from.
 std::optional<std::string> devarg(const rte_device* device, const std::string& key) {
   const rte_devargs* devargs = device != nullptr ? rte_dev_devargs(device) : nullptr;
-  const char* args = devargs != nullptr ? devargs->args : nullptr;
-  if (args == nullptr) return std::nullopt;
-  const std::string text = args;
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string pair = text.substr(at, end - at);
-    if (pair.rfind(key + "=", 0) == 0) return pair.substr(key.size() + 1);
-    at = end + 1;
-  }
-  return std::nullopt;
+  if (devargs == nullptr || devargs->args == nullptr) return std::nullopt;
+  return vdev_param(std::string(devargs->name) + "," + devargs->args, key);
 }
 
 // net_memif's data path copies a frame of up to bsize bytes (devarg, default 2048) into one
