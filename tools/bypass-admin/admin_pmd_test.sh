@@ -6,12 +6,9 @@
 set -u
 pmd="$1" admin="$2"
 py=/usr/bin/python3
-work=$(mktemp -d /tmp/bypass-admin-pmd-test-XXXXXX)
-server_pid=""
-cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || fail "needs root (DPDK memory)"
+source "$(dirname "$0")/../../tests/support/test_lib.sh"
+test_begin admin-pmd-test
+require_root "DPDK memory"
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 "$pmd" --set dpdk.vdev=net_ring0 --set dpdk.host_ip=10.92.$(( $$ % 250 )).1 --set dpdk.in_memory=true \
@@ -19,8 +16,8 @@ port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); prin
   --set "ms.admin_socket=$work/pmd.asok" --set "ms.metrics_address=127.0.0.1:$port" \
   stack echo-server 7 >"$work/server.out" 2>&1 &
 server_pid=$!
-for _ in $(seq 1 300); do [ -S "$work/pmd.asok" ] && break; kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-[ -S "$work/pmd.asok" ] || { cat "$work/server.out"; fail "no admin socket"; }
+track "$server_pid"
+wait_for_socket "$work/pmd.asok" "$server_pid" "$work/server.out" 30
 
 check() {  # COMMAND... -- PYTHON-EXPRESSION over j
   local args=() expr
@@ -41,10 +38,8 @@ if command -v promtool >/dev/null; then
 fi
 grep -q '^bypass_port_rx_packets_total{transport="dpdk",port="0"} ' "$work/metrics.txt" || { cat "$work/metrics.txt"; fail "no port counter"; }
 grep -q '^bypass_transport_tcp_segments_received_total{transport="dpdk",worker="1"} ' "$work/metrics.txt" || fail "no TCP counter of worker 1"
-kill -TERM "$server_pid"
-wait "$server_pid"
+stop "$server_pid"
 status=$?
-server_pid=""
 [ "$status" = 0 ] || { cat "$work/server.out"; fail "echo-server exited with $status"; }
 [ ! -e "$work/pmd.asok" ] || fail "the admin socket outlived the server"
 echo "PASS: bypass-pmd stack echo-server admin socket and metrics"

@@ -8,17 +8,9 @@
 set -u
 bench="$1" admin="$2"
 py=/usr/bin/python3
-work=$(mktemp -d /tmp/bypass-admin-test-XXXXXX)
+source "$(dirname "$0")/../../tests/support/test_lib.sh"
+test_begin admin-test
 sock="$work/server.asok"
-server_pid="" client_pid=""
-cleanup() {
-  [ -n "$client_pid" ] && kill "$client_pid" 2>/dev/null
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
-  wait 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$py" ] || fail "$py is missing"
 
 cat >"$work/job.yaml" <<JOB
@@ -34,14 +26,14 @@ bench:
 JOB
 "$bench" -c "$work/job.yaml" --set "ms.admin_socket=$sock" server >"$work/server.out" 2>&1 &
 server_pid=$!
-for _ in $(seq 1 100); do grep -q '^ready ' "$work/server.out" && break; sleep 0.1; done
-address=$(awk '/^ready /{print $2; exit}' "$work/server.out")
-[ -n "$address" ] || { cat "$work/server.out"; fail "the server did not become ready"; }
+track "$server_pid"
+address=$(wait_for_ready "$work/server.out" "$server_pid") || exit 1
 [ -S "$sock" ] || fail "no admin socket at $sock"
 
 "$bench" -c "$work/job.yaml" --set "bench.server_address=$address" --set "ms.admin_socket=$work/client.asok" client \
   >"$work/client.out" 2>&1 &
 client_pid=$!
+track "$client_pid"
 sleep 1.5
 
 ask() { "$admin" "$sock" "$@" >"$work/answer.json" 2>"$work/answer.err"; }
@@ -113,12 +105,9 @@ json_check "j['messengers'][0]['counters']['msgs_received'] > $first"
 [ $? != 0 ] && grep -q "ms.admin_socket: '$sock' is in use by another process" "$work/second.out" ||
   { cat "$work/second.out"; fail "a second server on the same admin socket"; }
 
-wait "$client_pid"
+reap "$client_pid"
 status=$?
-client_pid=""
 [ "$status" = 0 ] || { cat "$work/client.out"; fail "the benchmark client exited with $status"; }
-kill -TERM "$server_pid"
-wait "$server_pid"
-server_pid=""
+stop "$server_pid"
 [ ! -e "$sock" ] || fail "the admin socket file outlived the server"
 echo "PASS: admin socket"

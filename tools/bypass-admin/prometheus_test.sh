@@ -6,15 +6,8 @@
 set -u
 bench="$1"
 py=/usr/bin/python3
-work=$(mktemp -d /tmp/bypass-prometheus-test-XXXXXX)
-server_pid="" client_pid="" prom_pid=""
-cleanup() {
-  for pid in $client_pid $prom_pid $server_pid; do kill "$pid" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../../tests/support/test_lib.sh"
+test_begin prometheus-test
 command -v prometheus >/dev/null && command -v promtool >/dev/null || fail "prometheus/promtool missing (tools/setup.sh test installs Debian's prometheus)"
 
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -38,11 +31,11 @@ bench:
 JOB
 "$bench" -c "$work/job.yaml" --set "ms.metrics_address=127.0.0.1:$metrics_port" server >"$work/server.out" 2>&1 &
 server_pid=$!
-for _ in $(seq 1 100); do grep -q '^ready ' "$work/server.out" && break; sleep 0.1; done
-address=$(awk '/^ready /{print $2; exit}' "$work/server.out")
-[ -n "$address" ] || { cat "$work/server.out"; fail "the server did not become ready"; }
+track "$server_pid"
+address=$(wait_for_ready "$work/server.out" "$server_pid") || exit 1
 "$bench" -c "$work/job.yaml" --set "bench.server_address=$address" client >"$work/client.out" 2>&1 &
 client_pid=$!
+track "$client_pid"
 sleep 1
 
 get "http://127.0.0.1:$metrics_port/metrics" >"$work/metrics.txt" 2>"$work/status" || fail "GET /metrics"
@@ -67,6 +60,7 @@ YML
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
   --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
 prom_pid=$!
+track "$prom_pid"
 query() {
   get "http://127.0.0.1:$prom_port/api/v1/query?query=$1" 2>/dev/null
 }

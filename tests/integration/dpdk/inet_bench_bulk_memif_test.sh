@@ -13,50 +13,30 @@ set -euo pipefail
 bench=$1
 name=K  # this suite's tag: every resource it creates carries it
 socket=/run/bypass-memif-$name.sock  # abstract (DPDK's default): nothing on disk to clean up
-work=$(mktemp -d /tmp/bypass-memif-$name.XXXXXX)
-server_pid=
+source "$(dirname "$0")/../../support/test_lib.sh"
+test_begin memif-$name
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-[ "$(id -u)" = 0 ] || fail "needs root (DPDK memory and the memif socket)"
-[ -x "$bench" ] || fail "inet_bench binary '$bench' is not executable"
+require_root "DPDK memory and the memif socket"
+require_executable "$bench" "inet_bench binary"
 [ "$(nproc)" -ge 2 ] || fail "needs 2 CPUs to pin the two processes apart (have $(nproc))"
 
 common=(--set ms.type=dpdk --set dpdk.netmask=255.255.255.0 --set tcp.msl=1s --set dpdk.idle_sleep=0
         --set dpdk.mbufs=65535 --set dpdk.link_wait=30s --set dpdk.mtu=1500 --set dpdk.mbuf_size=2176)
-
-wait_for_memif_socket() {
-  for _ in $(seq 100); do
-    grep -q "@$socket\$" /proc/net/unix && return 0
-    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.out" >&2; fail "the memif server exited early"; }
-    sleep 0.1
-  done
-  fail "the memif server did not open $socket within 10 s"
-}
 
 for run in 1 2 3; do
   timeout 60 "$bench" "${common[@]}" --set "dpdk.vdev=[\"net_memif0,role=server,socket=$socket,rsize=6\"]" \
     --set dpdk.host_ip=10.97.0.1 --set ms.cpus=1 --set tcp.rcv_buffer=8M \
     --role server --mode bulk --addr 10.97.0.1:7000 --timeout 45s >"$work/server.out" 2>&1 &
   server_pid=$!
-  wait_for_memif_socket
+  track "$server_pid"
+  wait_for_socket "$socket" "$server_pid" "$work/server.out"
   rc=0
   timeout 60 "$bench" "${common[@]}" --set "dpdk.vdev=[\"net_memif0,role=client,socket=$socket,rsize=6\"]" \
     --set dpdk.host_ip=10.97.0.2 --set ms.cpus=0 --set tcp.snd_buffer=8M \
     --role client --mode bulk --addr 10.97.0.1:7000 --bytes 1T --duration 1s --timeout 20s \
     >"$work/client.out" 2>&1 || rc=$?
   src=0
-  wait "$server_pid" || src=$?
-  server_pid=
+  reap "$server_pid" || src=$?
   echo "run $run: $(grep '^role=client transport' "$work/client.out" || echo 'no result line')"
   if [ "$rc" != 0 ] || [ "$src" != 0 ] || ! grep -q '^role=client transport=dpdk mode=bulk' "$work/client.out"; then
     cat "$work/client.out" "$work/server.out" >&2

@@ -34,36 +34,13 @@ server_ip=10.98.0.1
 bytes=64M
 [ "$mode" = vhost ] && bytes=256M
 connections=4
-work=$(mktemp -d /tmp/bypass-memif-$name.XXXXXX)
-server_pid=
+source "$(dirname "$0")/../../support/test_lib.sh"
+test_begin memif-$name
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-[ "$(id -u)" = 0 ] || fail "needs root (DPDK memory and the memif socket)"
-[ -x "$peer" ] || fail "inet_peer binary '$peer' is not executable"
-[ -x "$msgr_peer" ] || fail "msgr_peer binary '$msgr_peer' is not executable"
+require_root "DPDK memory and the memif socket"
+require_executable "$peer" "inet_peer binary"
+require_executable "$msgr_peer" "msgr_peer binary"
 [ "$(nproc)" -ge 2 ] || fail "needs 2 CPUs to pin the two processes apart (have $(nproc))"
-
-# A memif client fails at once when no server listens on the socket: start it only after the
-# server's (abstract) socket shows up in /proc/net/unix.
-wait_for_memif_socket() {
-  for _ in $(seq 100); do
-    grep -q "@$socket\$" /proc/net/unix && return 0
-    [ "$mode" = vhost ] && [ -S "$socket" ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.err" >&2; fail "the memif server exited early"; }
-    sleep 0.1
-  done
-  fail "the memif server did not open $socket within 10 s"
-}
 
 server_vdev="--set=dpdk.vdev=[\"net_memif0,role=server,socket=$socket$memif_args\"]"
 client_vdev="--set=dpdk.vdev=[\"net_memif0,role=client,socket=$socket$memif_args\"]"
@@ -79,7 +56,8 @@ timeout 150 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo
   echo-server --listen "$server_ip:$port" --serve $((connections + 1)) --lifetime 120s \
   >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
-wait_for_memif_socket
+track "$server_pid"
+wait_for_socket "$socket" "$server_pid" "$work/server.err"
 
 echo "client: $bytes over $connections connections to $server_ip:$port"
 start=$(date +%s.%N)
@@ -105,8 +83,7 @@ if [ "$mode" != standard ]; then
 fi
 # --wait-for-server's probe is the server's extra connection: it exits by itself after serving all.
 rc=0
-wait "$server_pid" || rc=$?
-server_pid=
+reap "$server_pid" || rc=$?
 cat "$work/server.out"
 [ "$rc" = 0 ] || { cat "$work/server.err" >&2; fail "memif echo server exited with $rc"; }
 grep -q "^ready $server_ip:$port\$" "$work/server.out" || fail "server printed no ready line"
@@ -118,16 +95,15 @@ echo "memif echo: $bytes in $(echo "$end - $start" | bc) s wall clock (both EAL 
 timeout 60 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=1 \
   echo-server --listen "$server_ip:$((port + 1))" --lifetime 30s >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
-wait_for_memif_socket
+track "$server_pid"
+wait_for_socket "$socket" "$server_pid" "$work/server.err"
 rc=0
 timeout 60 "$peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=0 \
   echo-client --to "$server_ip:$port" --bytes 1M --timeout 10s >"$work/client.out" 2>"$work/client.err" || rc=$?
 cat "$work/client.err"
 [ "$rc" = 1 ] || fail "client to a closed port exited with $rc, expected 1"
 grep -q "ECONNREFUSED" "$work/client.err" || fail "client to a closed port did not report ECONNREFUSED"
-kill "$server_pid" 2>/dev/null || true
-wait "$server_pid" 2>/dev/null || true
-server_pid=
+stop "$server_pid" || true
 
 # The messenger: a lossless client retries a refused connect itself, so it needs no wait for the
 # server's listener; the server exits 0 on SIGTERM once the client checked every reply.
@@ -135,7 +111,8 @@ messages=1000
 timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=1 \
   server --bind "$server_ip:$port" --lifetime 120s >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
-wait_for_memif_socket
+track "$server_pid"
+wait_for_socket "$socket" "$server_pid" "$work/server.err"
 if ! timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=0 \
        client --to "$server_ip:$port" --messages $messages --max-size 64K --depth 8 --seed 71 \
        --timeout 90s >"$work/client.out" 2>"$work/client.err"; then
@@ -144,9 +121,7 @@ if ! timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-client.yaml" "$client_vde
 fi
 cat "$work/client.out"
 grep -q "^ok $messages replies" "$work/client.out" || fail "messenger client printed no ok line"
-kill "$server_pid"
 rc=0
-wait "$server_pid" || rc=$?
-server_pid=
+stop "$server_pid" || rc=$?
 [ "$rc" = 0 ] || { cat "$work/server.out" "$work/server.err" >&2; fail "messenger server exited with $rc"; }
 echo "PASS"
