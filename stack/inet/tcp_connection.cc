@@ -289,6 +289,9 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
     ++layer_.stats().tcp_connections_established;
     layer_.on_established(*this);
     notify(kTcpConnected | kTcpWritable);
+    // RFC 9293 §3.10.4: a close in SYN-RECEIVED is processed on entering ESTABLISHED, before
+    // this segment's text and FIN (a FIN here then finds FIN-WAIT-1 and leads to CLOSING).
+    if (fin_queued_) enter_state(TcpState::FinWait1);
   }
   if (!process_ack(seg)) return;
   if (state_ == TcpState::Closed) return;
@@ -298,7 +301,6 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
       state_ == TcpState::FinWait2) {
     if (!seg.payload.empty() || h.has(kTcpFin)) process_text(seg);
   }
-  if (state_ == TcpState::Established && fin_queued_) enter_state(TcpState::FinWait1);
   output();
 }
 

@@ -209,6 +209,46 @@ TEST(TcpStates, SimultaneousOpen) {
   EXPECT_EQ(y->read().to_string(), "hello");
 }
 
+// RFC 9293 §3.10.4: a close in SYN-RECEIVED is "queued for processing after entering ESTABLISHED
+// state". Here the ACK that establishes x carries the peer's FIN too: the queued close must send
+// x's FIN on entering ESTABLISHED (FIN-WAIT-1, then CLOSING on the peer's FIN), not leave x in
+// CLOSE-WAIT for good with its FIN never sent, as the inet fuzzer found. The peer is played by
+// hand: b's stack hears nothing.
+TEST(TcpStates, CloseInSynReceivedWhenTheEstablishingAckCarriesFin) {
+  TwoHosts hosts(5, quick_settings());
+  hosts.a->arp().learn(ip_of(2), mac_of(2));
+  std::vector<SeenSegment> seen;
+  record_segments(hosts, seen, [](const SeenSegment& s) { return s.from == 0; });
+  auto x = hosts.a->tcp().connect(ip_of(2), 6000, 5000);
+  ASSERT_TRUE(x);
+  hosts.run_for(1ms);
+  ASSERT_FALSE(seen.empty());
+  const uint32_t x_iss = seen.front().header.seq, peer_iss = 7000;
+  TcpHeader h;
+  h.source_port = 6000;  // connect(remote, remote_port 6000, local_port 5000)
+  h.destination_port = 5000;
+  h.seq = peer_iss;
+  h.flags = kTcpSyn;  // simultaneous open: the peer's SYN crosses ours
+  h.window = 65535;
+  hosts.a->receive(craft_to_a(h));
+  ASSERT_EQ(x->state(), TcpState::SynReceived);
+  x->shutdown_write();
+  h.seq = peer_iss + 1;
+  h.ack = x_iss + 1;
+  h.flags = kTcpAck | kTcpFin;
+  hosts.a->receive(craft_to_a(h));
+  EXPECT_EQ(x->state(), TcpState::Closing) << x->describe();
+  hosts.run_for(1ms);
+  ASSERT_TRUE(std::any_of(seen.begin(), seen.end(), [&](const SeenSegment& s) {
+    return s.header.has(kTcpFin) && s.header.seq == x_iss + 1 && s.header.ack == peer_iss + 2;
+  })) << "x sent no FIN acknowledging the peer's";
+  h.seq = peer_iss + 2;
+  h.ack = x_iss + 2;
+  h.flags = kTcpAck;
+  hosts.a->receive(craft_to_a(h));
+  EXPECT_EQ(x->state(), TcpState::TimeWait);
+}
+
 TEST(TcpStates, SimultaneousClose) {
   TwoHosts hosts(5, quick_settings());
   auto [client, server] = connect_pair(hosts);
