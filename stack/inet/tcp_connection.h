@@ -98,6 +98,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t cwnd() const { return cc_->cwnd(); }
   uint32_t ssthresh() const { return cc_->ssthresh(); }
   uint32_t send_mss() const { return mss_; }
+  uint32_t initial_send_sequence() const { return iss_; }
   uint32_t peer_window() const { return snd_wnd_; }
   uint8_t send_window_shift() const { return snd_wscale_; }
   uint8_t receive_window_shift() const { return rcv_wscale_; }

@@ -182,6 +182,8 @@ void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
                   segment.header.source_port};
   if (auto it = connections_.find(tuple); it != connections_.end()) {
     auto connection = it->second;  // keep it alive through the call
+    if (connection->state() == TcpState::TimeWait && reopen_from_time_wait(*connection, tuple, segment))
+      return;
     connection->on_segment(std::move(segment));
     return;
   }
@@ -195,7 +197,8 @@ void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
       if (settings_.tcp.syn_cookies && accept_cookie(*listener, tuple, segment)) return;
       return send_reset_for(tuple, segment);
     }
-    if (h.has(kTcpSyn) && !h.has(kTcpAck)) return listen_syn(*listener, tuple, std::move(segment));
+    if (h.has(kTcpSyn) && !h.has(kTcpAck))
+      return listen_syn(*listener, tuple, std::move(segment), generate_iss(tuple));
     return;
   }
   ++stats_.tcp_dropped_no_connection;
@@ -219,7 +222,37 @@ void TcpLayer::send_reset_for(const FourTuple& tuple, const TcpSegment& segment)
   send_segment(tuple, rst, {});
 }
 
-void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment) {
+bool TcpLayer::reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple, TcpSegment& segment) {
+  // RFC 1122 §4.2.2.13: a SYN for a tuple in TIME-WAIT may open a new incarnation when it is
+  // provably new: its sequence number beyond everything the old one received, or (RFC 6191 §2)
+  // its timestamp newer than the old one's TS.Recent. The new ISS starts beyond the window of
+  // everything the old incarnation sent, so its duplicates cannot be taken for new data. A client
+  // that cycles through its ephemeral ports faster than 2 MSL (Linux does this too) would
+  // otherwise wait for TIME-WAIT, or fail, on every reuse. An old duplicate SYN leaves TIME-WAIT
+  // as it was (the caller hands it to the connection).
+  const TcpHeader& h = segment.header;
+  if (!h.has(kTcpSyn) || h.has(kTcpAck) || h.has(kTcpRst)) return false;
+  auto it = listeners_.find(tuple.local_port);
+  if (it == listeners_.end()) return false;
+  const bool newer_sequence = seq_gt(h.seq, old.rcv_nxt_);
+  const bool newer_timestamp =
+      old.ts_enabled_ && h.options.timestamp && seq_gt(h.options.timestamp->first, old.ts_recent_);
+  if (!newer_sequence && !newer_timestamp) return false;
+  // Without room for a real connection the SYN gets no cookie here: a cookie ISS cannot promise
+  // to lie beyond the old incarnation's sequence space.
+  TcpListener& listener = *it->second;
+  if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog ||
+      listener.half_open_ >= settings_.tcp.syn_backlog)
+    return false;
+  const uint32_t iss = old.snd_max_ + 65535u + 2u;  // as Linux: past the largest window it could have used
+  old.terminate(TcpError::None);                    // leaves the table (on_closed)
+  ++stats_.tcp_time_wait_reopened;
+  listen_syn(listener, tuple, std::move(segment), iss);
+  return true;
+}
+
+void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment,
+                          uint32_t iss) {
   if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog) {
     ++stats_.tcp_syn_dropped_backlog;
     return;
@@ -251,7 +284,7 @@ void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegm
   connections_.emplace(tuple, connection);
   ++listener.half_open_;
   connection->half_open_listener_ = listeners_[listener.port()];
-  connection->open_passive(segment, generate_iss(tuple));
+  connection->open_passive(segment, iss);
 }
 
 uint32_t TcpLayer::make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32_t counter,

@@ -96,7 +96,10 @@ class TcpLayer {
   const TcpSettings& settings() const { return settings_.tcp; }
 
  private:
-  void listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment);
+  // `iss`: the initial send sequence number if the SYN gets a connection (not a cookie).
+  void listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment, uint32_t iss);
+  // A SYN that reopens a connection in TIME-WAIT: true when it was taken (the old incarnation is gone).
+  bool reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple, TcpSegment& segment);
   bool accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpSegment& segment);
   uint32_t make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32_t counter,
                        uint8_t mss_index) const;
