@@ -44,8 +44,8 @@ TcpLayer::~TcpLayer() {
   if (reaper_) timers_.cancel(reaper_);
   // Connections may outlive the layer in user hands; close them quietly first so none of their
   // timers remain armed.
-  auto connections = std::move(connections_);
-  for (auto& [tuple, connection] : connections) {
+  auto connections = connections_.drain();
+  for (auto& connection : connections) {
     connection->handler_ = nullptr;
     connection->rto_timer_.clear();
   }
@@ -94,8 +94,8 @@ void TcpLayer::stop_listening(const std::shared_ptr<TcpListener>& listener) {
 }
 
 std::shared_ptr<TcpConnection> TcpLayer::find(const FourTuple& tuple) const {
-  auto it = connections_.find(tuple);
-  return it == connections_.end() ? nullptr : it->second;
+  const auto* connection = connections_.find(tuple);
+  return connection ? *connection : nullptr;
 }
 
 std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t remote_port,
@@ -107,7 +107,7 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t re
   }
   FourTuple tuple{settings_.address, local_port, remote, remote_port};
   if (local_port != 0) {
-    if (connections_.count(tuple)) return nullptr;
+    if (connections_.contains(tuple)) return nullptr;
   } else {
     uint32_t first = settings_.tcp.ephemeral_port_first;
     uint32_t range = settings_.tcp.ephemeral_port_last - first + 1u;
@@ -115,7 +115,7 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t re
     for (uint32_t i = 0; i < range && !found; ++i) {
       uint32_t offset = (next_ephemeral_ + i) % range;
       tuple.local_port = static_cast<uint16_t>(first + offset);
-      if (listeners_.count(tuple.local_port) || connections_.count(tuple)) continue;
+      if (listeners_.count(tuple.local_port) || connections_.contains(tuple)) continue;
       if (port_filter_ && !port_filter_(tuple)) continue;
       next_ephemeral_ = offset + 1;
       found = true;
@@ -123,7 +123,7 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t re
     if (!found) return nullptr;
   }
   auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
-  connections_.emplace(tuple, connection);
+  connections_.insert(tuple, connection);
   connection->open_active();
   return connection;
 }
@@ -180,8 +180,8 @@ void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
   segment.payload = std::move(packet.data);
   FourTuple tuple{ip.destination, segment.header.destination_port, ip.source,
                   segment.header.source_port};
-  if (auto it = connections_.find(tuple); it != connections_.end()) {
-    auto connection = it->second;  // keep it alive through the call
+  if (auto* found = connections_.find(tuple)) {
+    auto connection = *found;  // keep it alive through the call
     if (connection->state() == TcpState::TimeWait && reopen_from_time_wait(*connection, tuple, segment))
       return;
     connection->on_segment(std::move(segment));
@@ -281,7 +281,7 @@ void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegm
     return;
   }
   auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
-  connections_.emplace(tuple, connection);
+  connections_.insert(tuple, connection);
   ++listener.half_open_;
   connection->half_open_listener_ = listeners_[listener.port()];
   connection->open_passive(segment, iss);
@@ -303,7 +303,7 @@ bool TcpLayer::accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpS
     if (make_cookie(tuple, peer_seq, counter, index) != cookie) continue;
     if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog) return false;
     auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
-    connections_.emplace(tuple, connection);
+    connections_.insert(tuple, connection);
     ++stats_.tcp_syn_cookies_accepted;
     ++stats_.tcp_connections_established;
     connection->open_from_cookie(segment, cookie, kCookieMss[index]);
@@ -332,10 +332,9 @@ void TcpLayer::on_established(TcpConnection& connection) {
 void TcpLayer::on_closed(TcpConnection& connection) {
   if (auto listener = connection.half_open_listener_.lock()) --listener->half_open_;
   connection.half_open_listener_.reset();
-  auto it = connections_.find(connection.tuple());
-  if (it == connections_.end() || it->second.get() != &connection) return;
-  graveyard_.push_back(std::move(it->second));
-  connections_.erase(it);
+  auto* found = connections_.find(connection.tuple());
+  if (!found || found->get() != &connection) return;
+  graveyard_.push_back(connections_.take(connection.tuple()));
   if (!reaper_)
     reaper_ = timers_.schedule(Duration::zero(), [this] {
       reaper_ = 0;
@@ -360,19 +359,21 @@ void TcpLayer::on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quot
 }
 
 size_t TcpLayer::unfinished_connections() const {
-  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(), [](const auto& entry) {
-    return entry.second->state() != TcpState::TimeWait;
-  }));
+  size_t unfinished = 0;
+  connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& connection) {
+    unfinished += connection->state() != TcpState::TimeWait;
+  });
+  return unfinished;
 }
 
 std::vector<ConnectionInfo> TcpLayer::connections() const {
   std::vector<ConnectionInfo> out;
   out.reserve(connections_.size());
-  for (const auto& [tuple, c] : connections_) {
+  connections_.for_each([&](const FourTuple& tuple, const std::shared_ptr<TcpConnection>& c) {
     out.push_back(ConnectionInfo{tuple, c->state(), c->cwnd(), c->ssthresh(), c->send_mss(), c->srtt(),
                                  c->rttvar(), c->rto(), c->retransmitted_segments(), c->timeouts(),
                                  c->bytes_received(), c->bytes_acked()});
-  }
+  });
   auto key = [](const ConnectionInfo& i) {
     return std::tie(i.tuple.local_ip, i.tuple.local_port, i.tuple.remote_ip, i.tuple.remote_port);
   };

@@ -14,6 +14,7 @@
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/ipv4_layer.h"
 #include "stack/inet/tcp_connection.h"
+#include "stack/inet/tuple_table.h"
 
 namespace bypass::inet {
 
@@ -76,7 +77,7 @@ class TcpLayer {
   // peer, which then retransmits into the void: a userspace stack has no kernel to finish a close.
   size_t unfinished_connections() const;
   void for_each_connection(const std::function<void(const TcpConnection&)>& visit) const {
-    for (const auto& entry : connections_) visit(*entry.second);
+    connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& c) { visit(*c); });
   }
   // Every connection in the table (including TIME_WAIT), ordered by local then remote address.
   std::vector<ConnectionInfo> connections() const;
@@ -112,7 +113,7 @@ class TcpLayer {
   PacketDevice& device_;
   InetStats& stats_;
   uint64_t secret_[2];
-  std::unordered_map<FourTuple, std::shared_ptr<TcpConnection>, FourTupleHash> connections_;
+  TupleTable<std::shared_ptr<TcpConnection>> connections_;
   std::unordered_map<uint16_t, std::shared_ptr<TcpListener>> listeners_;
   std::vector<std::shared_ptr<TcpConnection>> graveyard_;  // destroyed outside their own callbacks
   TimerService::TimerId reaper_ = 0;
