@@ -26,9 +26,16 @@ uint64_t mix64(uint64_t x) {
 }  // namespace
 
 std::shared_ptr<TcpConnection> TcpListener::accept() {
-  if (accept_queue_.empty()) return nullptr;
-  auto connection = std::move(accept_queue_.front());
-  accept_queue_.pop_front();
+  if (accept_head_ == accept_queue_.size()) return nullptr;
+  auto connection = std::move(accept_queue_[accept_head_++]);
+  if (accept_head_ == accept_queue_.size()) {
+    accept_queue_.clear();  // keeps the capacity
+    accept_head_ = 0;
+  } else if (accept_head_ * 2 > accept_queue_.size()) {
+    // Never fully drained: drop the taken half so the vector stays within twice the backlog.
+    accept_queue_.erase(accept_queue_.begin(), accept_queue_.begin() + static_cast<ptrdiff_t>(accept_head_));
+    accept_head_ = 0;
+  }
   return connection;
 }
 
@@ -88,8 +95,8 @@ void TcpLayer::stop_listening(const std::shared_ptr<TcpListener>& listener) {
   // Established connections nobody accepted have no owner left: reset them, as Linux does when a
   // listening socket closes, instead of leaving them in the table for as long as the peer is quiet.
   // (Half-open ones are reset when their handshake completes, in on_established.)
-  auto unaccepted = std::move(listener->accept_queue_);
-  listener->accept_queue_.clear();
+  std::vector<std::shared_ptr<TcpConnection>> unaccepted;
+  while (auto connection = listener->accept()) unaccepted.push_back(std::move(connection));
   for (auto& connection : unaccepted) connection->abort();
 }
 
@@ -241,7 +248,7 @@ bool TcpLayer::reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple,
   // Without room for a real connection the SYN gets no cookie here: a cookie ISS cannot promise
   // to lie beyond the old incarnation's sequence space.
   TcpListener& listener = *it->second;
-  if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog ||
+  if (listener.acceptable() >= settings_.tcp.accept_backlog ||
       listener.half_open_ >= settings_.tcp.syn_backlog)
     return false;
   const uint32_t iss = old.snd_max_ + 65535u + 2u;  // as Linux: past the largest window it could have used
@@ -253,7 +260,7 @@ bool TcpLayer::reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple,
 
 void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment,
                           uint32_t iss) {
-  if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog) {
+  if (listener.acceptable() >= settings_.tcp.accept_backlog) {
     ++stats_.tcp_syn_dropped_backlog;
     return;
   }
@@ -301,7 +308,7 @@ bool TcpLayer::accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpS
   for (uint32_t age = 0; age < 2; ++age) {  // valid for one to two periods
     uint32_t counter = now_counter - age;
     if (make_cookie(tuple, peer_seq, counter, index) != cookie) continue;
-    if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog) return false;
+    if (listener.acceptable() >= settings_.tcp.accept_backlog) return false;
     auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
     connections_.insert(tuple, connection);
     ++stats_.tcp_syn_cookies_accepted;

@@ -3,7 +3,6 @@
 // ISN generation (RFC 6528), ephemeral ports, and the checksum on output and input.
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -24,14 +23,17 @@ class TcpListener {
   uint16_t port() const { return port_; }
   // The next fully established connection, or nullptr.
   std::shared_ptr<TcpConnection> accept();
-  size_t acceptable() const { return accept_queue_.size(); }
+  size_t acceptable() const { return accept_queue_.size() - accept_head_; }
   size_t half_open() const { return half_open_; }
   void set_acceptable_handler(std::function<void()> handler) { handler_ = std::move(handler); }
 
  private:
   friend class TcpLayer;
   uint16_t port_;
-  std::deque<std::shared_ptr<TcpConnection>> accept_queue_;
+  // FIFO: a vector and the index of its head, which keep their memory across connections (a
+  // std::deque allocated a chunk every 32 connections).
+  std::vector<std::shared_ptr<TcpConnection>> accept_queue_;
+  size_t accept_head_ = 0;
   size_t half_open_ = 0;  // connections in SYN-RECEIVED
   bool closed_ = false;
   std::function<void()> handler_;
