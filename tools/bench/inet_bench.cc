@@ -13,6 +13,8 @@
 //                a time), then pings every one of them --rounds times while all stay open.
 //   accept       for --duration, the client keeps --concurrency connections opening; the server
 //                accepts and closes each at once; both print connections per second.
+//   (connections and accept open one connection alone first and start the clock once it is
+//   established: it resolves the peer's address, which the kernel's loopback never has to.)
 // The server runs until the client is done (bulk/pingpong/connections: its last connection
 // closed; accept: a second after the last accept) or --timeout. Every line printed is
 // key=value pairs; tools/bench/inet-vs-kernel.sh puts runs side by side.
@@ -567,7 +569,7 @@ void print_dpdk_counters(Worker& worker, const char* role) {
     std::printf("role=%s counters: tcp_sent=%llu tcp_received=%llu retransmitted=%llu timeouts=%llu "
                 "fast_retransmits=%llu bad_checksum=%llu tx_frames=%llu attached_bytes=%llu copied_bytes=%llu "
                 "checksum_offloads=%llu tx_queue_drops=%llu tx_mbuf_failures=%llu tx_backlog=%zu arp_pending_dropped=%llu "
-                "syn_dropped_backlog=%llu syn_cookies_sent=%llu rst_sent=%llu\n",
+                "syn_dropped_backlog=%llu syn_cookies_sent=%llu rst_sent=%llu challenge_acks=%llu time_wait_reopened=%llu\n",
                 role, static_cast<unsigned long long>(s.tcp_segments_sent),
                 static_cast<unsigned long long>(s.tcp_segments_received),
                 static_cast<unsigned long long>(s.tcp_retransmitted_segments),
@@ -579,7 +581,9 @@ void print_dpdk_counters(Worker& worker, const char* role) {
                 static_cast<unsigned long long>(dpdk->device().tx_alloc_failures()), dpdk->device().backlog(),
                 static_cast<unsigned long long>(s.arp_pending_dropped),
                 static_cast<unsigned long long>(s.tcp_syn_dropped_backlog),
-                static_cast<unsigned long long>(s.tcp_syn_cookies_sent), static_cast<unsigned long long>(s.tcp_rst_sent));
+                static_cast<unsigned long long>(s.tcp_syn_cookies_sent), static_cast<unsigned long long>(s.tcp_rst_sent),
+                static_cast<unsigned long long>(s.tcp_challenge_acks),
+                static_cast<unsigned long long>(s.tcp_time_wait_reopened));
   });
 }
 
