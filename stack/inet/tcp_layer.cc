@@ -247,14 +247,15 @@ bool TcpLayer::reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple,
   if (!newer_sequence && !newer_timestamp) return false;
   // Without room for a real connection the SYN gets no cookie here: a cookie ISS cannot promise
   // to lie beyond the old incarnation's sequence space.
-  TcpListener& listener = *it->second;
-  if (listener.acceptable() >= settings_.tcp.accept_backlog ||
-      listener.half_open_ >= settings_.tcp.syn_backlog)
+  auto listener = it->second;  // the old connection's close event may stop the listener
+  if (listener->acceptable() >= settings_.tcp.accept_backlog ||
+      listener->half_open_ >= settings_.tcp.syn_backlog)
     return false;
   const uint32_t iss = old.snd_max_ + 65535u + 2u;  // as Linux: past the largest window it could have used
   old.terminate(TcpError::None);                    // leaves the table (on_closed)
   ++stats_.tcp_time_wait_reopened;
-  listen_syn(listener, tuple, std::move(segment), iss);
+  if (listener->closed_) return true;  // the SYN goes unanswered, as to any closed port mid-call
+  listen_syn(*listener, tuple, std::move(segment), iss);
   return true;
 }
 
