@@ -1,6 +1,7 @@
 #include "stack/dpdk/dpdk_socket.h"
 
 #include <cerrno>
+#include <new>
 
 #include "base/log.h"
 #include "stack/dpdk/dpdk_stack.h"
@@ -43,7 +44,52 @@ void forget_event(DpdkWorker& worker, int id) {
   worker.driver().destroy_user_event(id);
 }
 
+// Blocks of one size kept for reuse by the thread that freed them (bounded; the rest go back to
+// the heap). A block freed on another thread than the one that made it simply joins that thread's
+// list: they are plain memory.
+class SocketBlockCache {
+ public:
+  ~SocketBlockCache() {
+    while (head_ != nullptr) {
+      Node* next = head_->next;
+      ::operator delete(head_);
+      head_ = next;
+    }
+    count_ = 0;
+    gone_ = true;  // a socket dropped later in this thread's exit goes straight to the heap
+  }
+  void* get(size_t size) {
+    if (size != sizeof(DpdkConnectedSocket) || head_ == nullptr) return ::operator new(size);
+    Node* node = head_;
+    head_ = node->next;
+    --count_;
+    return node;
+  }
+  void put(void* block, size_t size) {
+    if (size != sizeof(DpdkConnectedSocket) || count_ >= kMaxCached || gone_) return ::operator delete(block);
+    head_ = new (block) Node{head_};
+    ++count_;
+  }
+
+ private:
+  static constexpr size_t kMaxCached = 4096;
+  struct Node {
+    Node* next;
+  };
+  Node* head_ = nullptr;
+  size_t count_ = 0;
+  bool gone_ = false;
+};
+
+SocketBlockCache& socket_blocks() {
+  thread_local SocketBlockCache cache;
+  return cache;
+}
+
 }  // namespace
+
+void* DpdkConnectedSocket::operator new(size_t size) { return socket_blocks().get(size); }
+void DpdkConnectedSocket::operator delete(void* block, size_t size) { socket_blocks().put(block, size); }
 
 DpdkConnectedSocket::DpdkConnectedSocket(DpdkWorker& worker,
                                          std::shared_ptr<inet::TcpConnection> connection,

@@ -18,6 +18,10 @@ class DpdkConnectedSocket final : public ConnectedSocketImpl {
   DpdkConnectedSocket(DpdkWorker& worker, std::shared_ptr<inet::TcpConnection> connection,
                       const SocketOptions& opts, bool connecting);
   ~DpdkConnectedSocket() override;
+  // From a per-thread free list: a connection's socket object is made and dropped once per
+  // connection, on the worker that owns it.
+  static void* operator new(size_t size);
+  static void operator delete(void* block, size_t size);
 
   int is_connected() override;
   ssize_t read(char* buf, size_t len) override;

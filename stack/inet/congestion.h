@@ -3,8 +3,10 @@
 // decide cwnd and ssthresh.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 
 #include "stack/inet/inet_options.h"
 #include "stack/inet/timer_service.h"
@@ -80,5 +82,29 @@ class Cubic : public CongestionControl {
 
 std::unique_ptr<CongestionControl> make_congestion_control(CongestionAlgorithm algorithm,
                                                            uint32_t mss);
+
+// One connection's congestion control held inside the connection: storage sized for the largest
+// algorithm, so opening a connection allocates nothing for it (make_congestion_control did, once
+// per connection).
+class InlineCongestionControl {
+ public:
+  InlineCongestionControl(CongestionAlgorithm algorithm, uint32_t mss) {
+    if (algorithm == CongestionAlgorithm::Cubic) control_ = new (storage_) Cubic(mss);
+    else control_ = new (storage_) NewReno(mss);
+  }
+  ~InlineCongestionControl() { control_->~CongestionControl(); }
+  InlineCongestionControl(const InlineCongestionControl&) = delete;
+  InlineCongestionControl& operator=(const InlineCongestionControl&) = delete;
+
+  CongestionControl* operator->() { return control_; }
+  const CongestionControl* operator->() const { return control_; }
+  CongestionControl& operator*() { return *control_; }
+  const CongestionControl& operator*() const { return *control_; }
+  explicit operator bool() const { return true; }
+
+ private:
+  alignas(Cubic) alignas(NewReno) std::byte storage_[sizeof(Cubic) > sizeof(NewReno) ? sizeof(Cubic) : sizeof(NewReno)];
+  CongestionControl* control_;
+};
 
 }  // namespace bypass::inet

@@ -26,6 +26,7 @@ struct InetStats {
   uint64_t tcp_dropped_out_of_window = 0, tcp_dropped_paws = 0, tcp_dropped_no_connection = 0;
   uint64_t tcp_timeouts = 0, tcp_fast_retransmits = 0, tcp_syn_dropped_backlog = 0;
   uint64_t tcp_syn_cookies_sent = 0, tcp_syn_cookies_accepted = 0;
+  uint64_t tcp_time_wait_reopened = 0;  // SYNs that opened a new incarnation from TIME-WAIT
   uint64_t tcp_connections_established = 0, tcp_connections_reset = 0;
 };
 
@@ -75,6 +76,7 @@ inline constexpr std::array kInetCounters = {
     InetCounter{"tcp_syn_dropped_backlog", &InetStats::tcp_syn_dropped_backlog},
     InetCounter{"tcp_syn_cookies_sent", &InetStats::tcp_syn_cookies_sent},
     InetCounter{"tcp_syn_cookies_accepted", &InetStats::tcp_syn_cookies_accepted},
+    InetCounter{"tcp_time_wait_reopened", &InetStats::tcp_time_wait_reopened},
     InetCounter{"tcp_connections_established", &InetStats::tcp_connections_established},
     InetCounter{"tcp_connections_reset", &InetStats::tcp_connections_reset},
 };

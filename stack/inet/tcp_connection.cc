@@ -31,7 +31,7 @@ constexpr uint32_t kDupThresh = 3;                // RFC 5681 §3.2, RFC 6675 §
 
 TcpConnection::TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpSettings& settings)
     : layer_(layer), tuple_(tuple), settings_(settings), nagle_(settings.nagle), rto_(settings.rto_initial),
-      cc_(make_congestion_control(settings.congestion, 536)),
+      cc_(settings.congestion, 536),
       rto_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
       delack_timer_(layer.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
       persist_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_persist_timeout(); }),

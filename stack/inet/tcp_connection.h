@@ -98,6 +98,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t cwnd() const { return cc_->cwnd(); }
   uint32_t ssthresh() const { return cc_->ssthresh(); }
   uint32_t send_mss() const { return mss_; }
+  uint32_t initial_send_sequence() const { return iss_; }
   uint32_t peer_window() const { return snd_wnd_; }
   uint8_t send_window_shift() const { return snd_wscale_; }
   uint8_t receive_window_shift() const { return rcv_wscale_; }
@@ -226,7 +227,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t ts_at_last_rto_ = 0;  // TSval clock at the last RTO (timeouts_ != 0); older echoes: no RTT sample
   uint32_t timed_seq_ = 0;       // Karn's algorithm when timestamps are off
   TimePoint timed_at_{-1};
-  std::unique_ptr<CongestionControl> cc_;
+  InlineCongestionControl cc_;
   uint32_t dupacks_ = 0;
   bool in_recovery_ = false;
   uint32_t recover_ = 0;         // RFC 6582 "recover" / RFC 6675 RecoveryPoint

@@ -26,9 +26,16 @@ uint64_t mix64(uint64_t x) {
 }  // namespace
 
 std::shared_ptr<TcpConnection> TcpListener::accept() {
-  if (accept_queue_.empty()) return nullptr;
-  auto connection = std::move(accept_queue_.front());
-  accept_queue_.pop_front();
+  if (accept_head_ == accept_queue_.size()) return nullptr;
+  auto connection = std::move(accept_queue_[accept_head_++]);
+  if (accept_head_ == accept_queue_.size()) {
+    accept_queue_.clear();  // keeps the capacity
+    accept_head_ = 0;
+  } else if (accept_head_ * 2 > accept_queue_.size()) {
+    // Never fully drained: drop the taken half so the vector stays within twice the backlog.
+    accept_queue_.erase(accept_queue_.begin(), accept_queue_.begin() + static_cast<ptrdiff_t>(accept_head_));
+    accept_head_ = 0;
+  }
   return connection;
 }
 
@@ -44,8 +51,8 @@ TcpLayer::~TcpLayer() {
   if (reaper_) timers_.cancel(reaper_);
   // Connections may outlive the layer in user hands; close them quietly first so none of their
   // timers remain armed.
-  auto connections = std::move(connections_);
-  for (auto& [tuple, connection] : connections) {
+  auto connections = connections_.drain();
+  for (auto& connection : connections) {
     connection->handler_ = nullptr;
     connection->rto_timer_.clear();
   }
@@ -88,14 +95,14 @@ void TcpLayer::stop_listening(const std::shared_ptr<TcpListener>& listener) {
   // Established connections nobody accepted have no owner left: reset them, as Linux does when a
   // listening socket closes, instead of leaving them in the table for as long as the peer is quiet.
   // (Half-open ones are reset when their handshake completes, in on_established.)
-  auto unaccepted = std::move(listener->accept_queue_);
-  listener->accept_queue_.clear();
+  std::vector<std::shared_ptr<TcpConnection>> unaccepted;
+  while (auto connection = listener->accept()) unaccepted.push_back(std::move(connection));
   for (auto& connection : unaccepted) connection->abort();
 }
 
 std::shared_ptr<TcpConnection> TcpLayer::find(const FourTuple& tuple) const {
-  auto it = connections_.find(tuple);
-  return it == connections_.end() ? nullptr : it->second;
+  const auto* connection = connections_.find(tuple);
+  return connection ? *connection : nullptr;
 }
 
 std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t remote_port,
@@ -107,7 +114,7 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t re
   }
   FourTuple tuple{settings_.address, local_port, remote, remote_port};
   if (local_port != 0) {
-    if (connections_.count(tuple)) return nullptr;
+    if (connections_.contains(tuple)) return nullptr;
   } else {
     uint32_t first = settings_.tcp.ephemeral_port_first;
     uint32_t range = settings_.tcp.ephemeral_port_last - first + 1u;
@@ -115,7 +122,7 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t re
     for (uint32_t i = 0; i < range && !found; ++i) {
       uint32_t offset = (next_ephemeral_ + i) % range;
       tuple.local_port = static_cast<uint16_t>(first + offset);
-      if (listeners_.count(tuple.local_port) || connections_.count(tuple)) continue;
+      if (listeners_.count(tuple.local_port) || connections_.contains(tuple)) continue;
       if (port_filter_ && !port_filter_(tuple)) continue;
       next_ephemeral_ = offset + 1;
       found = true;
@@ -123,7 +130,7 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t re
     if (!found) return nullptr;
   }
   auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
-  connections_.emplace(tuple, connection);
+  connections_.insert(tuple, connection);
   connection->open_active();
   return connection;
 }
@@ -180,8 +187,10 @@ void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
   segment.payload = std::move(packet.data);
   FourTuple tuple{ip.destination, segment.header.destination_port, ip.source,
                   segment.header.source_port};
-  if (auto it = connections_.find(tuple); it != connections_.end()) {
-    auto connection = it->second;  // keep it alive through the call
+  if (auto* found = connections_.find(tuple)) {
+    auto connection = *found;  // keep it alive through the call
+    if (connection->state() == TcpState::TimeWait && reopen_from_time_wait(*connection, tuple, segment))
+      return;
     connection->on_segment(std::move(segment));
     return;
   }
@@ -195,7 +204,8 @@ void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
       if (settings_.tcp.syn_cookies && accept_cookie(*listener, tuple, segment)) return;
       return send_reset_for(tuple, segment);
     }
-    if (h.has(kTcpSyn) && !h.has(kTcpAck)) return listen_syn(*listener, tuple, std::move(segment));
+    if (h.has(kTcpSyn) && !h.has(kTcpAck))
+      return listen_syn(*listener, tuple, std::move(segment), generate_iss(tuple));
     return;
   }
   ++stats_.tcp_dropped_no_connection;
@@ -219,8 +229,39 @@ void TcpLayer::send_reset_for(const FourTuple& tuple, const TcpSegment& segment)
   send_segment(tuple, rst, {});
 }
 
-void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment) {
-  if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog) {
+bool TcpLayer::reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple, TcpSegment& segment) {
+  // RFC 1122 §4.2.2.13: a SYN for a tuple in TIME-WAIT may open a new incarnation when it is
+  // provably new: its sequence number beyond everything the old one received, or (RFC 6191 §2)
+  // its timestamp newer than the old one's TS.Recent. The new ISS starts beyond the window of
+  // everything the old incarnation sent, so its duplicates cannot be taken for new data. A client
+  // that cycles through its ephemeral ports faster than 2 MSL (Linux does this too) would
+  // otherwise wait for TIME-WAIT, or fail, on every reuse. An old duplicate SYN leaves TIME-WAIT
+  // as it was (the caller hands it to the connection).
+  const TcpHeader& h = segment.header;
+  if (!h.has(kTcpSyn) || h.has(kTcpAck) || h.has(kTcpRst)) return false;
+  auto it = listeners_.find(tuple.local_port);
+  if (it == listeners_.end()) return false;
+  const bool newer_sequence = seq_gt(h.seq, old.rcv_nxt_);
+  const bool newer_timestamp =
+      old.ts_enabled_ && h.options.timestamp && seq_gt(h.options.timestamp->first, old.ts_recent_);
+  if (!newer_sequence && !newer_timestamp) return false;
+  // Without room for a real connection the SYN gets no cookie here: a cookie ISS cannot promise
+  // to lie beyond the old incarnation's sequence space.
+  auto listener = it->second;  // the old connection's close event may stop the listener
+  if (listener->acceptable() >= settings_.tcp.accept_backlog ||
+      listener->half_open_ >= settings_.tcp.syn_backlog)
+    return false;
+  const uint32_t iss = old.snd_max_ + 65535u + 2u;  // as Linux: past the largest window it could have used
+  old.terminate(TcpError::None);                    // leaves the table (on_closed)
+  ++stats_.tcp_time_wait_reopened;
+  if (listener->closed_) return true;  // the SYN goes unanswered, as to any closed port mid-call
+  listen_syn(*listener, tuple, std::move(segment), iss);
+  return true;
+}
+
+void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment,
+                          uint32_t iss) {
+  if (listener.acceptable() >= settings_.tcp.accept_backlog) {
     ++stats_.tcp_syn_dropped_backlog;
     return;
   }
@@ -248,10 +289,10 @@ void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegm
     return;
   }
   auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
-  connections_.emplace(tuple, connection);
+  connections_.insert(tuple, connection);
   ++listener.half_open_;
   connection->half_open_listener_ = listeners_[listener.port()];
-  connection->open_passive(segment, generate_iss(tuple));
+  connection->open_passive(segment, iss);
 }
 
 uint32_t TcpLayer::make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32_t counter,
@@ -268,9 +309,9 @@ bool TcpLayer::accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpS
   for (uint32_t age = 0; age < 2; ++age) {  // valid for one to two periods
     uint32_t counter = now_counter - age;
     if (make_cookie(tuple, peer_seq, counter, index) != cookie) continue;
-    if (listener.accept_queue_.size() >= settings_.tcp.accept_backlog) return false;
+    if (listener.acceptable() >= settings_.tcp.accept_backlog) return false;
     auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);
-    connections_.emplace(tuple, connection);
+    connections_.insert(tuple, connection);
     ++stats_.tcp_syn_cookies_accepted;
     ++stats_.tcp_connections_established;
     connection->open_from_cookie(segment, cookie, kCookieMss[index]);
@@ -299,10 +340,9 @@ void TcpLayer::on_established(TcpConnection& connection) {
 void TcpLayer::on_closed(TcpConnection& connection) {
   if (auto listener = connection.half_open_listener_.lock()) --listener->half_open_;
   connection.half_open_listener_.reset();
-  auto it = connections_.find(connection.tuple());
-  if (it == connections_.end() || it->second.get() != &connection) return;
-  graveyard_.push_back(std::move(it->second));
-  connections_.erase(it);
+  auto* found = connections_.find(connection.tuple());
+  if (!found || found->get() != &connection) return;
+  graveyard_.push_back(connections_.take(connection.tuple()));
   if (!reaper_)
     reaper_ = timers_.schedule(Duration::zero(), [this] {
       reaper_ = 0;
@@ -327,19 +367,21 @@ void TcpLayer::on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quot
 }
 
 size_t TcpLayer::unfinished_connections() const {
-  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(), [](const auto& entry) {
-    return entry.second->state() != TcpState::TimeWait;
-  }));
+  size_t unfinished = 0;
+  connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& connection) {
+    unfinished += connection->state() != TcpState::TimeWait;
+  });
+  return unfinished;
 }
 
 std::vector<ConnectionInfo> TcpLayer::connections() const {
   std::vector<ConnectionInfo> out;
   out.reserve(connections_.size());
-  for (const auto& [tuple, c] : connections_) {
+  connections_.for_each([&](const FourTuple& tuple, const std::shared_ptr<TcpConnection>& c) {
     out.push_back(ConnectionInfo{tuple, c->state(), c->cwnd(), c->ssthresh(), c->send_mss(), c->srtt(),
                                  c->rttvar(), c->rto(), c->retransmitted_segments(), c->timeouts(),
                                  c->bytes_received(), c->bytes_acked()});
-  }
+  });
   auto key = [](const ConnectionInfo& i) {
     return std::tie(i.tuple.local_ip, i.tuple.local_port, i.tuple.remote_ip, i.tuple.remote_port);
   };

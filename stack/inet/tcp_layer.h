@@ -3,7 +3,6 @@
 // ISN generation (RFC 6528), ephemeral ports, and the checksum on output and input.
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -14,6 +13,7 @@
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/ipv4_layer.h"
 #include "stack/inet/tcp_connection.h"
+#include "stack/inet/tuple_table.h"
 
 namespace bypass::inet {
 
@@ -23,14 +23,17 @@ class TcpListener {
   uint16_t port() const { return port_; }
   // The next fully established connection, or nullptr.
   std::shared_ptr<TcpConnection> accept();
-  size_t acceptable() const { return accept_queue_.size(); }
+  size_t acceptable() const { return accept_queue_.size() - accept_head_; }
   size_t half_open() const { return half_open_; }
   void set_acceptable_handler(std::function<void()> handler) { handler_ = std::move(handler); }
 
  private:
   friend class TcpLayer;
   uint16_t port_;
-  std::deque<std::shared_ptr<TcpConnection>> accept_queue_;
+  // FIFO: a vector and the index of its head, which keep their memory across connections (a
+  // std::deque allocated a chunk every 32 connections).
+  std::vector<std::shared_ptr<TcpConnection>> accept_queue_;
+  size_t accept_head_ = 0;
   size_t half_open_ = 0;  // connections in SYN-RECEIVED
   bool closed_ = false;
   std::function<void()> handler_;
@@ -76,7 +79,7 @@ class TcpLayer {
   // peer, which then retransmits into the void: a userspace stack has no kernel to finish a close.
   size_t unfinished_connections() const;
   void for_each_connection(const std::function<void(const TcpConnection&)>& visit) const {
-    for (const auto& entry : connections_) visit(*entry.second);
+    connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& c) { visit(*c); });
   }
   // Every connection in the table (including TIME_WAIT), ordered by local then remote address.
   std::vector<ConnectionInfo> connections() const;
@@ -96,7 +99,10 @@ class TcpLayer {
   const TcpSettings& settings() const { return settings_.tcp; }
 
  private:
-  void listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment);
+  // `iss`: the initial send sequence number if the SYN gets a connection (not a cookie).
+  void listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment, uint32_t iss);
+  // A SYN that reopens a connection in TIME-WAIT: true when it was taken (the old incarnation is gone).
+  bool reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple, TcpSegment& segment);
   bool accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpSegment& segment);
   uint32_t make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32_t counter,
                        uint8_t mss_index) const;
@@ -109,7 +115,7 @@ class TcpLayer {
   PacketDevice& device_;
   InetStats& stats_;
   uint64_t secret_[2];
-  std::unordered_map<FourTuple, std::shared_ptr<TcpConnection>, FourTupleHash> connections_;
+  TupleTable<std::shared_ptr<TcpConnection>> connections_;
   std::unordered_map<uint16_t, std::shared_ptr<TcpListener>> listeners_;
   std::vector<std::shared_ptr<TcpConnection>> graveyard_;  // destroyed outside their own callbacks
   TimerService::TimerId reaper_ = 0;

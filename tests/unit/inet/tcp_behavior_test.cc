@@ -468,6 +468,66 @@ TEST(TcpListen, ForgedCookieAckIsReset) {
   hosts.wire.tap = nullptr;
 }
 
+// The accept benchmark's stall: its client cycles through the ephemeral ports faster than the
+// server's TIME-WAIT (2 MSL) ends, and a SYN for a tuple in TIME-WAIT was answered with a challenge
+// ACK, so every reused port waited for a reset and a retransmitted SYN (1 s) or for TIME-WAIT.
+// RFC 1122 §4.2.2.13: a SYN beyond the old incarnation's sequence space reopens at once.
+TEST(TcpListen, NewSynReopensTimeWaitAndOldDuplicateDoesNot) {
+  InetSettings s;
+  s.tcp.msl = 30s;
+  TwoHosts hosts(65, s);
+  auto listener = hosts.b->tcp().listen(80);
+  auto client = hosts.a->tcp().connect(ip_of(2), 80, 40000);
+  std::shared_ptr<TcpConnection> server;
+  ASSERT_TRUE(hosts.run_until([&] {
+    if (!server) server = listener->accept();
+    return server && client->established();
+  }, 5s));
+  const uint32_t client_first_iss = client->initial_send_sequence();
+  server->close();  // the server closes first: it holds the TIME-WAIT
+  ASSERT_TRUE(hosts.run_until([&] { return client->end_of_stream(); }, 5s));
+  client->close();
+  ASSERT_TRUE(hosts.run_until([&] { return client->state() == TcpState::Closed; }, 5s));
+  ASSERT_EQ(server->state(), TcpState::TimeWait);
+  const uint32_t old_server_iss = server->initial_send_sequence();
+
+  // An old duplicate of the first SYN: not beyond what the old incarnation received. (Its
+  // challenge ACK is kept from the client, whose reset would end the TIME-WAIT: RFC 5961 §4.)
+  hosts.wire.cut = true;
+  TcpHeader syn;
+  syn.source_port = 40000;
+  syn.destination_port = 80;
+  syn.seq = client_first_iss;
+  syn.flags = kTcpSyn;
+  syn.window = 1000;
+  hosts.b->receive(craft_tcp(ip_of(1), mac_of(1), ip_of(2), mac_of(2), syn));
+  hosts.run_for(10ms);
+  EXPECT_EQ(server->state(), TcpState::TimeWait);
+  EXPECT_EQ(hosts.b->stats().tcp_time_wait_reopened, 0u);
+  EXPECT_EQ(listener->acceptable(), 0u);
+  EXPECT_EQ(hosts.b->tcp().connection_count(), 1u);
+  hosts.wire.cut = false;
+
+  // A new connection on the same tuple, well inside 2 MSL.
+  hosts.run_for(100ms);
+  const TimePoint reconnect_at = hosts.timers.now();
+  auto again = hosts.a->tcp().connect(ip_of(2), 80, 40000);
+  ASSERT_TRUE(again);
+  std::shared_ptr<TcpConnection> server_again;
+  ASSERT_TRUE(hosts.run_until([&] {
+    if (!server_again) server_again = listener->accept();
+    return server_again && again->established();
+  }, 5s));
+  EXPECT_LT(hosts.timers.now() - reconnect_at, 10ms);  // no retransmission, no waiting out 2 MSL
+  EXPECT_EQ(hosts.b->stats().tcp_time_wait_reopened, 1u);
+  EXPECT_EQ(server->state(), TcpState::Closed);
+  EXPECT_EQ(again->retransmitted_segments(), 0u);
+  // The new incarnation's sequence space starts beyond the old one's.
+  EXPECT_TRUE(seq_gt(server_again->initial_send_sequence(), old_server_iss + 65535u));
+  TransferResult r = transfer(hosts, again, server_again, 64 * 1024, 10s);
+  EXPECT_TRUE(r.complete);
+}
+
 TEST(TcpListen, EphemeralPortFilterIsHonoured) {
   TwoHosts hosts(64);
   hosts.a->tcp().set_port_filter([](const FourTuple& t) { return t.local_port % 4 == 1; });
