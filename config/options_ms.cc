@@ -79,6 +79,17 @@ void register_ms_options(Registry& r) {
          .min = 0});
   r.add({.name = "ms.reconnect_backoff_max", .type = OptionType::Duration, .default_value = "2s",
          .help = "Longest delay between reconnect attempts.", .min = 1'000'000});
+  r.add({.name = "ms.shutdown_linger", .type = OptionType::Duration, .default_value = "1s",
+         .help = "At Messenger::shutdown() and NetworkStack::stop(): keep sending what is queued and wait up to this "
+                 "long for the peers to acknowledge it (msgr2 ACKs, then the transport's: TCP ACK of data and FIN, "
+                 "RDMA send completions) before closing; 0 closes at once and drops whatever the peers have not "
+                 "acknowledged (counted in msgs_dropped).",
+         .min = 0});
+  r.add({.name = "ms.connection_idle_timeout", .type = OptionType::Duration, .default_value = "900s",
+         .help = "Close a lossless session that has had no connection to its peer for this long (Ceph's "
+                 "ms_connection_idle_timeout: a server's session in standby, waiting for a client that never "
+                 "reconnects), dropping what it holds for replay; 0 keeps it until the peer returns.",
+         .min = 0});
   r.add({.name = "ms.admin_socket", .type = OptionType::String, .default_value = "",
          .help = "Unix socket path where the process answers bypass-admin (perf dump, conns, config show/diff, "
                  "version, help); empty = none. Messengers of one process naming the same path share it."});

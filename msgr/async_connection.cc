@@ -488,6 +488,7 @@ void AsyncConnection::handshake_done(const LinkRef& link) {
   Worker* here = link->worker;
   target->run_on_worker([target, link, result, here] {
     // On the session's current worker: retire its old link, then move to the new one's worker.
+    target->cancel_standby_expiry();  // its timer lives on this worker's center
     if (target->link_) target->drop_link(target->link_);
     target->connected_ = false;
     target->worker_.store(here, std::memory_order_release);
@@ -831,10 +832,40 @@ void AsyncConnection::fault(const LinkRef& link, const std::string& why) {
     return;
   }
   // Lossless server side: keep the session (queues and seqs) until the client reconnects.
+  arm_standby_expiry();
+}
+
+void AsyncConnection::arm_standby_expiry() {
+  cancel_standby_expiry();
+  const auto timeout = msgr_.timings().standby_timeout;
+  if (timeout.count() <= 0) return;
+  std::weak_ptr<AsyncConnection> weak = shared_from_this();
+  standby_timer_ = worker()->center().create_timer(timeout, [weak] {
+    auto con = weak.lock();
+    if (!con) return;
+    con->standby_timer_.reset();
+    if (con->closed_.load(std::memory_order_relaxed) || con->link_) return;  // closed, or the client came back
+    bump(con->msgr_.perf().sessions_expired);
+    con->close("the client did not reconnect within ms.connection_idle_timeout", true);
+  });
+}
+
+void AsyncConnection::cancel_standby_expiry() {
+  if (standby_timer_) worker()->center().cancel_timer(*standby_timer_);
+  standby_timer_.reset();
+}
+
+bool AsyncConnection::awaiting_acknowledgement() {
+  if (closed_.load(std::memory_order_relaxed)) return false;
+  take_handovers();
+  if (link_ && link_->open && !link_->dead) flush_output(link_);
+  return !out_queue_.empty() || !sent_.empty() || (link_ && !link_->outbuf.empty());
 }
 
 void AsyncConnection::schedule_reconnect() {
-  if (msgr_.stopping()) return;
+  // Reconnects go on while shutdown lingers: a lossless session replays what the peer has not
+  // acknowledged on its next link.
+  if (msgr_.closing()) return;
   auto lo = msgr_.timings().backoff_min, hi = msgr_.timings().backoff_max;
   backoff_ = backoff_.count() == 0 ? lo : std::min(hi, backoff_ * 2);
   std::weak_ptr<AsyncConnection> weak = shared_from_this();
@@ -854,6 +885,7 @@ void AsyncConnection::close(const std::string& why, bool notify_reset) {
   if (link_) drop_link(link_);
   if (reconnect_timer_) worker()->center().cancel_timer(*reconnect_timer_);
   reconnect_timer_.reset();
+  cancel_standby_expiry();
   for (size_t i = 0; i < sent_.size(); ++i) {
     bump(msgr_.perf().msgs_dropped);
     complete(sent_[i], false);

@@ -51,6 +51,10 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   uint64_t server_cookie() const { return server_cookie_; }
   uint64_t in_seq_snapshot() const { return in_seq_atomic_.load(std::memory_order_acquire); }
   void close(const std::string& why, bool notify_reset);  // worker thread
+  // Worker thread, while the messenger shuts down: pushes out what other threads handed over and
+  // returns whether messages are still queued, unsent or unacknowledged by the peer (a closed
+  // session holds none).
+  bool awaiting_acknowledgement();
   // Peer, policy, state and queue depth for the admin socket's `conns` (any thread: reads only
   // what senders share).
   void write_admin_json(Json& out) const;
@@ -87,6 +91,10 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   void fault(const LinkRef& link, const std::string& why);
   void drop_link(const LinkRef& link);
   void schedule_reconnect();
+  // A lossless server session without a link waits for its client at most
+  // ms.connection_idle_timeout (Ceph's standby), then closes and lets go of what it held.
+  void arm_standby_expiry();
+  void cancel_standby_expiry();
   void reconnect();
   void resume_reading(const LinkRef& link);
   std::string describe() const;
@@ -124,6 +132,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   bool session_established_ = false;
   std::chrono::nanoseconds backoff_{0};
   std::optional<EventCenter::TimerId> reconnect_timer_;
+  std::optional<EventCenter::TimerId> standby_timer_;  // on worker()'s center
   EntityAddr target_;
 };
 

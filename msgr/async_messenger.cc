@@ -41,6 +41,8 @@ AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& nam
   timings_.keepalive_timeout = conf.get_duration("ms.keepalive_timeout");
   timings_.backoff_min = conf.get_duration("ms.reconnect_backoff_min");
   timings_.backoff_max = conf.get_duration("ms.reconnect_backoff_max");
+  timings_.standby_timeout = conf.get_duration("ms.connection_idle_timeout");
+  shutdown_linger_ = conf.get_duration("ms.shutdown_linger");
   configure_auth(conf);
   uint64_t segment = conf.get_size("ms.max_frame_segment");
   uint64_t message = conf.get_size("ms.max_message_size");
@@ -228,7 +230,9 @@ int AsyncMessenger::start() {
 }
 
 void AsyncMessenger::on_accept(Worker* worker, ServerSocket* listener) {
-  for (int i = 0; i < 64 && !stopping(); ++i) {
+  // While shutdown lingers the listener still accepts: a client may resume its session and take
+  // what it holds for replay (accept_session() refuses new sessions from then on).
+  for (int i = 0; i < 64 && !closing(); ++i) {
     ConnectedSocket sock;
     SocketAddress peer;
     int r = listener->accept(&sock, socket_options_, &peer, worker);
@@ -430,6 +434,9 @@ void AsyncMessenger::shutdown() {
     admin_.reset();
   }
   if (was_started) {
+    const auto deadline = std::chrono::steady_clock::now() + shutdown_linger_;
+    linger_until_acknowledged(deadline);
+    closing_.store(true, std::memory_order_release);
     close_all_connections();
     for (unsigned i = 0; i < stack_->num_workers(); ++i) {
       Worker* w = stack_->worker(i);
@@ -442,8 +449,13 @@ void AsyncMessenger::shutdown() {
         }
       });
     }
-    if (owns_stack_) stack_->stop();
-    else drain_workers();
+    if (owns_stack_) {
+      // What is left of the linger goes to the transport: closed sockets still send their FIN.
+      stack_->stop(std::max<std::chrono::nanoseconds>(std::chrono::nanoseconds(0),
+                                                      deadline - std::chrono::steady_clock::now()));
+    } else {
+      drain_workers();
+    }
     {
       std::lock_guard<std::mutex> guard(lock_);
       listeners_.clear();
@@ -463,6 +475,37 @@ void AsyncMessenger::shutdown() {
     stopped_ = true;
   }
   stopped_cv_.notify_all();
+}
+
+void AsyncMessenger::linger_until_acknowledged(std::chrono::steady_clock::time_point deadline) {
+  if (shutdown_linger_.count() <= 0) return;  // ms.shutdown_linger=0: close at once
+  // Each session is asked on its own worker (its queues live there). Polled: a shutdown is rare
+  // and a millisecond is nothing next to the round trip an acknowledgement takes.
+  size_t waiting = 0;
+  for (;;) {
+    std::map<Worker*, std::vector<AsyncConnectionRef>> by_worker;
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      for (const auto& con : connections_) by_worker[con->worker()].push_back(con);
+    }
+    waiting = 0;
+    for (auto& [w, cons] : by_worker) {
+      w->center().submit_and_wait([&, w = w] {
+        for (const auto& con : cons) {
+          // A session that moved meanwhile is asked again in the next round.
+          if (con->worker() != w || con->awaiting_acknowledgement()) ++waiting;
+        }
+      });
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (waiting == 0 || now >= deadline) break;
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(1), deadline - now));
+  }
+  if (waiting != 0) {
+    BYPASS_LOG(Info, "msgr", "%s: shutdown: %zu sessions still hold unacknowledged messages after ms.shutdown_linger "
+               "(%lld ms); they are dropped", name_.to_string().c_str(), waiting,
+               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(shutdown_linger_).count()));
+  }
 }
 
 void AsyncMessenger::close_all_connections() {

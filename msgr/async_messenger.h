@@ -27,6 +27,7 @@ struct MessengerTimings {
   std::chrono::nanoseconds keepalive_timeout;
   std::chrono::nanoseconds backoff_min;
   std::chrono::nanoseconds backoff_max;
+  std::chrono::nanoseconds standby_timeout;  // ms.connection_idle_timeout; 0 = none
 };
 
 class AsyncMessenger final : public Messenger, public admin::AdminSource {
@@ -66,7 +67,11 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
   Throttle& dispatch_throttle() { return dispatch_throttle_; }
   NetworkStack& stack() { return *stack_; }
   SocketOptions socket_options() const { return socket_options_; }
+  // Set when shutdown() begins: no new sessions (reconnects of existing ones are still taken
+  // while shutdown lingers, so that what they hold for replay reaches the peer).
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  // Set once the linger is over and the sessions are being closed: no more accepts or reconnects.
+  bool closing() const { return closing_.load(std::memory_order_acquire); }
 
   // Delivers `m` (fast dispatch inline, no lock; otherwise queued to the dispatch thread), then
   // gives back what it took of the throttles: `size` bytes of the dispatch throttle and of
@@ -87,6 +92,8 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
   void on_accept(Worker* worker, ServerSocket* listener);
   void close_all_connections();
   void drain_workers();
+  // Waits until every session's messages were sent and acknowledged by its peer, or `deadline`.
+  void linger_until_acknowledged(std::chrono::steady_clock::time_point deadline);
 
   config::Config conf_;
   EntityName name_;
@@ -95,6 +102,7 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
   bool owns_stack_;  // false: shared with other messengers, which may still run on it
   SocketOptions socket_options_;
   MessengerTimings timings_;
+  std::chrono::nanoseconds shutdown_linger_;  // ms.shutdown_linger
   // ms.auth and what it needs (keys, keyring); throws config::ConfigError.
   void configure_auth(const config::Config& conf);
   AuthSettings auth_;
@@ -121,6 +129,7 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
   std::atomic<uint64_t> global_seq_{0};
   bool started_ = false;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> closing_{false};
   bool stopped_ = false;
   std::condition_variable stopped_cv_;
 

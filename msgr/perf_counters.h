@@ -21,6 +21,7 @@ struct PerfCounters {
   X(connections_accepted)       \
   X(sessions_reconnected)       \
   X(sessions_reset)             \
+  X(sessions_expired)           \
   X(faults)                     \
   X(keepalives_sent)            \
   X(keepalive_acks_received)    \

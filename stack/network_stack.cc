@@ -87,7 +87,7 @@ std::shared_ptr<NetworkStack> NetworkStack::create(const config::Config& conf,
 }
 
 NetworkStack::NetworkStack(const config::Config& conf, std::string type)
-    : conf_(conf), type_(std::move(type)) {}
+    : conf_(conf), type_(std::move(type)), shutdown_linger_(conf_.get_duration("ms.shutdown_linger")) {}
 
 NetworkStack::~NetworkStack() { stop(); }
 
@@ -153,12 +153,34 @@ void NetworkStack::join_workers() {
   threads_.clear();
 }
 
-void NetworkStack::stop() {
+void NetworkStack::stop() { stop(shutdown_linger_); }
+
+void NetworkStack::stop(std::chrono::nanoseconds linger) {
   if (!started_) return;
+  // Linger: the loops keep sending and retransmitting until the peers acknowledged everything
+  // (checked on each worker, which owns its sockets) or the time is up. Polled: a stop is rare
+  // and a millisecond of delay is nothing next to a round trip.
+  const auto deadline = std::chrono::steady_clock::now() + linger;
+  size_t waiting = 0;
+  while (linger.count() > 0) {
+    waiting = 0;
+    for (unsigned i = 0; i < workers_.size(); ++i)
+      workers_[i]->center().submit_and_wait([this, i, &waiting] { waiting += awaiting_acknowledgement(i); });
+    const auto now = std::chrono::steady_clock::now();
+    if (waiting == 0 || now >= deadline) break;
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(1), deadline - now));
+  }
+  if (waiting != 0) {
+    BYPASS_LOG(Info, "stack", "%s: stopping with %zu unacknowledged after ms.shutdown_linger (%lld ms)",
+               type_.c_str(), waiting,
+               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(linger).count()));
+  }
   for (auto& w : workers_) w->center().stop();
   join_workers();
   started_ = false;
 }
+
+size_t NetworkStack::awaiting_acknowledgement(unsigned) { return 0; }
 
 NetworkStack::Counters NetworkStack::transport_counters() { return {}; }
 

@@ -209,8 +209,13 @@ class NetworkStack {
   virtual ~NetworkStack();
   // Spawns one thread per worker, pinned to `ms.cpus` (round-robin; empty = unpinned).
   virtual void start();
-  // Stops every loop and joins the threads. Idempotent.
-  virtual void stop();
+  // Stops every loop and joins the threads, after up to `ms.shutdown_linger` during which the
+  // workers keep running while their sockets hold data or a FIN the peers have not acknowledged
+  // (a clean stop loses nothing a live peer can still take). Idempotent.
+  void stop();
+  // The same with `linger` instead of ms.shutdown_linger; 0 stops at once, dropping what the
+  // peers have not acknowledged.
+  void stop(std::chrono::nanoseconds linger);
 
   const std::string& type() const { return type_; }  // "posix", "dpdk", "rdma"
   unsigned num_workers() const { return static_cast<unsigned>(workers_.size()); }  // `ms.workers`
@@ -251,6 +256,11 @@ class NetworkStack {
  protected:
   // Transports construct it through create(), then add their workers with add_worker().
   NetworkStack(const config::Config& conf, std::string type);
+  // On worker i's thread: how much of what worker i's sockets sent (data, FIN) the peers have
+  // not acknowledged yet, in the transport's units (connections, sends in flight); stop() lingers
+  // while any worker reports more than 0. The base class reports 0: the kernel keeps delivering
+  // what a posix socket holds after close and after exit.
+  virtual size_t awaiting_acknowledgement(unsigned i);
   // Transports may run worker loops on their own threads (DPDK lcores).
   virtual void spawn_worker(unsigned i, std::function<void()> body);
   virtual void join_workers();  // waits for the threads spawn_worker() started
@@ -262,6 +272,7 @@ class NetworkStack {
   std::vector<std::unique_ptr<Worker>> workers_;  // indexed by Worker::id()
   std::vector<std::thread> threads_;  // spawned by the default spawn_worker(); join_workers() joins them
   bool started_ = false;  // start() ran and stop() has not
+  std::chrono::nanoseconds shutdown_linger_;  // ms.shutdown_linger
   std::atomic<size_t> next_pick_{0};  // round-robin tie-break of least_loaded_worker()
 };
 

@@ -377,6 +377,8 @@ std::shared_ptr<NetworkStack> make_dpdk_stack(const config::Config& conf) {
   return std::make_shared<DpdkStack>(conf);
 }
 
+size_t DpdkStack::awaiting_acknowledgement(unsigned i) { return dpdk_worker(i).inet().tcp().unacknowledged_connections(); }
+
 void DpdkStack::run_on_worker(unsigned i, const std::function<void(inet::InetStack&)>& work) {
   DpdkWorker& w = dpdk_worker(i);
   w.center().submit_and_wait([&w, &work] { work(w.inet()); });

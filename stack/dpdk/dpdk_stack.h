@@ -104,6 +104,11 @@ class DpdkStack final : public NetworkStack {
   // RSS and pmd's software steering hash such packets on the two addresses only.
   unsigned worker_for_peer(uint32_t peer_ip);
 
+ protected:
+  // Worker i's TCP connections whose data or FIN the peer has not acknowledged: stop() lingers for
+  // them, since nothing sends them once the process stops (no kernel finishes a userspace close).
+  size_t awaiting_acknowledgement(unsigned i) override;
+
  private:
   std::shared_ptr<pmd::PortSet> ports_;
   std::unique_ptr<SingleListenerTable> single_listeners_;

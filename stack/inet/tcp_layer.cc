@@ -374,6 +374,16 @@ size_t TcpLayer::unfinished_connections() const {
   return unfinished;
 }
 
+size_t TcpLayer::unacknowledged_connections() const {
+  // Our FIN is unacknowledged in FIN-WAIT-1, CLOSING and LAST-ACK (RFC 9293 §3.3.2); the send
+  // buffer holds unsent and unacknowledged data.
+  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(), [](const auto& entry) {
+    const TcpConnection& c = *entry.second;
+    return !c.send_buffer_.empty() || c.state() == TcpState::FinWait1 || c.state() == TcpState::Closing ||
+           c.state() == TcpState::LastAck;
+  }));
+}
+
 std::vector<ConnectionInfo> TcpLayer::connections() const {
   std::vector<ConnectionInfo> out;
   out.reserve(connections_.size());

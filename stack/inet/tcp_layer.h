@@ -78,6 +78,9 @@ class TcpLayer {
   // the table). A process that stops its stack before this reaches zero takes them away from the
   // peer, which then retransmits into the void: a userspace stack has no kernel to finish a close.
   size_t unfinished_connections() const;
+  // Connections holding data or a FIN the peer has not acknowledged yet: what a stack that stops
+  // cleanly waits for (NetworkStack::stop(), ms.shutdown_linger).
+  size_t unacknowledged_connections() const;
   void for_each_connection(const std::function<void(const TcpConnection&)>& visit) const {
     connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& c) { visit(*c); });
   }

@@ -23,6 +23,10 @@ RdmaNetworkStack::~RdmaNetworkStack() {
   workers_.clear();  // before the device: QPs, CQs and MRs go before the PD and context
 }
 
+size_t RdmaNetworkStack::awaiting_acknowledgement(unsigned i) {
+  return static_cast<RdmaWorker*>(worker(i))->sends_outstanding();
+}
+
 RdmaWorkerStats RdmaNetworkStack::worker_stats(unsigned i) {
   return static_cast<RdmaWorker*>(worker(i))->stats();
 }

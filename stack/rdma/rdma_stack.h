@@ -20,6 +20,11 @@ class RdmaNetworkStack final : public NetworkStack {
   const RdmaDevice& device() const { return *device_; }
   RdmaWorkerStats worker_stats(unsigned i);
 
+ protected:
+  // Worker i's sends not yet completed (an RC send completes once the peer's HCA acknowledged
+  // it), closing connections' FIN included: stop() lingers for them.
+  size_t awaiting_acknowledgement(unsigned i) override;
+
  private:
   std::shared_ptr<RdmaDevice> device_;
 };

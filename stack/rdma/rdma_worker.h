@@ -94,6 +94,8 @@ class RdmaWorker final : public Worker {
   // The connection's send() hit backpressure: tell it (writable) when send room comes back.
   void wait_for_send_room(RdmaConnection* conn);
   uint64_t send_budget_left() const { return free_send_slots_.size(); }
+  // Sends posted and not yet completed (owner thread; stats() has a snapshot for other threads).
+  size_t sends_outstanding() const { return send_slots_.size() - free_send_slots_.size(); }
   void post_receives_for(RdmaConnection* conn);  // per-QP receive mode: top the QP up
   void count_send_eagain() { ++send_eagain_; }
   // Runs one completion poll now (used before acting on a side-channel EOF, so data and FIN that

@@ -3,10 +3,13 @@
 # client is its own process (its own memif connection), exchanges 4 KiB request/replies with the
 # server and leaves; every fourth is killed with SIGKILL in the middle of its exchange. After each
 # departure the server must still run (DPDK 22.11's memif unmaps the rings under the polling lcore
-# when a peer leaves: pmd/burst_guard.h), and once the killed clients' sessions have timed out
-# (bench.server_policy=stateless, keepalive timeout 1 s) the mbufs it holds, read from its SIGUSR1
-# status lines, must be back to what it held after the first client: nothing leaked.
-#   bench_server_departures_test.sh BYPASS_BENCH [CLIENTS]
+# when a peer leaves: pmd/burst_guard.h), and once the killed clients' sessions have ended the mbufs
+# it holds, read from its SIGUSR1 status lines, must be back to what it held after the first
+# client: nothing leaked. POLICY is the server's bench.server_policy: stateless (a killed client's
+# session ends with its keepalive timeout, 1 s) or stateful (a lossless session that keeps the
+# replies it sent, which share the requests' received mbufs, for a reconnect that never comes:
+# ms.connection_idle_timeout, 2 s here, ends it).
+#   bench_server_departures_test.sh BYPASS_BENCH [CLIENTS] [POLICY]
 # CLIENTS defaults to 20 (each client starts its own DPDK: 1-5 s apiece on a busy 2-CPU machine);
 # the full run is `bench_server_departures_test.sh build/release/tools/bypass-bench/bypass-bench 100`.
 # Needs root (DPDK memory and the memif socket); exits 77 without.
@@ -14,6 +17,8 @@ set -u
 
 bench=$1
 clients=${2:-20}
+policy=${3:-stateless}
+case "$policy" in stateless|stateful) ;; *) echo "POLICY must be stateless or stateful, not '$policy'" >&2; exit 2;; esac
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (DPDK memory and the memif socket)"; exit 77; }
 
 work=$(mktemp -d /tmp/bypass-departures.XXXXXX)
@@ -37,6 +42,7 @@ ms:
   workers: 1
   keepalive_interval: 200ms
   keepalive_timeout: 1s
+  connection_idle_timeout: 2s
 dpdk:
   netmask: 255.255.255.0
   no_huge: auto
@@ -54,7 +60,7 @@ bench:
   warmup: 0s
   count: 400
   server_address: 10.99.0.1:6800
-  server_policy: stateless
+  server_policy: $policy
   server:
     cpus: "1"
     dpdk:
@@ -128,20 +134,21 @@ for i in $(seq 1 "$clients"); do
   [ -n "$in_use" ] || fail "the server printed no mempool status after client $i"
   echo "client $i$([ "$kill_this" = 1 ] && echo ' (SIGKILL)'): the server holds $in_use mbufs"
   # Orderly departures leave nothing behind; a killed client's session holds its messages in
-  # flight until its keepalive times out.
+  # flight until its keepalive times out (stateless) or its standby session expires (stateful).
   if [ "$killed" -eq 0 ]; then
     [ "$in_use" -le "$before" ] || fail "client $i left in order and the server's mbufs in use grew from $before to $in_use"
   fi
   [ "$i" -eq 1 ] && baseline=$in_use
 done
 
-# The last killed client's session ends within the keepalive timeout; give it a bounded while.
-for _ in $(seq 1 20); do
+# The last killed client's session ends within the keepalive timeout (plus the idle timeout when
+# stateful); give it a bounded while.
+for _ in $(seq 1 30); do
   [ "$in_use" -le "$baseline" ] && break
   sleep 0.5
   in_use=$(mbufs_in_use)
 done
-echo "$clients clients ($killed killed with SIGKILL): the server outlived them all; it holds $in_use mbufs" \
+echo "$clients clients ($killed killed with SIGKILL, $policy server): the server outlived them all; it holds $in_use mbufs" \
      "(after the first client: $baseline)"
 [ "$in_use" -le "$baseline" ] || fail "the server holds $in_use mbufs, $baseline after the first client: leaked"
 kill -INT "$server_pid"

@@ -4,16 +4,21 @@
 //   msgr_peer [-c FILE]... [--set key=value]... server --bind IP:PORT [--lifetime T]
 //   msgr_peer [-c FILE]... [--set key=value]... client --to IP:PORT --messages N [--max-size S]
 //             [--depth D] [--seed X] [--timeout T]
+//   msgr_peer [-c FILE]... [--set key=value]... burst --to IP:PORT --messages N [--max-size S] [--seed X]
 //
 // The server (mon.0, so its address nonce is 0 and clients can name it as v2:IP:PORT/0) prints
 // "ready ADDR" and answers every request with a reply carrying the same tid and data; it exits 0 on
 // SIGTERM/SIGINT and 1 when its lifetime (default 120s) ends first. The client (lossless policy:
 // a refused connect is retried, so it may start before the server listens) keeps D requests of
 // seeded random sizes in 1..S bytes in flight, checks each reply's data byte-exact and exits 0
-// after N replies, or 1 naming the first bad reply, a reset, or the timeout.
+// after N replies, or 1 naming the first bad reply, a reset, or the timeout. `burst` queues all N
+// requests at once and shuts its messenger down at once (ms.shutdown_linger decides what still
+// reaches the server), then prints "burst N queued A acked D dropped in T s" and exits 0; the
+// server prints "received K requests" when it stops.
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -48,7 +53,10 @@ const char* kUsage =
     "      1 when T (default 120s) passes first\n"
     "  client --to IP:PORT --messages N [--max-size S] [--depth D] [--seed X] [--timeout T]\n"
     "      send N requests of seeded random sizes 1..S (default 64K), D (default 8) in flight, and\n"
-    "      check every reply byte-exact within T (default 60s)\n";
+    "      check every reply byte-exact within T (default 60s)\n"
+    "  burst --to IP:PORT --messages N [--max-size S] [--seed X]\n"
+    "      queue N requests at once, shut down at once (ms.shutdown_linger applies) and print\n"
+    "      'burst N queued A acked D dropped in T s'\n";
 
 // The data of request `tid`: a function of (seed, tid) only, so the client regenerates it to check
 // the reply instead of keeping every request.
@@ -70,11 +78,22 @@ class Echo final : public msgr::Dispatcher {
  public:
   bool ms_can_fast_dispatch(const msgr::Message& m) const override { return m.type() == kRequestType; }
   void ms_fast_dispatch(const msgr::MessageRef& m) override {
+    received.fetch_add(1, std::memory_order_relaxed);
     auto reply = std::make_shared<msgr::Message>(kReplyType);
     reply->set_tid(m->tid());
     reply->data().append(m->data());
     m->connection()->send_message(reply);
   }
+  bool ms_dispatch(const msgr::MessageRef&) override { return true; }
+
+  std::atomic<uint64_t> received{0};
+};
+
+// Ignores the replies to a burst.
+class Discard final : public msgr::Dispatcher {
+ public:
+  bool ms_can_fast_dispatch(const msgr::Message&) const override { return true; }
+  void ms_fast_dispatch(const msgr::MessageRef&) override {}
   bool ms_dispatch(const msgr::MessageRef&) override { return true; }
 };
 
@@ -211,6 +230,7 @@ int run_server(const config::Config& conf, const std::vector<std::string>& args,
   const int sig = sigtimedwait(&stop_signals, nullptr, &lifetime_ts);
   messenger->shutdown();
   messenger->wait();
+  std::cout << "received " << echo.received.load() << " requests" << std::endl;
   if (sig > 0) {
     std::cout << "stopped by signal " << sig << std::endl;
     return 0;
@@ -267,6 +287,53 @@ int run_client(const config::Config& conf, const std::vector<std::string>& args)
   return 0;
 }
 
+int run_burst(const config::Config& conf, const std::vector<std::string>& args) {
+  ClientOptions o;
+  for_each_flag(args, "burst", {"--to", "--messages", "--max-size", "--seed"}, kHelp,
+                [&](const std::string& flag, const std::string& value) {
+                  if (flag == "--to") {
+                    parse_addr(value);
+                    o.to = value;
+                  } else if (flag == "--messages") {
+                    o.messages = parse_count(value, 1, 10'000'000);
+                  } else if (flag == "--max-size") {
+                    o.max_size = config::parse_size(value);
+                    if (o.max_size == 0) throw config::ConfigError("must be at least 1 byte");
+                  } else {
+                    o.seed = parse_count(value, 0, INT64_MAX);
+                  }
+                });
+  if (o.to.empty() || o.messages == 0) throw config::ConfigError("burst: --to IP:PORT and --messages N are required");
+  Discard replies;
+  auto messenger = msgr::Messenger::create(conf, msgr::EntityName{msgr::EntityType::Client, 1});
+  messenger->set_default_policy(msgr::Policy::lossless_client());
+  messenger->add_dispatcher(&replies);
+  if (messenger->start() != 0) {
+    std::cerr << "msgr_peer: burst: the messenger did not start\n";
+    return 1;
+  }
+  msgr::EntityAddrVec target;
+  target.addrs.push_back(parse_addr(o.to));
+  msgr::ConnectionRef connection = messenger->connect_to(msgr::EntityType::Mon, target);
+  std::atomic<uint64_t> acked{0}, dropped{0};  // outlive the messenger: its completions count here
+  for (uint64_t tid = 1; tid <= o.messages; ++tid) {
+    auto m = std::make_shared<msgr::Message>(kRequestType);
+    m->set_tid(tid);
+    m->data() = request_data(o.seed, tid, o.max_size);
+    m->set_completion([&acked, &dropped](bool ok) { (ok ? acked : dropped).fetch_add(1); });
+    connection->send_message(std::move(m));
+  }
+  const auto started = Clock::now();
+  messenger->shutdown();  // at once: the linger is all the time the burst gets
+  messenger->wait();
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  connection.reset();
+  messenger.reset();
+  std::cout << "burst " << o.messages << " queued " << acked.load() << " acked " << dropped.load() << " dropped in "
+            << seconds << " s" << std::endl;
+  return 0;
+}
+
 }  // namespace
 }  // namespace bypass
 
@@ -277,5 +344,8 @@ int main(int argc, char** argv) {
       {{"server", bypass::run_server},
        {"client", [](const Config& conf, const std::vector<std::string>& args, const sigset_t&) {
           return bypass::run_client(conf, args);
+        }},
+       {"burst", [](const Config& conf, const std::vector<std::string>& args, const sigset_t&) {
+          return bypass::run_burst(conf, args);
         }}});
 }
