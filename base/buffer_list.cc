@@ -325,11 +325,45 @@ void BufferList::share_across_threads() const {
   for (const auto& s : segments_) s.share_across_threads();
 }
 
+namespace {
+#if defined(__x86_64__)
+// Below this length the SSE4.2 crc32 instruction, eight bytes at a time, beats ISA-L: its folding
+// kernels (crc32_iscsi_by16_10 with VPCLMULQDQ here) only start at 256 bytes and take a slow
+// byte-wise path below, about 25-40 ns for the 28-byte preamble or the 41-byte message header
+// against 5-13 ns inline. Every msgr2 frame has at least two such crcs on each side.
+constexpr size_t kInlineCrcMax = 255;
+
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t seed, const unsigned char* p, size_t len) {
+  uint64_t crc = seed;
+  for (; len >= 8; p += 8, len -= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, sizeof(word));
+    crc = __builtin_ia32_crc32di(crc, word);
+  }
+  auto crc32 = static_cast<uint32_t>(crc);
+  if (len >= 4) {
+    uint32_t word;
+    std::memcpy(&word, p, sizeof(word));
+    crc32 = __builtin_ia32_crc32si(crc32, word);
+    p += 4;
+    len -= 4;
+  }
+  for (; len > 0; ++p, --len) crc32 = __builtin_ia32_crc32qi(crc32, *p);
+  return crc32;
+}
+
+const bool have_sse42 = __builtin_cpu_supports("sse4.2");
+#endif
+}  // namespace
+
 uint32_t crc32c(uint32_t seed, const void* data, size_t len) {
   // Same convention as Ceph's ceph_crc32c(): no pre/post inversion beyond the caller's seed.
+  auto* bytes = static_cast<unsigned char*>(const_cast<void*>(data));
+#if defined(__x86_64__)
+  if (len <= kInlineCrcMax && have_sse42) return crc32c_sse42(seed, bytes, len);
+#endif
   // crc32_iscsi takes an int length: feed larger ranges in chunks (the CRC chains exactly).
   constexpr size_t kMaxChunk = size_t{1} << 30;
-  auto* bytes = static_cast<unsigned char*>(const_cast<void*>(data));
   uint32_t crc = seed;
   while (len > 0) {
     const size_t chunk = std::min(len, kMaxChunk);
