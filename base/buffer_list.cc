@@ -99,8 +99,15 @@ BufferList& BufferList::operator=(const BufferList& other) {
 void BufferList::append(BufferSegment segment) {
   if (segment.empty()) return;
   length_ += segment.length();
-  segments_.push_back(std::move(segment));
   tail_room_ = 0;
+  // A view that starts where the last one ends, in the same storage, widens it instead (as Ceph's
+  // bufferlist::append does): a frame's epilogue and the next frame's preamble, cut one after the
+  // other from the assembler's scratch block, travel as one piece through TCP and the tx chain.
+  if (!segments_.empty() && segment.continues(segments_.back())) {
+    segments_.back().extend(segment.length());
+    return;  // `segment` drops its count on the way out: the widened view holds one
+  }
+  segments_.push_back(std::move(segment));
 }
 
 void BufferList::append(const BufferList& other) {
