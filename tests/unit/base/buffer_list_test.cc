@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <numeric>
 #include <string>
 
@@ -306,6 +310,25 @@ TEST(BufferList, Crc32cMatchesDefinitionAcrossLengthsAndAlignments) {
     }
   }
 }
+
+#if defined(__x86_64__)
+// XINUSE (XGETBV with ECX=1): which register state components are not in their initial state.
+__attribute__((target("xsave"))) uint64_t vector_state_in_use() { return __builtin_ia32_xgetbv(1); }
+
+// ISA-L's AVX-512 crc kernel returns with the upper halves of the vector registers dirty; left so,
+// every legacy-SSE instruction after it pays the SSE/AVX transition (it doubled the messenger's
+// CPU per message). crc32c() must hand the registers back clean.
+TEST(BufferList, Crc32cLeavesNoDirtyUpperVectorState) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__builtin_cpu_supports("avx") || !__get_cpuid_count(0xd, 1, &eax, &ebx, &ecx, &edx) || !(eax & (1u << 2)))
+    GTEST_SKIP() << "no AVX or no XGETBV(1) on this CPU";
+  constexpr uint64_t kYmmUpper = 1u << 2, kZmmUpper = 1u << 6;
+  const std::string bytes = pattern(4096);
+  const uint32_t crc = crc32c(0xFFFFFFFFu, bytes.data(), bytes.size());
+  const uint64_t in_use = vector_state_in_use();
+  EXPECT_EQ(in_use & (kYmmUpper | kZmmUpper), 0u) << "XINUSE " << in_use << " after crc32c " << crc;
+}
+#endif
 
 TEST(BufferList, ChainedCrcOverSegmentsEqualsFlatCrc) {
   const std::string flat = pattern(10'000);
