@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <numeric>
 #include <string>
 
@@ -282,6 +286,49 @@ TEST(BufferList, Crc32cKnownVectors) {
   EXPECT_EQ(crc32c(0xFFFFFFFFu, ones, 32) ^ 0xFFFFFFFFu, 0x62A8AB43u);
   EXPECT_EQ(crc32c(1234u, nullptr, 0), 1234u);
 }
+
+// Bit-at-a-time CRC-32C (reflected polynomial 0x82F63B78), the definition the fast paths must match.
+uint32_t reference_crc32c(uint32_t crc, const unsigned char* p, size_t len) {
+  for (size_t i = 0; i < len; ++i) {
+    crc ^= p[i];
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+  }
+  return crc;
+}
+
+// Short ranges (preambles, message headers) take an inline SSE4.2 path, longer ones ISA-L: every
+// length on both sides of the switch, at every alignment within a word, chains to the definition.
+TEST(BufferList, Crc32cMatchesDefinitionAcrossLengthsAndAlignments) {
+  const std::string bytes = pattern(700, '\x81');
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  for (size_t offset = 0; offset < 8; ++offset) {
+    for (size_t len = 0; len + offset <= 600; ++len) {
+      for (uint32_t seed : {0u, 0xFFFFFFFFu, 0x9E3779B9u}) {
+        ASSERT_EQ(crc32c(seed, p + offset, len), reference_crc32c(seed, p + offset, len))
+            << "offset " << offset << " length " << len << " seed " << seed;
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// XINUSE (XGETBV with ECX=1): which register state components are not in their initial state.
+__attribute__((target("xsave"))) uint64_t vector_state_in_use() { return __builtin_ia32_xgetbv(1); }
+
+// ISA-L's AVX-512 crc kernel returns with the upper halves of the vector registers dirty; left so,
+// every legacy-SSE instruction after it pays the SSE/AVX transition (it doubled the messenger's
+// CPU per message). crc32c() must hand the registers back clean.
+TEST(BufferList, Crc32cLeavesNoDirtyUpperVectorState) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__builtin_cpu_supports("avx") || !__get_cpuid_count(0xd, 1, &eax, &ebx, &ecx, &edx) || !(eax & (1u << 2)))
+    GTEST_SKIP() << "no AVX or no XGETBV(1) on this CPU";
+  constexpr uint64_t kYmmUpper = 1u << 2, kZmmUpper = 1u << 6;
+  const std::string bytes = pattern(4096);
+  const uint32_t crc = crc32c(0xFFFFFFFFu, bytes.data(), bytes.size());
+  const uint64_t in_use = vector_state_in_use();
+  EXPECT_EQ(in_use & (kYmmUpper | kZmmUpper), 0u) << "XINUSE " << in_use << " after crc32c " << crc;
+}
+#endif
 
 TEST(BufferList, ChainedCrcOverSegmentsEqualsFlatCrc) {
   const std::string flat = pattern(10'000);
