@@ -166,8 +166,14 @@ std::string Handshake::peer_label() const {
 void Handshake::send_cephx_request(wire::AuthRequestFrame& req) {
   const AuthSettings& a = settings_.auth;
   const std::string me = a.cephx_name.to_string();
-  if (result_.peer_name.type == EntityType::Mon) {
-    const auth::CephxKey* key = a.keyring ? a.keyring->find(a.cephx_name) : nullptr;
+  const auth::CephxKey* key = a.keyring ? a.keyring->find(a.cephx_name) : nullptr;
+  const uint32_t service = static_cast<uint32_t>(result_.peer_name.type);
+  std::optional<auth::CephxTicket> ticket =
+      result_.peer_name.type == EntityType::Mon || !a.tickets ? std::nullopt : a.tickets->get(service);
+  // Monitor-style with our own key: to a monitor, and to any other service we hold no ticket for
+  // (a Bypass server with a keyring authenticates every peer type that way; a Ceph daemon refuses,
+  // and fail_bad_method says to get a ticket from a monitor first).
+  if (result_.peer_name.type == EntityType::Mon || (!ticket && key != nullptr)) {
     if (key == nullptr)
       fail("cephx: keyring '" + (a.keyring ? a.keyring->path() : std::string("(none)")) + "' has no key for " + me +
            " (ms.keyring, ms.auth_name)");
@@ -175,8 +181,6 @@ void Handshake::send_cephx_request(wire::AuthRequestFrame& req) {
     req.auth_payload = cx_mon_->request_payload(0);  // a new global id: we present no old ticket
     return;
   }
-  const uint32_t service = static_cast<uint32_t>(result_.peer_name.type);
-  std::optional<auth::CephxTicket> ticket = a.tickets ? a.tickets->get(service) : std::nullopt;
   if (!ticket)
     fail("cephx: " + me + " has no ticket for " + peer_label() +
          "; authenticate with a monitor first (it hands out the service tickets)");
@@ -231,6 +235,9 @@ void Handshake::fail_bad_method(const wire::AuthBadMethodFrame& bad) {
          " (ms.auth)" + (bad.allowed_methods.size() > 1 ? " [it accepts " + wants + "]" : ""));
   }
   const std::string me = settings_.auth.cephx_name.to_string();
+  if (cx_mon_ && !cx_answered_ && result_.peer_name.type != EntityType::Mon)
+    fail("cephx: " + peer + " refused a monitor-style exchange (" + errno_name(bad.result) + "): it takes tickets only, and " +
+         me + " has no ticket for it; authenticate with a monitor first (it hands out the service tickets)");
   if (cx_mon_ && cx_answered_)
     fail("cephx: " + peer + " rejected " + me + "'s key (" + errno_name(bad.result) + "): either it does not know " +
          me + " or its key differs from the one in '" +
@@ -333,7 +340,9 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
       } else if (cx_mon_) {
         install_keys(cx_mon_->finish(done.auth_payload, secure));
         result_.auth_global_id = done.global_id;
-        if (settings_.auth.tickets) {
+        // Only a monitor's tickets are for the cluster's services; another Bypass server that
+        // authenticated us with our key sealed them with secrets no other service holds.
+        if (settings_.auth.tickets && result_.peer_name.type == EntityType::Mon) {
           for (const auto& t : cx_mon_->tickets()) settings_.auth.tickets->put(t);
           settings_.auth.tickets->set_global_id(done.global_id);
         }

@@ -183,6 +183,31 @@ TEST(Handshake, CephxServiceTicketMissingOrExpired) {
       << run.client->error();
 }
 
+// A Bypass server with a keyring authenticates cephx clients monitor-style whatever its entity
+// type: a client with its key and no ticket for that service gets a session (secure mode here).
+// Only a monitor's tickets go to the client's store: another server's are sealed with its own secrets.
+TEST(Handshake, CephxWithoutATicketToAServerHoldingTheKeyring) {
+  auto keyring = std::make_shared<const auth::Keyring>(auth::Keyring::parse(
+      "[client.admin]\n\tkey = " + auth::CephxKey::random().to_base64() + "\n", "test.keyring"));
+  AuthSettings client;
+  client.method = wire::kAuthCephx;
+  client.mode = wire::kConModeSecure;
+  client.cephx_name = {0x08, "admin"};
+  client.keyring = keyring;
+  client.tickets = std::make_shared<auth::CephxTicketStore>();
+  AuthSettings server = client;
+  server.tickets = nullptr;
+  server.cephx_secrets = std::make_shared<const auth::CephxServiceSecrets>();
+  for (EntityType type : {EntityType::Osd, EntityType::Mgr, EntityType::Mon}) {
+    Pair run(client, server, {}, type);
+    run.pump();
+    ASSERT_EQ(run.client->status(), Handshake::Status::Done) << run.client->error();
+    ASSERT_EQ(run.server->status(), Handshake::Status::Done) << run.server->error();
+    EXPECT_EQ(run.client->result().con_mode, wire::kConModeSecure);
+    EXPECT_EQ(client.tickets->get(0x04).has_value(), type == EntityType::Mon);  // the osd ticket
+  }
+}
+
 TEST(Handshake, ReconnectOkAndReset) {
   ClientSession session{11, 777, 3, 2, 41};
   {
