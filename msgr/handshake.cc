@@ -477,10 +477,18 @@ void Handshake::server_auth_request(const wire::AuthRequestFrame& req, BufferLis
     send_frame(wire::AuthDoneFrame{0, mode, ""}, out);
     finish_auth(out);
   } else if (req.method == wire::kAuthCephx) {
-    expect(settings_.auth.keyring && settings_.auth.cephx_secrets, "cephx server without a keyring");
-    cx_server_ = std::make_unique<auth::CephxMonServer>(settings_.auth.keyring, settings_.auth.cephx_secrets);
+    const AuthSettings& a = settings_.auth;
+    expect(a.keyring && a.cephx_secrets, "cephx server without a keyring");
     try {
-      send_frame(wire::AuthReplyMoreFrame{cx_server_->start(req.auth_payload)}, out);
+      // The first byte is the auth mode: a ticket (authorizer) or the monitor-style exchange.
+      if (!req.auth_payload.empty() && static_cast<uint8_t>(req.auth_payload[0]) == auth::kAuthModeAuthorizer) {
+        cx_authorizer_server_ = std::make_unique<auth::CephxAuthorizerServer>(
+            a.cephx_secrets, static_cast<uint32_t>(settings_.my_name.type));
+        send_frame(wire::AuthReplyMoreFrame{cx_authorizer_server_->start(req.auth_payload)}, out);
+      } else {
+        cx_server_ = std::make_unique<auth::CephxMonServer>(a.keyring, a.cephx_secrets, a.cephx_ticket_ttl);
+        send_frame(wire::AuthReplyMoreFrame{cx_server_->start(req.auth_payload)}, out);
+      }
     } catch (const auth::AuthError& e) {
       send_frame(wire::AuthBadMethodFrame{req.method, -EACCES, {settings_.auth.method}, modes}, out);
       fail(e.what());
@@ -492,19 +500,22 @@ void Handshake::server_auth_request(const wire::AuthRequestFrame& req, BufferLis
 }
 
 void Handshake::server_auth_more(std::string_view payload, BufferList& out) {
-  expect(ss_server_ != nullptr || cx_server_ != nullptr, "AUTH_REQUEST_MORE before AUTH_REQUEST");
-  if (cx_server_) {
+  expect(ss_server_ != nullptr || cx_server_ != nullptr || cx_authorizer_server_ != nullptr,
+         "AUTH_REQUEST_MORE before AUTH_REQUEST");
+  if (cx_server_ || cx_authorizer_server_) {
     auth::SessionKeys keys;
     std::string done;
+    const bool secure = result_.con_mode == wire::kConModeSecure;
     try {
-      done = cx_server_->authenticate(payload, result_.con_mode == wire::kConModeSecure, &keys);
+      done = cx_server_ ? cx_server_->authenticate(payload, secure, &keys)
+                        : cx_authorizer_server_->authenticate(payload, secure, &keys);
     } catch (const auth::AuthError& e) {
       // Like a Ceph monitor: EPERM for an unknown name or a wrong key alike.
       send_frame(wire::AuthBadMethodFrame{wire::kAuthCephx, -EPERM, {wire::kAuthCephx}, server_modes()}, out);
       fail(e.what());
     }
-    result_.auth_global_id = cx_server_->global_id();
-    send_frame(wire::AuthDoneFrame{cx_server_->global_id(), result_.con_mode, done}, out);
+    result_.auth_global_id = cx_server_ ? cx_server_->global_id() : cx_authorizer_server_->global_id();
+    send_frame(wire::AuthDoneFrame{result_.auth_global_id, result_.con_mode, done}, out);
     install_keys(keys);
     finish_auth(out);
     return;

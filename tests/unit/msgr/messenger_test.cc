@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "config/config.h"
-#include "msgr/auth/cephx_crypto.h"
+#include "msgr/auth/cephx_client.h"
 #include "msgr/messenger.h"
 #include "msgr/wire/banner.h"
 #include "stack/network_stack.h"
@@ -780,6 +780,47 @@ TEST_F(MessengerSuite, CephxWithAMonStyleBypassServer) {
   crc->shutdown();
   client->shutdown();
   server->shutdown();
+}
+
+// Tickets that live 2 s (ms.cephx_ticket_ttl): a client keeping its monitor session renews them at
+// half-life, so well past the ttl it still opens sessions to an osd (which checks the ticket on
+// every handshake); the renewed tickets expire later than the first ones.
+TEST_F(MessengerSuite, CephxTicketsAreRenewedBeforeTheyExpire) {
+  TempKeyring keyring({"client.admin"}, "renew");
+  auto conf = make_conf({{"ms.auth", "cephx"}, {"ms.keyring", keyring.path.c_str()}, {"ms.mode", "secure"},
+                         {"ms.cephx_ticket_ttl", "2s"}, {"ms.keepalive_interval", "0s"}});
+  start_stack(conf);
+  SeqChecker mon_d(true), osd_d(true);
+  auto mon = make_server(conf, &mon_d, Policy::stateful_server(), EntityType::Mon);
+  auto osd = make_server(conf, &osd_d, Policy::stateless_server(), EntityType::Osd);
+  NullDispatcher client_d;
+  auto client = make_client(conf, &client_d, Policy::lossless_client(), 12);
+  client->set_policy(EntityType::Osd, Policy::lossy_client());
+  ConnectionRef mon_con = client->connect_to(EntityType::Mon, mon->my_addrs());
+  ASSERT_TRUE(mon_con->send_message(make_msg(1, 1)));
+  ASSERT_TRUE(wait_for([&] { return mon_d.received.load() == 1; }, 10s)) << mon_con->last_fault();
+  const auto first = client->cephx_tickets()->get(0x04);  // the osd ticket
+  ASSERT_TRUE(first.has_value());
+  std::atomic<uint64_t> acked{0}, dropped{0};
+  for (uint32_t round = 0; round < 3; ++round) {
+    // 1.5 ttl apart: every session after the first needs a ticket renewed since.
+    if (round > 0) {
+      client->mark_down(osd->my_addrs());
+      std::this_thread::sleep_for(3s);
+    }
+    ConnectionRef osd_con = client->connect_to(EntityType::Osd, osd->my_addrs());
+    send_stream(osd_con, 2 + round, 10, 10, acked, dropped);
+    ASSERT_TRUE(wait_for([&] { return osd_d.received.load() == 10 * (round + 1); }, 10s))
+        << "round " << round << ": " << osd_con->last_fault();
+  }
+  EXPECT_EQ(osd_d.errors.load(), 0u);
+  EXPECT_TRUE(mon_con->is_connected());
+  const auto renewed = client->cephx_tickets()->get(0x04);
+  ASSERT_TRUE(renewed.has_value());
+  EXPECT_GT(renewed->expires, first->expires + 4s);
+  client->shutdown();
+  osd->shutdown();
+  mon->shutdown();
 }
 
 TEST_F(MessengerSuite, SecureSessionRekeysByReauthenticating) {
