@@ -56,9 +56,7 @@ void encode_ticket_reply(wire::Encoder& enc, const CephxServiceSecrets& secrets,
     b.u32(0);
     encode_sealed(enc, principal_key, body.to_string());
     enc.u8(0);  // the ticket itself travels unsealed (the client presented no old ticket)
-    CephxTicket ticket;
-    ticket.secret_id = CephxServiceSecrets::kSecretId;
-    ticket.blob = sealed_ticket(secrets, ttl, s, holder, global_id, session_key);
+    CephxTicket ticket = issue_ticket(secrets, ttl, s, holder, global_id, session_key);
     BufferList blob;
     wire::Encoder t(blob);
     ticket.encode_blob(t);
@@ -66,6 +64,22 @@ void encode_ticket_reply(wire::Encoder& enc, const CephxServiceSecrets& secrets,
   }
 }
 
+}  // namespace
+
+CephxTicket issue_ticket(const CephxServiceSecrets& secrets, std::chrono::seconds ttl, uint32_t service_id,
+                         const CephxEntity& holder, uint64_t global_id, const CephxKey& session_key) {
+  CephxTicket ticket;
+  ticket.service_id = service_id;
+  ticket.session_key = session_key;
+  ticket.secret_id = CephxServiceSecrets::kSecretId;
+  ticket.blob = sealed_ticket(secrets, ttl, service_id, holder, global_id, session_key);
+  const auto now = std::chrono::system_clock::now();
+  ticket.expires = now + ttl;
+  ticket.renew_after = now + ttl / 2;
+  return ticket;
+}
+
+namespace {
 uint64_t next_global_id() {
   // Unique within the process, and unlikely to collide with another server's.
   static std::atomic<uint64_t> next{(random_u64_nonzero() & 0xffffffull) << 16};
@@ -75,6 +89,10 @@ uint64_t next_global_id() {
 
 CephxServiceSecrets::CephxServiceSecrets() {
   for (uint32_t s : kServiceTypes) secrets_[s] = CephxKey::random();
+}
+
+CephxServiceSecrets::CephxServiceSecrets(const CephxKey& every_service) {
+  for (uint32_t s : kServiceTypes) secrets_[s] = every_service;
 }
 
 const CephxKey& CephxServiceSecrets::secret(uint32_t service_id) const {

@@ -34,7 +34,9 @@ namespace bypass::msgr::auth {
 // One secret (secret_id 1) per service type, made at start-up.
 class CephxServiceSecrets {
  public:
-  CephxServiceSecrets();
+  CephxServiceSecrets();  // random secrets
+  // One given secret for every service: deterministic tickets (the fuzzer's recorded exchanges).
+  explicit CephxServiceSecrets(const CephxKey& every_service);
   // The secrets every Bypass server of this process seals and opens tickets with.
   static std::shared_ptr<const CephxServiceSecrets> process();
   const CephxKey& secret(uint32_t service_id) const;  // any CEPH_ENTITY_TYPE_* bit
@@ -67,6 +69,11 @@ class CephxMonServer {
   uint64_t global_id_ = 0;
   uint64_t server_challenge_ = 0;
 };
+
+// A ticket for `service_id` as a monitor-style server hands it out: `session_key` for its holder,
+// the blob sealed with the service's secret, valid for `ttl`.
+CephxTicket issue_ticket(const CephxServiceSecrets& secrets, std::chrono::seconds ttl, uint32_t service_id,
+                         const CephxEntity& holder, uint64_t global_id, const CephxKey& session_key);
 
 // GET_PRINCIPAL_SESSION_KEY (in an MAuth on an authenticated session): checks the authorizer built
 // from the auth ticket and returns the reply with fresh tickets for the services asked for, sealed
