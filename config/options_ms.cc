@@ -61,6 +61,10 @@ void register_ms_options(Registry& r) {
                  "clients' keys as a server."});
   r.add({.name = "ms.auth_name", .type = OptionType::String, .default_value = "client.admin",
          .help = "cephx: the entity we authenticate as (TYPE.ID, e.g. client.admin)."});
+  r.add({.name = "ms.cephx_ticket_ttl", .type = OptionType::Duration, .default_value = "1h",
+         .help = "cephx server: how long the tickets it hands out are valid (Ceph's auth_service_ticket_ttl); "
+                 "clients renew them at half-life.",
+         .min = int64_t{2} * 1000 * 1000 * 1000});  // 2 s: tickets are stamped in whole seconds
   r.add({.name = "ms.secret", .type = OptionType::String, .default_value = "",
          .help = "Shared secret for ms.auth=shared_secret (same on both peers)."});
   r.add({.name = "ms.rekey_after_frames", .type = OptionType::Int, .default_value = "4294967296",

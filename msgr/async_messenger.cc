@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "msgr/async_connection.h"
+#include "msgr/mon_auth.h"
 
 namespace bypass::msgr {
 
@@ -44,6 +45,8 @@ AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& nam
   timings_.standby_timeout = conf.get_duration("ms.connection_idle_timeout");
   shutdown_linger_ = conf.get_duration("ms.shutdown_linger");
   configure_auth(conf);
+  if (auth_.method == wire::kAuthCephx)
+    cephx_keeper_ = std::make_unique<CephxKeeper>(auth_, [this] { return connected_monitor(); });
   uint64_t segment = conf.get_size("ms.max_frame_segment");
   uint64_t message = conf.get_size("ms.max_message_size");
   limits_.max_segment = static_cast<uint32_t>(std::min<uint64_t>(segment, message));
@@ -115,7 +118,8 @@ void AsyncMessenger::configure_auth(const config::Config& conf) {
     throw config::ConfigError(std::string("ms.keyring: ") + e.what());
   }
   auth_.tickets = std::make_shared<auth::CephxTicketStore>();
-  auth_.cephx_secrets = std::make_shared<const auth::CephxServiceSecrets>();
+  auth_.cephx_secrets = auth::CephxServiceSecrets::process();
+  auth_.cephx_ticket_ttl = std::chrono::duration_cast<std::chrono::seconds>(conf.get_duration("ms.cephx_ticket_ttl"));
 }
 
 AsyncMessenger::~AsyncMessenger() {
@@ -196,6 +200,7 @@ int AsyncMessenger::start() {
   stack_->start();
   if (admin_) admin_->attach(stack_.get(), this, &conf_);
   dispatch_thread_ = std::thread([this] { dispatch_loop(); });
+  if (cephx_keeper_) cephx_keeper_->start();
   ListenOptions lopts;
   lopts.backlog = static_cast<int>(conf_.get_int("ms.listen_backlog"));
   for (EntityAddr addr : requests) {
@@ -353,7 +358,20 @@ void AsyncMessenger::mark_down_all() {
   for (auto& con : victims) con->mark_down();
 }
 
+ConnectionRef AsyncMessenger::connected_monitor() const {
+  std::lock_guard<std::mutex> guard(lock_);
+  for (const auto& [addr, con] : outgoing_)
+    if (con->peer_name().type == EntityType::Mon && con->is_connected()) return con;
+  return nullptr;
+}
+
 void AsyncMessenger::deliver(const MessageRef& m, const Policy& policy, uint64_t size) {
+  if (cephx_keeper_ && (m->type() == kMsgAuth || m->type() == kMsgAuthReply) && cephx_keeper_->intercept(m)) {
+    dispatch_throttle_.put(size);
+    if (policy.throttle_bytes) policy.throttle_bytes->put(size);
+    if (policy.throttle_messages) policy.throttle_messages->put(1);
+    return;
+  }
   const size_t count = dispatcher_count_.load(std::memory_order_acquire);
   for (size_t i = 0; i < count; ++i) {
     Dispatcher* d = dispatchers_[i];
@@ -433,6 +451,7 @@ void AsyncMessenger::shutdown() {
     admin_->detach(stack_.get(), this);  // waits for a command that is reading this messenger
     admin_.reset();
   }
+  if (cephx_keeper_) cephx_keeper_->stop();
   if (was_started) {
     const auto deadline = std::chrono::steady_clock::now() + shutdown_linger_;
     linger_until_acknowledged(deadline);

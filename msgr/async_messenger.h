@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "msgr/admin/admin_server.h"
+#include "msgr/cephx_keeper.h"
 #include "msgr/handshake.h"
 #include "msgr/messenger.h"
 #include "msgr/perf_counters.h"
@@ -134,6 +135,8 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
   std::condition_variable stopped_cv_;
 
   std::shared_ptr<admin::AdminServer> admin_;  // ms.admin_socket / ms.metrics_address, or null
+  std::unique_ptr<CephxKeeper> cephx_keeper_;  // ms.auth=cephx: ticket renewal, MAuth answers
+  ConnectionRef connected_monitor() const;
 
   std::thread dispatch_thread_;
   std::mutex dispatch_lock_;

@@ -166,8 +166,14 @@ std::string Handshake::peer_label() const {
 void Handshake::send_cephx_request(wire::AuthRequestFrame& req) {
   const AuthSettings& a = settings_.auth;
   const std::string me = a.cephx_name.to_string();
-  if (result_.peer_name.type == EntityType::Mon) {
-    const auth::CephxKey* key = a.keyring ? a.keyring->find(a.cephx_name) : nullptr;
+  const auth::CephxKey* key = a.keyring ? a.keyring->find(a.cephx_name) : nullptr;
+  const uint32_t service = static_cast<uint32_t>(result_.peer_name.type);
+  std::optional<auth::CephxTicket> ticket =
+      result_.peer_name.type == EntityType::Mon || !a.tickets ? std::nullopt : a.tickets->get(service);
+  // Monitor-style with our own key: to a monitor, and to any other service we hold no ticket for
+  // (a Bypass server with a keyring authenticates every peer type that way; a Ceph daemon refuses,
+  // and fail_bad_method says to get a ticket from a monitor first).
+  if (result_.peer_name.type == EntityType::Mon || (!ticket && key != nullptr)) {
     if (key == nullptr)
       fail("cephx: keyring '" + (a.keyring ? a.keyring->path() : std::string("(none)")) + "' has no key for " + me +
            " (ms.keyring, ms.auth_name)");
@@ -175,8 +181,6 @@ void Handshake::send_cephx_request(wire::AuthRequestFrame& req) {
     req.auth_payload = cx_mon_->request_payload(0);  // a new global id: we present no old ticket
     return;
   }
-  const uint32_t service = static_cast<uint32_t>(result_.peer_name.type);
-  std::optional<auth::CephxTicket> ticket = a.tickets ? a.tickets->get(service) : std::nullopt;
   if (!ticket)
     fail("cephx: " + me + " has no ticket for " + peer_label() +
          "; authenticate with a monitor first (it hands out the service tickets)");
@@ -231,6 +235,9 @@ void Handshake::fail_bad_method(const wire::AuthBadMethodFrame& bad) {
          " (ms.auth)" + (bad.allowed_methods.size() > 1 ? " [it accepts " + wants + "]" : ""));
   }
   const std::string me = settings_.auth.cephx_name.to_string();
+  if (cx_mon_ && !cx_answered_ && result_.peer_name.type != EntityType::Mon)
+    fail("cephx: " + peer + " refused a monitor-style exchange (" + errno_name(bad.result) + "): it takes tickets only, and " +
+         me + " has no ticket for it; authenticate with a monitor first (it hands out the service tickets)");
   if (cx_mon_ && cx_answered_)
     fail("cephx: " + peer + " rejected " + me + "'s key (" + errno_name(bad.result) + "): either it does not know " +
          me + " or its key differs from the one in '" +
@@ -333,7 +340,9 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
       } else if (cx_mon_) {
         install_keys(cx_mon_->finish(done.auth_payload, secure));
         result_.auth_global_id = done.global_id;
-        if (settings_.auth.tickets) {
+        // Only a monitor's tickets are for the cluster's services; another Bypass server that
+        // authenticated us with our key sealed them with secrets no other service holds.
+        if (settings_.auth.tickets && result_.peer_name.type == EntityType::Mon) {
           for (const auto& t : cx_mon_->tickets()) settings_.auth.tickets->put(t);
           settings_.auth.tickets->set_global_id(done.global_id);
         }
@@ -468,10 +477,18 @@ void Handshake::server_auth_request(const wire::AuthRequestFrame& req, BufferLis
     send_frame(wire::AuthDoneFrame{0, mode, ""}, out);
     finish_auth(out);
   } else if (req.method == wire::kAuthCephx) {
-    expect(settings_.auth.keyring && settings_.auth.cephx_secrets, "cephx server without a keyring");
-    cx_server_ = std::make_unique<auth::CephxMonServer>(settings_.auth.keyring, settings_.auth.cephx_secrets);
+    const AuthSettings& a = settings_.auth;
+    expect(a.keyring && a.cephx_secrets, "cephx server without a keyring");
     try {
-      send_frame(wire::AuthReplyMoreFrame{cx_server_->start(req.auth_payload)}, out);
+      // The first byte is the auth mode: a ticket (authorizer) or the monitor-style exchange.
+      if (!req.auth_payload.empty() && static_cast<uint8_t>(req.auth_payload[0]) == auth::kAuthModeAuthorizer) {
+        cx_authorizer_server_ = std::make_unique<auth::CephxAuthorizerServer>(
+            a.cephx_secrets, static_cast<uint32_t>(settings_.my_name.type));
+        send_frame(wire::AuthReplyMoreFrame{cx_authorizer_server_->start(req.auth_payload)}, out);
+      } else {
+        cx_server_ = std::make_unique<auth::CephxMonServer>(a.keyring, a.cephx_secrets, a.cephx_ticket_ttl);
+        send_frame(wire::AuthReplyMoreFrame{cx_server_->start(req.auth_payload)}, out);
+      }
     } catch (const auth::AuthError& e) {
       send_frame(wire::AuthBadMethodFrame{req.method, -EACCES, {settings_.auth.method}, modes}, out);
       fail(e.what());
@@ -483,19 +500,22 @@ void Handshake::server_auth_request(const wire::AuthRequestFrame& req, BufferLis
 }
 
 void Handshake::server_auth_more(std::string_view payload, BufferList& out) {
-  expect(ss_server_ != nullptr || cx_server_ != nullptr, "AUTH_REQUEST_MORE before AUTH_REQUEST");
-  if (cx_server_) {
+  expect(ss_server_ != nullptr || cx_server_ != nullptr || cx_authorizer_server_ != nullptr,
+         "AUTH_REQUEST_MORE before AUTH_REQUEST");
+  if (cx_server_ || cx_authorizer_server_) {
     auth::SessionKeys keys;
     std::string done;
+    const bool secure = result_.con_mode == wire::kConModeSecure;
     try {
-      done = cx_server_->authenticate(payload, result_.con_mode == wire::kConModeSecure, &keys);
+      done = cx_server_ ? cx_server_->authenticate(payload, secure, &keys)
+                        : cx_authorizer_server_->authenticate(payload, secure, &keys);
     } catch (const auth::AuthError& e) {
       // Like a Ceph monitor: EPERM for an unknown name or a wrong key alike.
       send_frame(wire::AuthBadMethodFrame{wire::kAuthCephx, -EPERM, {wire::kAuthCephx}, server_modes()}, out);
       fail(e.what());
     }
-    result_.auth_global_id = cx_server_->global_id();
-    send_frame(wire::AuthDoneFrame{cx_server_->global_id(), result_.con_mode, done}, out);
+    result_.auth_global_id = cx_server_ ? cx_server_->global_id() : cx_authorizer_server_->global_id();
+    send_frame(wire::AuthDoneFrame{result_.auth_global_id, result_.con_mode, done}, out);
     install_keys(keys);
     finish_auth(out);
     return;

@@ -49,8 +49,9 @@ struct AuthSettings {
   auth::CephxEntity cephx_name;
   // cephx client: the tickets the monitor handed out, for connections to other services.
   std::shared_ptr<auth::CephxTicketStore> tickets;
-  // cephx server: the secrets our tickets are sealed with.
+  // cephx server: the secrets our tickets are sealed with, and how long the tickets are valid.
   std::shared_ptr<const auth::CephxServiceSecrets> cephx_secrets;
+  std::chrono::seconds cephx_ticket_ttl{3600};
   // cephx client: services (CEPH_ENTITY_TYPE_* bits) to get tickets for from the monitor.
   uint32_t cephx_want = 0x01 | 0x04 | 0x10;  // mon, osd, mgr
 };
@@ -185,6 +186,7 @@ class Handshake {
   std::unique_ptr<auth::CephxMonClient> cx_mon_;
   std::unique_ptr<auth::CephxAuthorizerClient> cx_authorizer_;
   std::unique_ptr<auth::CephxMonServer> cx_server_;
+  std::unique_ptr<auth::CephxAuthorizerServer> cx_authorizer_server_;
   bool cx_answered_ = false;  // cephx: we sent our proof (AUTH_REQUEST_MORE)
   bool recording_ = true;  // pre-auth transcript, signed in AUTH_SIGNATURE
   BufferList sent_transcript_;

@@ -17,6 +17,25 @@ void MonAuth::encode_payload(uint64_t) {
   enc.u32(0);  // monmap_epoch
 }
 
+void MonAuth::decode_payload() {
+  std::string bytes = front().to_string();
+  wire::Decoder dec(bytes, "MAuth");
+  dec.u64("version");
+  dec.u16("session_mon");
+  dec.u64("session_mon_tid");
+  protocol_ = dec.u32("protocol");
+  auth_payload_ = dec.blob("auth_payload");
+}
+
+void MonAuthReply::encode_payload(uint64_t) {
+  wire::Encoder enc(front());
+  enc.u32(protocol);
+  enc.i32(result);
+  enc.u64(global_id);
+  enc.blob(result_bl);
+  enc.blob(result_msg);
+}
+
 void MonAuthReply::decode_payload() {
   std::string bytes = front().to_string();
   wire::Decoder dec(bytes, "MAuthReply");

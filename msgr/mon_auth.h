@@ -16,11 +16,15 @@ constexpr uint16_t kMsgAuthReply = 18;  // CEPH_MSG_AUTH_REPLY
 // __le32 protocol, bufferlist auth_payload, __le32 monmap_epoch.
 class MonAuth : public Message {
  public:
+  MonAuth() : Message(kMsgAuth) {}
   MonAuth(uint32_t protocol, std::string auth_payload);
   void encode_payload(uint64_t features) override;
+  void decode_payload() override;
+  uint32_t protocol() const { return protocol_; }
+  const std::string& auth_payload() const { return auth_payload_; }
 
  private:
-  uint32_t protocol_;
+  uint32_t protocol_ = 0;
   std::string auth_payload_;
 };
 
@@ -28,6 +32,7 @@ class MonAuth : public Message {
 class MonAuthReply : public Message {
  public:
   MonAuthReply() : Message(kMsgAuthReply) {}
+  void encode_payload(uint64_t features) override;
   void decode_payload() override;
 
   uint32_t protocol = 0;

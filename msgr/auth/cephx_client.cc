@@ -66,7 +66,9 @@ void decode_ticket_reply(wire::Decoder& dec, const CephxKey& key, const char* wh
     t.session_key = CephxKey::decode(inner);
     uint32_t sec = inner.u32("validity.sec");
     uint32_t nsec = inner.u32("validity.nsec");
-    t.expires = now + std::chrono::seconds(sec) + std::chrono::nanoseconds(nsec);
+    const auto validity = std::chrono::seconds(sec) + std::chrono::nanoseconds(nsec);
+    t.expires = now + validity;
+    t.renew_after = now + validity / 2;
     bool sealed_ticket = dec.u8("ticket.encrypted") != 0;
     // We never present an old ticket, so the monitor has no key to seal the new one with.
     if (sealed_ticket) dec.fail("ticket.encrypted", "ticket sealed with an old session key we never sent");

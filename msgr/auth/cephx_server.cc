@@ -12,8 +12,8 @@ constexpr uint32_t kServiceTypes[] = {0x01, 0x02, 0x04, 0x08, 0x10, 0x20};  // m
 
 // What a ticket says about its holder (AuthTicket v2 inside CephXServiceTicketInfo), sealed with
 // the service's secret: only the service can open it and learn the session key.
-std::string sealed_ticket(const CephxServiceSecrets& secrets, uint32_t service_id, const CephxEntity& holder,
-                          uint64_t global_id, const CephxKey& session_key) {
+std::string sealed_ticket(const CephxServiceSecrets& secrets, std::chrono::seconds ttl, uint32_t service_id,
+                          const CephxEntity& holder, uint64_t global_id, const CephxKey& session_key) {
   BufferList bl;
   wire::Encoder enc(bl);
   const uint32_t now = static_cast<uint32_t>(::time(nullptr));
@@ -23,7 +23,7 @@ std::string sealed_ticket(const CephxServiceSecrets& secrets, uint32_t service_i
   holder.encode(enc);
   enc.u32(now);  // created
   enc.u32(0);
-  enc.u32(now + static_cast<uint32_t>(secrets.ticket_ttl.count()));  // expires
+  enc.u32(now + static_cast<uint32_t>(ttl.count()));  // expires
   enc.u32(0);
   enc.u8(1);       // AuthCapsInfo
   enc.u8(1);       // allow_all: this server grants everything it authenticates
@@ -35,9 +35,9 @@ std::string sealed_ticket(const CephxServiceSecrets& secrets, uint32_t service_i
 
 // CephXServiceTicketReply: for each service a session key sealed with `principal_key` and the
 // opaque ticket. Returns the auth service's session key when `services` includes it.
-void encode_ticket_reply(wire::Encoder& enc, const CephxServiceSecrets& secrets, const CephxKey& principal_key,
-                         uint32_t services, const CephxEntity& holder, uint64_t global_id,
-                         CephxKey* auth_session_key) {
+void encode_ticket_reply(wire::Encoder& enc, const CephxServiceSecrets& secrets, std::chrono::seconds ttl,
+                         const CephxKey& principal_key, uint32_t services, const CephxEntity& holder,
+                         uint64_t global_id, CephxKey* auth_session_key) {
   uint32_t count = 0;
   for (uint32_t s : kServiceTypes) count += (services & s) ? 1 : 0;
   enc.u8(1);
@@ -52,13 +52,11 @@ void encode_ticket_reply(wire::Encoder& enc, const CephxServiceSecrets& secrets,
     wire::Encoder b(body);
     b.u8(1);  // CephXServiceTicket {session_key, validity}
     session_key.encode(b);
-    b.u32(static_cast<uint32_t>(secrets.ticket_ttl.count()));
+    b.u32(static_cast<uint32_t>(ttl.count()));
     b.u32(0);
     encode_sealed(enc, principal_key, body.to_string());
     enc.u8(0);  // the ticket itself travels unsealed (the client presented no old ticket)
-    CephxTicket ticket;
-    ticket.secret_id = CephxServiceSecrets::kSecretId;
-    ticket.blob = sealed_ticket(secrets, s, holder, global_id, session_key);
+    CephxTicket ticket = issue_ticket(secrets, ttl, s, holder, global_id, session_key);
     BufferList blob;
     wire::Encoder t(blob);
     ticket.encode_blob(t);
@@ -66,6 +64,22 @@ void encode_ticket_reply(wire::Encoder& enc, const CephxServiceSecrets& secrets,
   }
 }
 
+}  // namespace
+
+CephxTicket issue_ticket(const CephxServiceSecrets& secrets, std::chrono::seconds ttl, uint32_t service_id,
+                         const CephxEntity& holder, uint64_t global_id, const CephxKey& session_key) {
+  CephxTicket ticket;
+  ticket.service_id = service_id;
+  ticket.session_key = session_key;
+  ticket.secret_id = CephxServiceSecrets::kSecretId;
+  ticket.blob = sealed_ticket(secrets, ttl, service_id, holder, global_id, session_key);
+  const auto now = std::chrono::system_clock::now();
+  ticket.expires = now + ttl;
+  ticket.renew_after = now + ttl / 2;
+  return ticket;
+}
+
+namespace {
 uint64_t next_global_id() {
   // Unique within the process, and unlikely to collide with another server's.
   static std::atomic<uint64_t> next{(random_u64_nonzero() & 0xffffffull) << 16};
@@ -77,14 +91,24 @@ CephxServiceSecrets::CephxServiceSecrets() {
   for (uint32_t s : kServiceTypes) secrets_[s] = CephxKey::random();
 }
 
+CephxServiceSecrets::CephxServiceSecrets(const CephxKey& every_service) {
+  for (uint32_t s : kServiceTypes) secrets_[s] = every_service;
+}
+
 const CephxKey& CephxServiceSecrets::secret(uint32_t service_id) const {
   auto it = secrets_.find(service_id);
   if (it == secrets_.end()) throw AuthError("cephx: no secret for service type " + std::to_string(service_id));
   return it->second;
 }
 
-CephxMonServer::CephxMonServer(std::shared_ptr<const Keyring> keyring, std::shared_ptr<const CephxServiceSecrets> secrets)
-    : keyring_(std::move(keyring)), secrets_(std::move(secrets)) {}
+std::shared_ptr<const CephxServiceSecrets> CephxServiceSecrets::process() {
+  static const auto secrets = std::make_shared<const CephxServiceSecrets>();
+  return secrets;
+}
+
+CephxMonServer::CephxMonServer(std::shared_ptr<const Keyring> keyring, std::shared_ptr<const CephxServiceSecrets> secrets,
+                               std::chrono::seconds ticket_ttl)
+    : keyring_(std::move(keyring)), secrets_(std::move(secrets)), ticket_ttl_(ticket_ttl) {}
 
 std::string CephxMonServer::start(std::string_view request) {
   wire::Decoder dec(request, "cephx AUTH_REQUEST");
@@ -129,7 +153,7 @@ std::string CephxMonServer::authenticate(std::string_view request_more, bool sec
   enc.u16(kCephxGetAuthSessionKey);
   enc.i32(0);
   CephxKey session_key;
-  encode_ticket_reply(enc, *secrets_, *key, kServiceAuth, peer_, global_id_, &session_key);
+  encode_ticket_reply(enc, *secrets_, ticket_ttl_, *key, kServiceAuth, peer_, global_id_, &session_key);
   std::string connection_secret(secure ? 64 : 0, '\0');
   if (secure && RAND_bytes(reinterpret_cast<unsigned char*>(connection_secret.data()), 64) != 1)
     throw AuthError("RAND_bytes failed");
@@ -144,13 +168,133 @@ std::string CephxMonServer::authenticate(std::string_view request_more, bool sec
     BufferList extra;
     wire::Encoder e(extra);
     if (other_keys & ~kServiceAuth)
-      encode_ticket_reply(e, *secrets_, session_key, other_keys & ~kServiceAuth, peer_, global_id_, nullptr);
+      encode_ticket_reply(e, *secrets_, ticket_ttl_, session_key, other_keys & ~kServiceAuth, peer_, global_id_,
+                          nullptr);
     enc.blob(extra);
   } else if (secure) {
     throw AuthError("cephx: " + peer_.to_string() + " asked for no service keys, so it cannot receive the " +
                     "connection secret secure mode needs");
   }
   *keys = cephx_session_keys(session_key, connection_secret, secure);
+  return bl.to_string();
+}
+
+namespace {
+const char* service_label(uint32_t service_id) {
+  switch (service_id) {
+    case 0x01: return "the monitor";
+    case 0x02: return "the mds";
+    case 0x04: return "the osd";
+    case 0x10: return "the mgr";
+    default: return "the service";
+  }
+}
+}  // namespace
+
+CephxAuthorizerServer::CephxAuthorizerServer(std::shared_ptr<const CephxServiceSecrets> secrets, uint32_t service_id)
+    : secrets_(std::move(secrets)), service_id_(service_id) {}
+
+// The authorizer (see CephxAuthorizerClient::authorizer): the ticket is opened with our service
+// secret (what sealed_ticket wrote), the CephXAuthorize with the session key found in it.
+CephxAuthorizerServer::Authorizer CephxAuthorizerServer::open_authorizer(wire::Decoder& dec) {
+  const uint8_t mode = dec.u8("auth_mode");
+  if (mode != kAuthModeAuthorizer)
+    throw AuthError("cephx: auth mode " + std::to_string(mode) + " where an authorizer (1) belongs");
+  const uint64_t global_id = dec.u64("global_id");
+  const uint32_t service_id = dec.u32("service_id");
+  dec.u8("ticket.struct_v");
+  const uint64_t secret_id = dec.u64("ticket.secret_id");
+  const std::string blob = dec.blob("ticket.blob");
+  if (service_id != service_id_)
+    throw AuthError("cephx: a ticket for service " + std::to_string(service_id) + " presented to " +
+                    service_label(service_id_));
+  if (secret_id != CephxServiceSecrets::kSecretId)
+    throw AuthError("cephx: a ticket sealed with secret " + std::to_string(secret_id) + ", not one of ours");
+  const std::string ticket_info = open_envelope(secrets_->secret(service_id_), blob, "the service ticket");
+  wire::Decoder info(ticket_info, "AuthTicket");
+  info.u8("CephXServiceTicketInfo.struct_v");
+  info.u8("AuthTicket.struct_v");
+  const uint64_t ticket_global_id = info.u64("AuthTicket.global_id");
+  CephxEntity holder = CephxEntity::decode(info);
+  info.u32("created.sec");
+  info.u32("created.nsec");
+  const uint32_t expires = info.u32("expires.sec");
+  info.u32("expires.nsec");
+  info.u8("AuthCapsInfo.struct_v");
+  info.u8("allow_all");
+  info.blob("caps");
+  info.u32("flags");
+  CephxKey session_key = CephxKey::decode(info);
+  const int64_t now = static_cast<int64_t>(::time(nullptr));
+  if (now >= expires)
+    throw AuthError("cephx: " + holder.to_string() + "'s ticket for " + service_label(service_id_) + " expired " +
+                    std::to_string(now - expires) + " s ago");
+  if (ticket_global_id != global_id)
+    throw AuthError("cephx: " + holder.to_string() + " presented the ticket of global id " +
+                    std::to_string(ticket_global_id) + " as global id " + std::to_string(global_id));
+  const std::string authorize = decode_sealed(dec, session_key, "the authorizer");
+  wire::Decoder body(authorize, "CephXAuthorize");
+  body.u8("struct_v");
+  Authorizer a;
+  a.nonce = body.u64("nonce");
+  a.have_challenge = body.boolean("have_challenge");
+  a.challenge_plus_one = body.u64("server_challenge_plus_one");
+  peer_ = std::move(holder);
+  session_key_ = session_key;
+  global_id_ = global_id;
+  return a;
+}
+
+std::string CephxAuthorizerServer::start(std::string_view request) {
+  wire::Decoder dec(request, "cephx authorizer");
+  open_authorizer(dec);
+  server_challenge_ = random_u64_nonzero();
+  BufferList bl;
+  wire::Encoder enc(bl);
+  enc.u8(1);
+  enc.u64(server_challenge_);
+  return seal_envelope(session_key_, bl.to_string());  // encode_encrypt_enc_bl: no length prefix
+}
+
+std::string CephxAuthorizerServer::authenticate(std::string_view request_more, bool secure, SessionKeys* keys) {
+  if (server_challenge_ == 0) throw AuthError("cephx: AUTH_REQUEST_MORE before AUTH_REQUEST");
+  wire::Decoder dec(request_more, "cephx authorizer");
+  const Authorizer a = open_authorizer(dec);
+  if (!a.have_challenge || a.challenge_plus_one != server_challenge_ + 1)
+    throw AuthError("cephx: " + peer_.to_string() + " did not answer our authorizer challenge");
+  std::string connection_secret(secure ? 64 : 0, '\0');
+  if (secure && RAND_bytes(reinterpret_cast<unsigned char*>(connection_secret.data()), 64) != 1)
+    throw AuthError("RAND_bytes failed");
+  BufferList body;
+  wire::Encoder b(body);
+  b.u8(2);  // CephXAuthorizeReply v2: with the connection secret
+  b.u64(a.nonce + 1);
+  b.blob(connection_secret);
+  BufferList bl;
+  wire::Encoder enc(bl);
+  encode_sealed(enc, session_key_, body.to_string());
+  *keys = cephx_session_keys(session_key_, connection_secret, secure);
+  return bl.to_string();
+}
+
+std::string cephx_principal_reply(const std::shared_ptr<const CephxServiceSecrets>& secrets,
+                                  std::chrono::seconds ticket_ttl, std::string_view request, uint64_t* global_id) {
+  wire::Decoder dec(request, "cephx GET_PRINCIPAL_SESSION_KEY");
+  const uint16_t type = dec.u16("request_type");
+  if (type != kCephxGetPrincipalSessionKey)
+    throw AuthError("cephx: request type " + std::to_string(type) + " on an authenticated session; only " +
+                    "GET_PRINCIPAL_SESSION_KEY (512) is served there");
+  CephxAuthorizerServer auth_service(secrets, kServiceAuth);
+  auth_service.open_authorizer(dec);
+  dec.u8("CephXServiceTicketRequest.struct_v");
+  const uint32_t services = dec.u32("keys");
+  *global_id = auth_service.global_id_;
+  BufferList bl;
+  wire::Encoder enc(bl);
+  enc.u16(kCephxGetPrincipalSessionKey);
+  enc.i32(0);
+  encode_ticket_reply(enc, *secrets, ticket_ttl, auth_service.session_key_, services, auth_service.peer_,
+                      auth_service.global_id_, nullptr);
   return bl.to_string();
 }
 

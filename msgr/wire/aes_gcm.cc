@@ -1,28 +1,106 @@
 #include "msgr/wire/aes_gcm.h"
 
+#include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/provider.h>
 
 #include <string>
+#include <string_view>
 
 namespace bypass::msgr::wire {
 
+namespace {
+
+// The AES-128-GCM implementation of the provider EVP would use, called directly. Resolved once;
+// the fetched EVP_CIPHER is kept so its provider stays loaded for the life of the process.
+struct GcmProvider {
+  void* provctx = nullptr;
+  OSSL_FUNC_cipher_newctx_fn* newctx = nullptr;
+  OSSL_FUNC_cipher_freectx_fn* freectx = nullptr;
+  OSSL_FUNC_cipher_encrypt_init_fn* encrypt_init = nullptr;
+  OSSL_FUNC_cipher_decrypt_init_fn* decrypt_init = nullptr;
+  OSSL_FUNC_cipher_update_fn* update = nullptr;
+  OSSL_FUNC_cipher_final_fn* final = nullptr;
+  OSSL_FUNC_cipher_get_ctx_params_fn* get_ctx_params = nullptr;
+  std::string error;  // why it could not be resolved, empty when it was
+};
+
+bool names_include(const char* names, std::string_view wanted) {
+  std::string_view all(names);
+  while (!all.empty()) {
+    const size_t colon = all.find(':');
+    std::string_view name = all.substr(0, colon);
+    if (name.size() == wanted.size() && OPENSSL_strncasecmp(name.data(), wanted.data(), name.size()) == 0) return true;
+    if (colon == std::string_view::npos) break;
+    all.remove_prefix(colon + 1);
+  }
+  return false;
+}
+
+GcmProvider resolve_gcm_provider() {
+  GcmProvider p;
+  EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, "AES-128-GCM", nullptr);  // kept: see above
+  const OSSL_PROVIDER* prov = cipher ? EVP_CIPHER_get0_provider(cipher) : nullptr;
+  if (prov == nullptr) {
+    p.error = "no OpenSSL provider offers AES-128-GCM";
+    return p;
+  }
+  int no_store = 0;
+  const OSSL_ALGORITHM* algs = OSSL_PROVIDER_query_operation(prov, OSSL_OP_CIPHER, &no_store);
+  for (const OSSL_ALGORITHM* a = algs; a && a->algorithm_names; ++a) {
+    if (!names_include(a->algorithm_names, "AES-128-GCM")) continue;
+    for (const OSSL_DISPATCH* f = a->implementation; f->function_id != 0; ++f) {
+      switch (f->function_id) {
+        case OSSL_FUNC_CIPHER_NEWCTX: p.newctx = OSSL_FUNC_cipher_newctx(f); break;
+        case OSSL_FUNC_CIPHER_FREECTX: p.freectx = OSSL_FUNC_cipher_freectx(f); break;
+        case OSSL_FUNC_CIPHER_ENCRYPT_INIT: p.encrypt_init = OSSL_FUNC_cipher_encrypt_init(f); break;
+        case OSSL_FUNC_CIPHER_DECRYPT_INIT: p.decrypt_init = OSSL_FUNC_cipher_decrypt_init(f); break;
+        case OSSL_FUNC_CIPHER_UPDATE: p.update = OSSL_FUNC_cipher_update(f); break;
+        case OSSL_FUNC_CIPHER_FINAL: p.final = OSSL_FUNC_cipher_final(f); break;
+        case OSSL_FUNC_CIPHER_GET_CTX_PARAMS: p.get_ctx_params = OSSL_FUNC_cipher_get_ctx_params(f); break;
+        default: break;
+      }
+    }
+    break;
+  }
+  OSSL_PROVIDER_unquery_operation(prov, OSSL_OP_CIPHER, algs);
+  if (!p.newctx || !p.freectx || !p.encrypt_init || !p.decrypt_init || !p.update || !p.final || !p.get_ctx_params) {
+    p.error = std::string("OpenSSL provider '") + OSSL_PROVIDER_get0_name(prov) +
+              "' lacks a complete AES-128-GCM implementation";
+    return p;
+  }
+  p.provctx = OSSL_PROVIDER_get0_provider_ctx(prov);
+  return p;
+}
+
+const GcmProvider& gcm() {
+  static const GcmProvider provider = resolve_gcm_provider();
+  if (!provider.error.empty()) throw CryptoError(provider.error);
+  return provider;
+}
+
+}  // namespace
+
 AesGcmStream::AesGcmStream(const AesKey& key, const AesNonce& nonce, bool encrypt, uint64_t max_units)
     : encrypt_(encrypt), nonce_(nonce), max_units_(std::min(max_units, kMaxUnits)) {
-  ctx_ = EVP_CIPHER_CTX_new();
-  if (!ctx_) throw CryptoError("EVP_CIPHER_CTX_new failed");
+  const GcmProvider& p = gcm();
+  cctx_ = p.newctx(p.provctx);
+  if (!cctx_) throw CryptoError("AES-128-GCM context allocation failed");
   // The key schedule (and GHASH key) are computed here, once; units only change the IV.
-  if (EVP_CipherInit_ex(ctx_, EVP_aes_128_gcm(), nullptr, key.data(), nullptr, encrypt ? 1 : 0) != 1) {
-    EVP_CIPHER_CTX_free(ctx_);
+  const int ok = encrypt ? p.encrypt_init(cctx_, key.data(), key.size(), nullptr, 0, nullptr)
+                         : p.decrypt_init(cctx_, key.data(), key.size(), nullptr, 0, nullptr);
+  if (ok != 1) {
+    p.freectx(cctx_);
     throw CryptoError("AES-128-GCM initialisation failed");
   }
 }
 
 AesGcmStream::~AesGcmStream() {
   OPENSSL_cleanse(nonce_.data(), nonce_.size());
-  EVP_CIPHER_CTX_free(ctx_);
+  gcm().freectx(cctx_);  // the provider cleanses the key schedule
 }
 
 void AesGcmStream::check_budget() const {
@@ -43,7 +121,7 @@ void AesGcmStream::advance_nonce() {
 
 void AesGcmStream::begin_seal() {
   check_budget();
-  if (EVP_CipherInit_ex2(ctx_, nullptr, nullptr, nonce_.data(), 1, nullptr) != 1)
+  if (gcm().encrypt_init(cctx_, nullptr, 0, nonce_.data(), nonce_.size(), nullptr) != 1)
     throw CryptoError("AES-128-GCM nonce setup failed");
   advance_nonce();
 }
@@ -55,39 +133,34 @@ void AesGcmStream::begin_open(const AesTag& expected_tag) {
   OSSL_PARAM params[2] = {
       OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, expected_tag_.data(), expected_tag_.size()),
       OSSL_PARAM_construct_end()};
-  if (EVP_CipherInit_ex2(ctx_, nullptr, nullptr, nonce_.data(), 0, params) != 1)
+  if (gcm().decrypt_init(cctx_, nullptr, 0, nonce_.data(), nonce_.size(), params) != 1)
     throw CryptoError("AES-128-GCM nonce setup failed");
   advance_nonce();
 }
 
 void AesGcmStream::crypt(const void* in, void* out, size_t len) {
-  while (len > 0) {
-    // EVP takes int lengths; segments are bounded by the frame limits, but stay safe.
-    const int chunk = static_cast<int>(std::min<size_t>(len, 1u << 30));
-    int written = 0;
-    if (EVP_CipherUpdate(ctx_, static_cast<unsigned char*>(out), &written, static_cast<const unsigned char*>(in),
-                         chunk) != 1 ||
-        written != chunk)
-      throw CryptoError(encrypt_ ? "AES-128-GCM encrypt failed" : "AES-128-GCM decrypt failed");
-    in = static_cast<const char*>(in) + chunk;
-    out = static_cast<char*>(out) + chunk;
-    len -= static_cast<size_t>(chunk);
-  }
+  if (len == 0) return;
+  size_t written = 0;
+  if (gcm().update(cctx_, static_cast<unsigned char*>(out), &written, len, static_cast<const unsigned char*>(in),
+                   len) != 1 ||
+      written != len)
+    throw CryptoError(encrypt_ ? "AES-128-GCM encrypt failed" : "AES-128-GCM decrypt failed");
 }
 
 void AesGcmStream::finish_seal(void* tag_out) {
   unsigned char none[1];
-  int final_len = 0;
-  if (EVP_CipherFinal_ex(ctx_, none, &final_len) != 1) throw CryptoError("AES-128-GCM encrypt final failed");
+  size_t final_len = 0;
+  const GcmProvider& p = gcm();
+  if (p.final(cctx_, none, &final_len, 0) != 1) throw CryptoError("AES-128-GCM encrypt final failed");
   OSSL_PARAM params[2] = {OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag_out, kAesGcmTagLen),
                           OSSL_PARAM_construct_end()};
-  if (EVP_CIPHER_CTX_get_params(ctx_, params) != 1) throw CryptoError("AES-128-GCM tag retrieval failed");
+  if (p.get_ctx_params(cctx_, params) != 1) throw CryptoError("AES-128-GCM tag retrieval failed");
 }
 
 void AesGcmStream::finish_open() {
   unsigned char none[1];
-  int final_len = 0;
-  if (EVP_CipherFinal_ex(ctx_, none, &final_len) <= 0)
+  size_t final_len = 0;
+  if (gcm().final(cctx_, none, &final_len, 0) != 1)
     throw CryptoError("secure frame failed authentication (GCM tag mismatch)");
 }
 

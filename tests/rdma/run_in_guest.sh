@@ -2,7 +2,8 @@
 # meson test wrapper (suite 'rdma'): runs the RDMA tests on real verbs inside the soft-RoCE guest
 # of tools/rxe-vm — the socket-interface suite with BYPASS_MS_TYPE=rdma, then the rdma-specific
 # transport tests (with a second pair of rxe devices on a veth, tests/rdma/rxe_veth_pair.sh, for
-# the two-device case, in both connect modes), then the messenger suite; then, with
+# the two-device case, in both connect modes), then the messenger suite (and part of it again with
+# cephx in secure mode); then, with
 # rdma.connect_mode=rdma_cm and listening on rxe0's address (RoCE cannot route loopback), the
 # socket suite and the transport tests again, the connect/close cycles scaled from 10,000 to 500.
 # The messenger suite is not repeated in rdma_cm mode: it only uses the socket interface the
@@ -33,6 +34,8 @@ for mode in tcp rdma_cm; do
     \"--gtest_filter=\$([ \$mode = tcp ] && echo '*' || echo '-*TwoDevices*')\" || note
   [ \$mode = tcp ] || continue
   echo \"== messenger suite on rdma (\$mode)\"; env \$slow \$m BYPASS_TEST_MSGR_MESSAGES=$messenger_messages timeout 900 '$messenger_suite' || note
+  echo \"== messenger suite on rdma, cephx secure mode (\$mode)\"; env \$slow \$m BYPASS_TEST_MSGR_AUTH=cephx-secure \\
+    timeout 600 '$messenger_suite' '--gtest_filter=*Lossless*:*Lossy*:*Cephx*' || note
 done
 exit \$st"
 RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-2400} "$root/tools/rxe-vm" "$cmd" 2>&1 | tee "$out"

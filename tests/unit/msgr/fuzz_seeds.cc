@@ -93,9 +93,12 @@ std::vector<Seed> make_seeds() {
   add("frames-secure", kSecureFrames, 0, frame_stream(true));
 
   const char* decisions[] = {"ok", "reset", "retry", "retry-global"};
-  for (uint8_t shared : {uint8_t{0}, kVariantSharedSecret, kVariantCephx}) {
-    const std::string auth =
-        shared == kVariantCephx ? "-cephx" : shared ? "-shared-secret" : "-auth-none";
+  constexpr uint8_t kCephxAuthorizer = kVariantCephx | kVariantSharedSecret;
+  for (uint8_t shared : {uint8_t{0}, kVariantSharedSecret, kVariantCephx, kCephxAuthorizer}) {
+    const std::string auth = shared == kCephxAuthorizer ? "-cephx-authorizer"
+                             : shared == kVariantCephx  ? "-cephx"
+                             : shared                   ? "-shared-secret"
+                                                        : "-auth-none";
     Transcript fresh = converse(kClientNew, shared, shared);
     // A seed from a handshake that fails early would hide every later state from the fuzzer.
     if (!fresh.completed) throw std::runtime_error("fuzz seeds: new session handshake did not complete");

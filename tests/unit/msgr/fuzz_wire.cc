@@ -31,20 +31,28 @@ std::unique_ptr<Handshake> make_handshake(Target target, uint8_t variant) {
   const bool server = target == kServer || target == kServerFramed;
   const bool reconnect = target == kClientReconnect || target == kClientReconnectFramed;
   const bool cephx = variant & kVariantCephx;
+  const bool authorizer = cephx && (variant & kVariantSharedSecret);
   HandshakeSettings settings;
-  settings.my_name = {server ? (cephx ? EntityType::Mon : EntityType::Osd) : EntityType::Client, 1};
+  settings.my_name = {server ? (cephx && !authorizer ? EntityType::Mon : EntityType::Osd) : EntityType::Client, 1};
   settings.limits = frame_limits();
   if (cephx) {
-    // One fixed key on both sides, so a recorded client keeps decrypting what a server sent.
+    // One fixed key on both sides, so a recorded client keeps decrypting what a server sent; fixed
+    // service secrets and a fixed ticket for the authorizer exchange, for the same reason.
     static const auto keyring = std::make_shared<const auth::Keyring>(auth::Keyring::parse(
         "[client.admin]\n\tkey = AQDFTgVrtDYnLRAAnRos3FlNGVMIX4UwkMO1sA==\n", "fuzz.keyring"));
-    static const auto secrets = std::make_shared<const auth::CephxServiceSecrets>();
+    static const auto secrets = std::make_shared<const auth::CephxServiceSecrets>(*keyring->find({0x08, "admin"}));
+    static const auth::CephxTicket osd_ticket = auth::issue_ticket(
+        *secrets, std::chrono::hours(24 * 365 * 20), 0x04, {0x08, "admin"}, 4242, *keyring->find({0x08, "admin"}));
     settings.auth.method = wire::kAuthCephx;
     settings.auth.mode = wire::kConModeSecure;
     settings.auth.keyring = keyring;
     settings.auth.cephx_name = {0x08, "admin"};
     settings.auth.cephx_secrets = secrets;
     settings.auth.tickets = std::make_shared<auth::CephxTicketStore>();
+    if (authorizer) {
+      settings.auth.tickets->put(osd_ticket);
+      settings.auth.tickets->set_global_id(4242);
+    }
   } else if (variant & kVariantSharedSecret) {
     settings.auth.method = wire::kAuthSharedSecret;
     settings.auth.secret = "fuzz-shared-secret";

@@ -5,7 +5,9 @@
 //   target  = byte0 % kTargetCount
 //   variant = byte0 / kTargetCount (mod kVariantCount): bits 0-1 the server's answer to
 //             SESSION_RECONNECT, bit 2 shared-secret authentication instead of none, bit 3 cephx
-//             (the server is then a monitor-style cephx server; both roles, secure mode).
+//             (the server is then a monitor-style cephx server; both roles, secure mode); bits 2
+//             and 3 together: cephx with a ticket (the server is an osd, the client presents an
+//             authorizer built from a fixed ticket and answers the osd's challenge).
 // The *Framed targets read the rest as records {u8 tag-1, le16 length, payload} and put a banner
 // and valid crc-mode frames around them, so mutations reach every handshake state instead of
 // dying at the preamble crc.

@@ -183,6 +183,80 @@ TEST(Handshake, CephxServiceTicketMissingOrExpired) {
       << run.client->error();
 }
 
+// A Bypass server with a keyring authenticates cephx clients monitor-style whatever its entity
+// type: a client with its key and no ticket for that service gets a session (secure mode here).
+// Only a monitor's tickets go to the client's store: another server's are sealed with its own secrets.
+TEST(Handshake, CephxWithoutATicketToAServerHoldingTheKeyring) {
+  auto keyring = std::make_shared<const auth::Keyring>(auth::Keyring::parse(
+      "[client.admin]\n\tkey = " + auth::CephxKey::random().to_base64() + "\n", "test.keyring"));
+  AuthSettings client;
+  client.method = wire::kAuthCephx;
+  client.mode = wire::kConModeSecure;
+  client.cephx_name = {0x08, "admin"};
+  client.keyring = keyring;
+  client.tickets = std::make_shared<auth::CephxTicketStore>();
+  AuthSettings server = client;
+  server.tickets = nullptr;
+  server.cephx_secrets = std::make_shared<const auth::CephxServiceSecrets>();
+  for (EntityType type : {EntityType::Osd, EntityType::Mgr, EntityType::Mon}) {
+    Pair run(client, server, {}, type);
+    run.pump();
+    ASSERT_EQ(run.client->status(), Handshake::Status::Done) << run.client->error();
+    ASSERT_EQ(run.server->status(), Handshake::Status::Done) << run.server->error();
+    EXPECT_EQ(run.client->result().con_mode, wire::kConModeSecure);
+    EXPECT_EQ(client.tickets->get(0x04).has_value(), type == EntityType::Mon);  // the osd ticket
+  }
+}
+
+// The tickets a monitor-style Bypass server handed out open a session to a Bypass service of the
+// same process (the authorizer, with the service's challenge); a ticket past its expiry time is
+// refused by the service, which says so, even when the client believes it still valid.
+TEST(Handshake, CephxTicketFromAMonitorOpensAServiceUntilItExpires) {
+  auto keyring = std::make_shared<const auth::Keyring>(auth::Keyring::parse(
+      "[client.admin]\n\tkey = " + auth::CephxKey::random().to_base64() + "\n", "test.keyring"));
+  AuthSettings client;
+  client.method = wire::kAuthCephx;
+  client.mode = wire::kConModeSecure;
+  client.cephx_name = {0x08, "admin"};
+  client.keyring = keyring;
+  client.tickets = std::make_shared<auth::CephxTicketStore>();
+  AuthSettings server = client;
+  server.tickets = nullptr;
+  server.cephx_secrets = auth::CephxServiceSecrets::process();
+  {
+    Pair mon(client, server, {}, EntityType::Mon);
+    mon.pump();
+    ASSERT_EQ(mon.client->status(), Handshake::Status::Done) << mon.client->error();
+  }
+  ASSERT_TRUE(client.tickets->get(0x04).has_value());
+  {
+    Pair osd(client, server, {}, EntityType::Osd);
+    osd.pump();
+    ASSERT_EQ(osd.client->status(), Handshake::Status::Done) << osd.client->error() << " | server: " << osd.server->error();
+    ASSERT_EQ(osd.server->status(), Handshake::Status::Done) << osd.server->error();
+    EXPECT_EQ(osd.client->result().con_mode, wire::kConModeSecure);
+    EXPECT_EQ(osd.server->result().auth_global_id, client.tickets->global_id());
+  }
+  // Tickets valid for no time at all; the client's clock runs behind, so only the service notices.
+  server.cephx_ticket_ttl = std::chrono::seconds(0);
+  client.tickets = std::make_shared<auth::CephxTicketStore>();
+  {
+    Pair mon(client, server, {}, EntityType::Mon);
+    mon.pump();
+    ASSERT_EQ(mon.client->status(), Handshake::Status::Done) << mon.client->error();
+  }
+  auth::CephxTicket stale = *client.tickets->get(0x04);
+  stale.expires = std::chrono::system_clock::now() + std::chrono::hours(1);
+  client.tickets->put(stale);
+  Pair osd(client, server, {}, EntityType::Osd);
+  osd.pump();
+  EXPECT_EQ(osd.client->status(), Handshake::Status::Failed);
+  EXPECT_NE(osd.server->error().find("cephx: client.admin's ticket for the osd expired"), std::string::npos)
+      << osd.server->error();
+  EXPECT_NE(osd.client->error().find("cephx: the osd rejected client.admin's ticket"), std::string::npos)
+      << osd.client->error();
+}
+
 TEST(Handshake, ReconnectOkAndReset) {
   ClientSession session{11, 777, 3, 2, 41};
   {

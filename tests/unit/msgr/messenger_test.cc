@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "config/config.h"
-#include "msgr/auth/cephx_crypto.h"
+#include "msgr/auth/cephx_client.h"
 #include "msgr/messenger.h"
 #include "msgr/wire/banner.h"
 #include "stack/network_stack.h"
@@ -104,12 +104,66 @@ class NullDispatcher : public Dispatcher {
   std::atomic<int> resets{0}, refused{0};
 };
 
+// A keyring file holding `entities` with fresh random keys; removed with the object.
+struct TempKeyring {
+  std::string path;
+  explicit TempKeyring(std::initializer_list<const char*> entities, const char* tag) {
+    path = "/tmp/bypass-msgr-test-" + std::to_string(::getpid()) + "-" + tag + ".keyring";
+    std::ofstream out(path);
+    for (const char* e : entities) out << "[" << e << "]\n\tkey = " << auth::CephxKey::random().to_base64() << "\n";
+  }
+  ~TempKeyring() { std::remove(path.c_str()); }
+};
+
+// BYPASS_TEST_MSGR_AUTH runs every test under one auth method and mode: `none` (default: auth
+// none, crc), `cephx-crc` or `cephx-secure`. With cephx every messenger holds one keyring, so
+// servers (of any entity type) authenticate the clients monitor-style and clients prove client.admin.
+struct AuthVariant {
+  std::string name = "none";
+  bool cephx = false;
+  bool secure = false;
+};
+
+const AuthVariant& auth_variant() {
+  static const AuthVariant variant = [] {
+    AuthVariant v;
+    const char* text = std::getenv("BYPASS_TEST_MSGR_AUTH");
+    if (text == nullptr || *text == '\0') return v;
+    v.name = text;
+    v.cephx = v.name == "cephx-crc" || v.name == "cephx-secure";
+    v.secure = v.name == "cephx-secure";
+    if (!v.cephx && v.name != "none") {
+      std::fprintf(stderr, "BYPASS_TEST_MSGR_AUTH: '%s' is not none, cephx-crc or cephx-secure\n", text);
+      std::exit(2);
+    }
+    return v;
+  }();
+  return variant;
+}
+
+const std::string& variant_keyring_path() {
+  static const TempKeyring keyring({"client.admin"}, "variant");
+  return keyring.path;
+}
+
 config::Config make_conf(std::initializer_list<std::pair<const char*, const char*>> sets = {}) {
   config::Config conf;
   conf.apply_environment();  // BYPASS_MS_TYPE picks the transport, BYPASS_DPDK_* its port
   conf.set("ms.workers", "2");
+  if (auth_variant().cephx) {
+    conf.set("ms.auth", "cephx");
+    conf.set("ms.keyring", variant_keyring_path());
+    conf.set("ms.mode", auth_variant().secure ? "secure" : "crc");
+  }
   for (auto& [k, v] : sets) conf.set(k, v);
   return conf;
+}
+
+// How many handshakes of `m` ended in secure mode (the links_secure counter).
+long secure_links(const Messenger& m) {
+  const std::string perf = m.perf_dump_json();
+  const size_t at = perf.find("\"links_secure\":");
+  return at == std::string::npos ? -1L : std::stol(perf.substr(at + 15));
 }
 
 // Where servers listen: BYPASS_TEST_ADDR (ip:port, default 127.0.0.1:0) as a msgr2 address.
@@ -459,6 +513,9 @@ TEST_F(MessengerSuite, LossySessionDropsOnFaultAndReportsReset) {
   EXPECT_EQ(acked.load(), 10u);
   EXPECT_TRUE(wait_for([&] { return server_d.received.load() == 10; }, 10s));
   EXPECT_TRUE(con->is_connected());
+  // The session runs in the auth variant's mode (BYPASS_TEST_MSGR_AUTH).
+  EXPECT_EQ(secure_links(*server), auth_variant().secure ? 1 : 0) << auth_variant().name;
+  EXPECT_EQ(secure_links(*client), auth_variant().secure ? 1 : 0) << auth_variant().name;
   // The server drops everything: the client's lossy session must end with a reset, not retry.
   server->mark_down_all();
   EXPECT_TRUE(wait_for([&] { return client_d.resets.load() == 1; }, 10s));
@@ -784,17 +841,6 @@ TEST_F(MessengerSuite, SecureModeWithSharedSecret) {
   server->shutdown();
 }
 
-// A keyring file holding `entities` with fresh random keys; removed with the object.
-struct TempKeyring {
-  std::string path;
-  explicit TempKeyring(std::initializer_list<const char*> entities, const char* tag) {
-    path = "/tmp/bypass-msgr-test-" + std::to_string(::getpid()) + "-" + tag + ".keyring";
-    std::ofstream out(path);
-    for (const char* e : entities) out << "[" << e << "]\n\tkey = " << auth::CephxKey::random().to_base64() << "\n";
-  }
-  ~TempKeyring() { std::remove(path.c_str()); }
-};
-
 // cephx between two Bypass messengers: the server is monitor-style (holds the clients' keys), in
 // secure and crc mode; a client whose key differs from the server's never gets a session.
 TEST_F(MessengerSuite, CephxWithAMonStyleBypassServer) {
@@ -815,7 +861,7 @@ TEST_F(MessengerSuite, CephxWithAMonStyleBypassServer) {
   // Another entity of the same keyring, in crc mode.
   NullDispatcher crc_d;
   auto crc = make_client(make_conf({{"ms.auth", "cephx"}, {"ms.keyring", keyring.path.c_str()},
-                                    {"ms.auth_name", "client.other"}}),
+                                    {"ms.auth_name", "client.other"}, {"ms.mode", "crc"}}),
                          &crc_d, Policy::lossy_client(), 7);
   ConnectionRef crc_con = crc->connect_to(EntityType::Mon, server->my_addrs());
   EXPECT_TRUE(wait_for([&] { return crc_con->is_connected(); }, 10s)) << crc_con->last_fault();
@@ -834,10 +880,64 @@ TEST_F(MessengerSuite, CephxWithAMonStyleBypassServer) {
   EXPECT_NE(bad_con->last_fault().find("cephx: the monitor rejected client.admin's key (EPERM)"), std::string::npos)
       << bad_con->last_fault();
   EXPECT_EQ(server_d.received.load(), 1000u);
+
+  // A server of another entity type authenticates the same way, for a client that holds no
+  // ticket for it (the tickets `client` got from the monitor are sealed with the monitor's secrets).
+  SeqChecker osd_d(true);
+  auto osd = make_server(conf, &osd_d, Policy::stateless_server(), EntityType::Osd);
+  NullDispatcher fresh_d;
+  auto fresh = make_client(conf, &fresh_d, Policy::lossy_client(), 9);
+  ConnectionRef osd_con = fresh->connect_to(EntityType::Osd, osd->my_addrs());
+  ASSERT_TRUE(osd_con->send_message(make_msg(1, 1)));
+  EXPECT_TRUE(wait_for([&] { return osd_d.received.load() == 1; }, 10s)) << osd_con->last_fault();
+  EXPECT_EQ(secure_links(*osd), 1);
+  fresh->shutdown();
+  osd->shutdown();
   bad->shutdown();
   crc->shutdown();
   client->shutdown();
   server->shutdown();
+}
+
+// Tickets that live 2 s (ms.cephx_ticket_ttl): a client keeping its monitor session renews them at
+// half-life, so well past the ttl it still opens sessions to an osd (which checks the ticket on
+// every handshake); the renewed tickets expire later than the first ones.
+TEST_F(MessengerSuite, CephxTicketsAreRenewedBeforeTheyExpire) {
+  TempKeyring keyring({"client.admin"}, "renew");
+  auto conf = make_conf({{"ms.auth", "cephx"}, {"ms.keyring", keyring.path.c_str()}, {"ms.mode", "secure"},
+                         {"ms.cephx_ticket_ttl", "2s"}, {"ms.keepalive_interval", "0s"}});
+  start_stack(conf);
+  SeqChecker mon_d(true), osd_d(true);
+  auto mon = make_server(conf, &mon_d, Policy::stateful_server(), EntityType::Mon);
+  auto osd = make_server(conf, &osd_d, Policy::stateless_server(), EntityType::Osd);
+  NullDispatcher client_d;
+  auto client = make_client(conf, &client_d, Policy::lossless_client(), 12);
+  client->set_policy(EntityType::Osd, Policy::lossy_client());
+  ConnectionRef mon_con = client->connect_to(EntityType::Mon, mon->my_addrs());
+  ASSERT_TRUE(mon_con->send_message(make_msg(1, 1)));
+  ASSERT_TRUE(wait_for([&] { return mon_d.received.load() == 1; }, 10s)) << mon_con->last_fault();
+  const auto first = client->cephx_tickets()->get(0x04);  // the osd ticket
+  ASSERT_TRUE(first.has_value());
+  std::atomic<uint64_t> acked{0}, dropped{0};
+  for (uint32_t round = 0; round < 3; ++round) {
+    // 1.5 ttl apart: every session after the first needs a ticket renewed since.
+    if (round > 0) {
+      client->mark_down(osd->my_addrs());
+      std::this_thread::sleep_for(3s);
+    }
+    ConnectionRef osd_con = client->connect_to(EntityType::Osd, osd->my_addrs());
+    send_stream(osd_con, 2 + round, 10, 10, acked, dropped);
+    ASSERT_TRUE(wait_for([&] { return osd_d.received.load() == 10 * (round + 1); }, 10s))
+        << "round " << round << ": " << osd_con->last_fault();
+  }
+  EXPECT_EQ(osd_d.errors.load(), 0u);
+  EXPECT_TRUE(mon_con->is_connected());
+  const auto renewed = client->cephx_tickets()->get(0x04);
+  ASSERT_TRUE(renewed.has_value());
+  EXPECT_GT(renewed->expires, first->expires + 4s);
+  client->shutdown();
+  osd->shutdown();
+  mon->shutdown();
 }
 
 TEST_F(MessengerSuite, SecureSessionRekeysByReauthenticating) {
