@@ -53,6 +53,10 @@ void register_tcp_options(Registry& r) {
   r.add({.name = "tcp.keepalive_count", .type = OptionType::Int, .default_value = "9",
          .help = "Unanswered keepalive probes before the connection is dropped.",
          .min = 1, .max = 1000});
+  r.add({.name = "tcp.invalid_ack_ratelimit", .type = OptionType::Duration, .default_value = "500ms",
+         .help = "Least time between two ACKs a connection sends in answer to out-of-window segments without "
+                 "data (Linux's tcp_invalid_ratelimit), so two hosts that disagree about the sequence space "
+                 "cannot trade ACKs without end; segments with data are always answered. 0: no limit."});
   r.add({.name = "tcp.arp_timeout", .type = OptionType::Duration, .default_value = "60s",
          .help = "Lifetime of a resolved ARP entry before it is refreshed.", .min = 1'000'000});
   r.add({.name = "tcp.ip_reassembly_timeout", .type = OptionType::Duration, .default_value = "30s",

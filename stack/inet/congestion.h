@@ -38,6 +38,12 @@ class CongestionControl {
   void on_recovery_exit() { cwnd_ = ssthresh_; }
   // Temporary adjustments during NewReno fast recovery without SACK (RFC 6582 §3.2).
   void set_cwnd(uint32_t cwnd) { cwnd_ = cwnd < mss_ ? mss_ : cwnd; }
+  // Undo of a response found needless (a spurious timeout, RFC 5682 / RFC 4015 §3): the window
+  // as it was before.
+  void restore(uint32_t cwnd, uint32_t ssthresh) {
+    set_cwnd(cwnd);
+    ssthresh_ = ssthresh;
+  }
 
  protected:
   // Congestion avoidance growth for `acked` bytes.

@@ -27,6 +27,7 @@ void apply_tcp_config(const config::Config& config, InetSettings& settings) {
   tcp.keepalive = tcp.keepalive_idle.count() > 0;
   tcp.keepalive_interval = config.get_duration("tcp.keepalive_interval");
   tcp.keepalive_probes = static_cast<int>(config.get_int("tcp.keepalive_count"));
+  tcp.invalid_ack_ratelimit = config.get_duration("tcp.invalid_ack_ratelimit");
   settings.arp_timeout = config.get_duration("tcp.arp_timeout");
   settings.ip_reassembly_timeout = config.get_duration("tcp.ip_reassembly_timeout");
   settings.ip_reassembly_max_datagrams = static_cast<size_t>(config.get_int("tcp.ip_reassembly_max"));

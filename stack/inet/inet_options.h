@@ -40,6 +40,10 @@ struct TcpSettings {
   int max_retransmissions = 15;      // give up (reset) after this many RTO expiries in a row
   int max_syn_retransmissions = 6;
   size_t max_challenge_acks_per_second = 1000;  // RFC 5961 §7
+  // At most one ACK per connection this often in answer to unacceptable segments without data
+  // (Linux's tcp_invalid_ratelimit): two hosts that disagree about the sequence space would
+  // otherwise trade such ACKs without end. Zero: no limit.
+  std::chrono::nanoseconds invalid_ack_ratelimit = 500ms;
   uint16_t ephemeral_port_first = 32768;
   uint16_t ephemeral_port_last = 60999;
 };

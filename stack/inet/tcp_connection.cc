@@ -25,7 +25,7 @@ const char* to_string(TcpState state) {
 
 namespace {
 constexpr size_t kMaxOutOfOrderSegments = 1024;  // bound on reassembly bookkeeping per connection
-constexpr uint32_t kDupThresh = 3;                // RFC 5681 §3.2, RFC 6675 §2
+constexpr uint32_t kDupThresh = SackScoreboard::kDupThresh;
 
 }  // namespace
 
@@ -36,7 +36,9 @@ TcpConnection::TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpS
       delack_timer_(layer.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
       persist_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_persist_timeout(); }),
       keepalive_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_keepalive_timeout(); }),
-      time_wait_timer_(layer.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }) {
+      time_wait_timer_(layer.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }),
+      reorder_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_reorder_timeout(); }),
+      probe_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_loss_probe(); }) {
   path_mtu_ = layer.mtu();
   uint8_t max_shift = std::min<uint8_t>(settings.max_window_shift, 14);
   while (rcv_wscale_ < max_shift && (settings.rcv_buffer >> rcv_wscale_) > 65535) ++rcv_wscale_;
@@ -242,7 +244,7 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   if (ts_enabled_ && h.options.timestamp && !h.has(kTcpRst) &&
       seq_lt(h.options.timestamp->first, ts_recent_)) {
     ++layer_.stats().tcp_dropped_paws;
-    send_ack();
+    send_out_of_window_ack(seg);
     return;
   }
   // RFC 9293 §3.10.7.4 first: sequence number acceptability.
@@ -251,7 +253,7 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
     // RFC 5961 §4.2 (RFC 9293 §3.10.7.4 fourth): a SYN gets a challenge ACK "irrespective of the
     // sequence number", so an off-path SYN flood is answered within the §7 rate limit too.
     if (h.has(kTcpSyn) && !h.has(kTcpRst)) return send_challenge_ack();
-    if (!h.has(kTcpRst)) send_ack();
+    if (!h.has(kTcpRst)) send_out_of_window_ack(seg);
     // With a zero window no segment is acceptable, "but special allowance should be made to
     // accept valid ACKs" (same section): a segment at RCV.NXT (a window probe, a retransmission)
     // carries the peer's acknowledgement of our data, and the peer's pure ACKs may be lost or
@@ -394,7 +396,11 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     persist_timer_.clear();
     persist_backoff_ = 0;
   }
-  if (sack_enabled_ && h.options.sack_count) update_sack_scoreboard(h.options);
+  if (sack_enabled_ && h.options.sack_count) scoreboard_.update(h.options, snd_una_, snd_max_);
+  // RFC 2883 §4: a first SACK block at or below the ACK reports a duplicate (D-SACK).
+  const bool dsack = h.options.sack_count && seq_leq(h.options.sack_blocks[0].right, ack);
+  const bool advanced = seq_gt(ack, snd_una_);
+  bool duplicate = false;
   TimePoint now = layer_.timers().now();
 
   if (seq_gt(ack, snd_una_)) {
@@ -424,14 +430,15 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     snd_una_ = ack;
     if (seq_lt(snd_nxt_, snd_una_)) snd_nxt_ = snd_una_;
     if (seq_lt(high_rxt_, snd_una_)) high_rxt_ = snd_una_;
-    while (!scoreboard_.empty() && seq_leq(scoreboard_.front().right, snd_una_))
-      scoreboard_.erase(scoreboard_.begin());
-    if (!scoreboard_.empty() && seq_lt(scoreboard_.front().left, snd_una_))
-      scoreboard_.front().left = snd_una_;
+    scoreboard_.advance(snd_una_);
     if (in_recovery_) {
+      // After a timeout the window regrows by slow start (RFC 5681 §3.1) while the holes are
+      // resent; its end does not set cwnd to ssthresh as fast recovery's does.
+      if (rto_recovery_) cc_->on_ack(acked, now, rtt_.srtt());
       if (seq_geq(ack, recover_)) {
         in_recovery_ = false;  // full ACK: RFC 6582 §3.2 step 3, RFC 6675 §5 (end of recovery)
-        cc_->on_recovery_exit();
+        if (!rto_recovery_) cc_->on_recovery_exit();
+        rto_recovery_ = false;
         dupacks_ = 0;
       } else if (!sack_enabled_) {
         // Partial ACK, RFC 6582 §3.2 step 5: retransmit the next hole, deflate by the amount
@@ -444,9 +451,10 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
       }
     } else {
       dupacks_ = 0;
+      if (rto_recovery_ && seq_geq(ack, recover_)) rto_recovery_ = false;
       // Grow only while the window is what limits sending (RFC 7661 §4.1 "validated" cwnd):
       // an application-limited flow must not inflate cwnd without bound.
-      if (flight_before_ack * 2 >= cc_->cwnd()) cc_->on_ack(acked, now, srtt_);
+      if (flight_before_ack * 2 >= cc_->cwnd()) cc_->on_ack(acked, now, rtt_.srtt());
     }
     // RFC 6298 §5.2/5.3: stop the timer when all is acknowledged, otherwise restart it.
     if (snd_una_ == snd_max_) rto_timer_.clear();
@@ -465,84 +473,102 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   } else if (ack == snd_una_ && seq_gt(snd_max_, snd_una_) && seg.payload.empty() &&
              !h.has(kTcpSyn) && !h.has(kTcpFin) && !window_changed && snd_wnd_ != 0) {
     // Duplicate ACK as defined in RFC 5681 §2.
+    duplicate = true;
     ++dupacks_;
     if (in_recovery_ && !sack_enabled_) cc_->set_cwnd(cc_->cwnd() + mss_);  // RFC 6582 step 4
   }
 
-  // Enter loss recovery (RFC 5681 §3.2 / RFC 6582 §3.2 step 2 / RFC 6675 §5 step 4): after
-  // DupThresh duplicate ACKs, or when SACK shows the first unacknowledged segment lost, unless
-  // this ACK does not cover the previous recovery point.
-  bool loss = dupacks_ >= kDupThresh || (sack_enabled_ && is_lost(snd_una_));
-  if (!in_recovery_ && loss && seq_gt(snd_max_, snd_una_) && seq_geq(snd_una_, recover_) &&
-      state_ != TcpState::SynReceived) {
-    in_recovery_ = true;
-    recover_ = snd_max_;
-    ++layer_.stats().tcp_fast_retransmits;
-    cc_->on_congestion_event(flight_size(), now);
-    uint32_t len = std::min<uint32_t>(mss_, send_end() - snd_una_);
-    high_rxt_ = snd_una_;
-    if (len) {
-      transmit(snd_una_, kTcpAck, send_buffer_.sub(snd_una_ - data_start_, len, send_position_), true);
-      high_rxt_ = snd_una_ + len;
-    } else if (fin_sent()) {
-      transmit(snd_una_, kTcpAck | kTcpFin, {}, true);
-    }
-    if (!sack_enabled_) cc_->set_cwnd(cc_->ssthresh() + 3 * mss_);  // RFC 6582 step 2
-    rto_timer_.set_after(rto_);
+  if (sack_enabled_) {
+    rack_.on_ack(snd_una_, scoreboard_, now);
+    // RFC 8985 §7.4.2: the ACK of a loss probe that no D-SACK calls a duplicate means the probe
+    // repaired a tail loss, which calls for the congestion response recovery would have made.
+    if (rack_.probe_repaired_loss(ack, dsack) && !in_recovery_) cc_->on_congestion_event(flight_size(), now);
   }
+  if (frto_.active()) on_spurious_timeout_verdict(frto_.on_ack(ack, advanced, duplicate));
+  if (state_ == TcpState::SynReceived || frto_.active()) return true;
+  if (sack_enabled_) detect_losses(now);
+  maybe_enter_recovery(now);
   return true;
 }
 
-void TcpConnection::update_sack_scoreboard(const TcpOptions& options) {
-  for (size_t i = 0; i < options.sack_count; ++i) {
-    SackBlock block = options.sack_blocks[i];
-    // RFC 2018 §4: ignore blocks that are inverted, already cumulatively acknowledged (D-SACK)
-    // or beyond what we sent.
-    if (!seq_lt(block.left, block.right) || seq_leq(block.right, snd_una_) ||
-        seq_gt(block.right, snd_max_))
-      continue;
-    if (seq_lt(block.left, snd_una_)) block.left = snd_una_;
-    auto it = std::find_if(scoreboard_.begin(), scoreboard_.end(),
-                           [&](const SackBlock& b) { return seq_geq(b.right, block.left); });
-    // Merge with every block it touches.
-    while (it != scoreboard_.end() && seq_leq(it->left, block.right)) {
-      block.left = seq_min(block.left, it->left);
-      block.right = seq_max(block.right, it->right);
-      it = scoreboard_.erase(it);
-    }
-    scoreboard_.insert(it, block);
-  }
+void TcpConnection::detect_losses(TimePoint now) {
+  // RFC 6675's DupThresh rule for first transmissions, RACK (RFC 8985 §6.2) for everything,
+  // retransmissions included; RACK may ask to look again once a reordering window has passed.
+  rack_.mark_lost_by_dupthresh(scoreboard_, mss_);
+  const Duration wait = rack_.detect_loss(now, in_recovery_);
+  if (wait > Duration::zero()) reorder_timer_.set_after(wait);
 }
 
-bool TcpConnection::is_lost(uint32_t seq) const {
-  // RFC 6675 §4 IsLost: DupThresh discontiguous SACKed blocks above seq, or more than
-  // (DupThresh - 1) * SMSS SACKed bytes above it.
-  uint32_t blocks = 0;
-  uint64_t bytes = 0;
-  for (auto it = scoreboard_.rbegin(); it != scoreboard_.rend(); ++it) {
-    if (seq_leq(it->right, seq)) break;
-    ++blocks;
-    bytes += it->right - seq_max(it->left, seq + 1);
+void TcpConnection::maybe_enter_recovery(TimePoint now) {
+  // Enter loss recovery (RFC 5681 §3.2 / RFC 6582 §3.2 step 2 / RFC 6675 §5 step 4): after
+  // DupThresh duplicate ACKs, or when SACK shows a segment lost (RFC 6675 IsLost, RFC 8985
+  // RACK). Duplicate ACKs alone do not when this ACK does not cover the previous recovery point.
+  const bool sack_loss = sack_enabled_ && rack_.has_lost();
+  if (in_recovery_ || !seq_gt(snd_max_, snd_una_)) return;
+  if (!sack_loss && !(dupacks_ >= kDupThresh && seq_geq(snd_una_, recover_))) return;
+  in_recovery_ = true;
+  recover_ = snd_max_;
+  ++layer_.stats().tcp_fast_retransmits;
+  cc_->on_congestion_event(flight_size(), now);
+  rack_.cancel_probe();
+  probe_timer_.clear();
+  high_rxt_ = snd_una_;
+  rto_timer_.set_after(rto_);
+  if (sack_enabled_) {
+    // output() resends what is marked lost, first segment first (RFC 6675 §5 step 4.2).
+    if (!rack_.has_lost()) rack_.mark_lost(snd_una_);
+    return;
   }
-  return blocks >= kDupThresh || bytes > uint64_t{kDupThresh - 1} * mss_;
+  uint32_t len = std::min<uint32_t>(mss_, send_end() - snd_una_);
+  if (len) {
+    transmit(snd_una_, kTcpAck, send_buffer_.sub(snd_una_ - data_start_, len, send_position_), true);
+    high_rxt_ = snd_una_ + len;
+  } else if (fin_sent()) {
+    transmit(snd_una_, kTcpAck | kTcpFin, {}, true);
+  }
+  cc_->set_cwnd(cc_->ssthresh() + 3 * mss_);  // RFC 6582 step 2
 }
 
-uint32_t TcpConnection::pipe() const {
-  // RFC 6675 §4 SetPipe, evaluated per hole rather than per octet: an un-SACKed range counts
-  // once if not lost, plus once more for the part already retransmitted (below HighRxt).
-  uint64_t total = 0;
-  uint32_t cursor = snd_una_;
-  auto count_range = [&](uint32_t from, uint32_t to) {
-    if (!seq_lt(from, to)) return;
-    if (!is_lost(from)) total += to - from;
-    if (seq_lt(from, high_rxt_)) total += seq_min(to, high_rxt_) - from;
-  };
-  for (const SackBlock& block : scoreboard_) {
-    count_range(cursor, block.left);
-    cursor = seq_max(cursor, block.right);
+void TcpConnection::on_reorder_timeout() {
+  if (!sack_enabled_ || frto_.active() || snd_una_ == snd_max_) return;
+  const TimePoint now = layer_.timers().now();
+  detect_losses(now);
+  maybe_enter_recovery(now);
+  output();
+}
+
+void TcpConnection::enter_rto_recovery() {
+  // RFC 6675 §5.1 and RFC 8985 §6.3: every segment not SACKed counts as lost and is resent as
+  // cwnd regrows; what the peer SACKed is not sent again.
+  rack_.mark_all_lost();
+  in_recovery_ = true;
+  rto_recovery_ = true;
+  high_rxt_ = snd_una_;
+}
+
+void TcpConnection::on_spurious_timeout_verdict(SpuriousTimeoutDetector::Verdict verdict) {
+  switch (verdict) {
+    case SpuriousTimeoutDetector::Verdict::None:
+      return;
+    case SpuriousTimeoutDetector::Verdict::SendNewData:
+      // RFC 5682 §2.1 step 2b: up to two new segments, whatever cwnd says; without new data to
+      // send (or room in the peer's window) the timeout cannot be judged: recover as usual.
+      if (send_end() == snd_max_ || snd_wnd_ <= flight_size()) {
+        frto_.no_new_data();
+        return enter_rto_recovery();
+      }
+      cc_->set_cwnd(flight_size() + 2 * mss_);
+      return;
+    case SpuriousTimeoutDetector::Verdict::Spurious:
+      // Step 3b: the originals arrived; undo the response (RFC 4015 §3) and the backoff.
+      ++layer_.stats().tcp_spurious_timeouts;
+      cc_->restore(frto_.saved_cwnd(), frto_.saved_ssthresh());
+      rto_ = rtt_.rto(settings_.rto_min, settings_.rto_max);
+      rto_recovery_ = false;
+      return;
+    case SpuriousTimeoutDetector::Verdict::Conventional:
+      return enter_rto_recovery();
   }
-  count_range(cursor, snd_max_);
-  return static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
 }
 
 void TcpConnection::process_text(TcpSegment& seg) {
@@ -550,6 +576,8 @@ void TcpConnection::process_text(TcpSegment& seg) {
   BufferList& data = seg.payload;
   bool fin = seg.header.has(kTcpFin);
   uint32_t fin_seq = seq + static_cast<uint32_t>(data.length());
+  // RFC 2883: report data we already had, so the sender can tell a needless retransmission.
+  if (sack_enabled_ && seq_lt(seq, rcv_nxt_) && !data.empty()) duplicate_block_ = {seq, seq_min(fin_seq, rcv_nxt_)};
   // Trim what we already have (RFC 9293 §3.10.7.4: process only the part in the window).
   if (seq_lt(seq, rcv_nxt_)) {
     uint32_t old = rcv_nxt_ - seq;
@@ -563,6 +591,9 @@ void TcpConnection::process_text(TcpSegment& seg) {
     data.truncate(seq_lt(seq, right) ? right - seq : 0);
     fin = false;
   }
+  // A duplicate or out-of-order segment means the sender is recovering from a loss: ACK each of
+  // its next segments at once (Linux's quick-ACK mode), so one lost ACK cannot stall its window.
+  if ((data.empty() && !fin) || seq != rcv_nxt_) quick_acks_ = kQuickAcks;
   if (data.empty() && !fin) return schedule_ack(true);  // a duplicate: ACK at once (RFC 5681 §4.2)
   if (seq != rcv_nxt_) {
     insert_out_of_order(seq, std::move(data), fin);
@@ -577,7 +608,7 @@ void TcpConnection::process_text(TcpSegment& seg) {
   if (had_gap) fin_now = drain_out_of_order_fin(fin_now);
   if (fin_now) process_fin();
   notify(kTcpReadable);
-  if (had_gap || fin_now || !settings_.delayed_ack) return schedule_ack(true);
+  if (had_gap || fin_now || !settings_.delayed_ack || take_quick_ack()) return schedule_ack(true);
   // RFC 9293 §3.8.6.3 / RFC 5681 §4.2: ACK at least every second full-sized segment.
   if (full_segment) ++unacked_segments_;
   if (unacked_segments_ >= 2) return send_ack();
@@ -670,24 +701,25 @@ uint32_t TcpConnection::payload_limit() const {
 }
 
 bool TcpConnection::send_next_hole() {
-  // RFC 6675 §4 NextSeg rule (1): the first un-SACKed, lost octet above HighRxt below the
-  // highest SACKed octet.
-  uint32_t cursor = seq_max(snd_una_, high_rxt_);
-  for (const SackBlock& block : scoreboard_) {
-    if (seq_lt(cursor, block.left)) {
-      if (!is_lost(cursor)) return false;
-      uint32_t data_end = send_end();
-      uint32_t hole_end = seq_min(block.left, data_end);
-      if (!seq_lt(cursor, hole_end)) return false;
-      uint32_t len = std::min<uint32_t>(payload_limit(), hole_end - cursor);
-      transmit(cursor, kTcpAck, send_buffer_.sub(cursor - data_start_, len, send_position_), true);
-      high_rxt_ = cursor + len;
-      if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
-      return true;
-    }
-    cursor = seq_max(cursor, block.right);
-  }
-  return false;
+  // RFC 6675 §4 NextSeg rule (1), with the segments RACK (RFC 8985 §6.2) or the DupThresh rule
+  // marked lost: the first one, less what is SACKed.
+  const SentSegment* lost = rack_.first_lost();
+  if (!lost) return false;
+  const uint32_t start = scoreboard_.skip_sacked(lost->start);
+  if (!seq_lt(start, lost->end)) return false;
+  const uint32_t sent_to = retransmit_range(start, scoreboard_.next_sacked(start, lost->end));
+  high_rxt_ = seq_max(high_rxt_, sent_to);
+  return sent_to != start;
+}
+
+uint32_t TcpConnection::retransmit_range(uint32_t start, uint32_t stop) {
+  const uint32_t data_end = seq_min(stop, send_end());
+  const uint32_t len = seq_lt(start, data_end) ? std::min<uint32_t>(payload_limit(), data_end - start) : 0;
+  const bool fin = fin_sent() && start + len == send_end() && seq_gt(stop, send_end());
+  if (len == 0 && !fin) return start;
+  transmit(start, fin ? kTcpAck | kTcpFin : kTcpAck, send_buffer_.sub(start - data_start_, len, send_position_), true);
+  if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
+  return start + len + (fin ? 1 : 0);
 }
 
 void TcpConnection::output() {
@@ -746,10 +778,14 @@ void TcpConnection::output() {
     snd_max_ = seq_max(snd_max_, snd_nxt_);
     if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
   }
+  arm_loss_probe();
 }
 
-void TcpConnection::build_sack_blocks(TcpOptions& options) const {
-  // RFC 2018 §4: the block holding the most recent arrival first, then the others.
+void TcpConnection::build_sack_blocks(TcpOptions& options, bool with_duplicate) const {
+  // RFC 2883 §4: a D-SACK block first; then, RFC 2018 §4: the block holding the most recent
+  // arrival, then the others.
+  if (with_duplicate) options.sack_blocks[options.sack_count++] = duplicate_block_;
+  const size_t first = options.sack_count;
   std::vector<SackBlock> ranges;
   for (const OutOfOrder& e : out_of_order_) {
     uint32_t e_end = e.seq + static_cast<uint32_t>(e.data.length());
@@ -763,7 +799,7 @@ void TcpConnection::build_sack_blocks(TcpOptions& options) const {
       break;
     }
   for (auto it = ranges.rbegin(); it != ranges.rend() && options.sack_count < max_blocks; ++it) {
-    if (options.sack_count && *it == options.sack_blocks[0]) continue;
+    if (options.sack_count > first && *it == options.sack_blocks[first]) continue;
     if (it->left == it->right) continue;
     options.sack_blocks[options.sack_count++] = *it;
   }
@@ -790,13 +826,20 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
     uint32_t window = (flags & kTcpRst) ? 0 : rcv_adv_ - rcv_nxt_;
     h.window = static_cast<uint16_t>(std::min<uint32_t>(window >> rcv_wscale_, 65535));
     if (ts_enabled_ && !(flags & kTcpRst)) h.options.timestamp = std::make_pair(ts_now(), ts_recent_);
-    if (sack_enabled_ && (flags & kTcpAck) && !out_of_order_.empty()) build_sack_blocks(h.options);
+    // A D-SACK block (RFC 2883) rides on the pure ACK that answers the duplicate.
+    const bool with_duplicate = duplicate_block_.left != duplicate_block_.right && payload.empty();
+    if (sack_enabled_ && (flags & kTcpAck) && (!out_of_order_.empty() || with_duplicate))
+      build_sack_blocks(h.options, with_duplicate);
+    if (with_duplicate) duplicate_block_ = {};
   }
   if (flags & kTcpAck) {
     last_ack_sent_ = rcv_nxt_;
     unacked_segments_ = 0;
     delack_timer_.clear();
   }
+  if (sack_enabled_ && !(flags & (kTcpSyn | kTcpRst)))  // RACK's record (RFC 8985 §6.1)
+    rack_.on_transmit(seq, seq + static_cast<uint32_t>(payload.length()) + ((flags & kTcpFin) ? 1 : 0),
+                      layer_.timers().now());
   if (retransmission) {
     ++layer_.stats().tcp_retransmitted_segments;
     ++retransmitted_segments_;
@@ -825,6 +868,21 @@ uint32_t TcpConnection::next_new_sequence() const {
 void TcpConnection::send_challenge_ack() {
   if (!layer_.allow_challenge_ack()) return;  // RFC 5961 §7 rate limit
   ++layer_.stats().tcp_challenge_acks;
+  send_ack();
+}
+
+void TcpConnection::send_out_of_window_ack(const TcpSegment& seg) {
+  // As Linux's tcp_oow_rate_limited: a segment with data is answered (its sender needs our ACK to
+  // learn what arrived); one without may be half of an ACK loop, so at most one per interval.
+  const Duration interval = settings_.invalid_ack_ratelimit;
+  if (seg.payload.empty() && interval > Duration::zero()) {
+    const TimePoint now = layer_.timers().now();
+    if (last_out_of_window_ack_ >= TimePoint::zero() && now - last_out_of_window_ack_ < interval) {
+      ++layer_.stats().tcp_out_of_window_acks_limited;
+      return;
+    }
+    last_out_of_window_ack_ = now;
+  }
   send_ack();
 }
 
@@ -864,20 +922,9 @@ uint32_t TcpConnection::ts_now() const {
 }
 
 void TcpConnection::sample_rtt(Duration rtt) {
-  if (rtt < Duration::zero()) return;
-  // RFC 6298 §2.2 and §2.3 (alpha = 1/8, beta = 1/4).
-  if (!have_rtt_) {
-    srtt_ = rtt;
-    rttvar_ = rtt / 2;
-    have_rtt_ = true;
-  } else {
-    Duration delta = srtt_ > rtt ? srtt_ - rtt : rtt - srtt_;
-    rttvar_ = (3 * rttvar_ + delta) / 4;
-    srtt_ = (7 * srtt_ + rtt) / 8;
-  }
-  Duration granularity = std::chrono::milliseconds(1);
+  rtt_.sample(rtt);
   // RFC 6298 §2.4 floor (configurable, default 200 ms) and §2.5 ceiling.
-  rto_ = std::clamp(srtt_ + std::max(granularity, 4 * rttvar_), settings_.rto_min, settings_.rto_max);
+  rto_ = rtt_.rto(settings_.rto_min, settings_.rto_max);
 }
 
 void TcpConnection::on_retransmission_timeout() {
@@ -899,16 +946,92 @@ void TcpConnection::on_retransmission_timeout() {
     return terminate(TcpError::TimedOut);
   }
   // RFC 5681 §3.1 eq. 4 and RFC 6582 §4: collapse the window, remember the recovery point.
+  const uint32_t cwnd_before = cc_->cwnd(), ssthresh_before = cc_->ssthresh();
+  // RFC 5682 §2.1 step 1: no F-RTO while an earlier timeout's recovery is unfinished.
+  const bool judge_spurious = !(rto_recovery_ && seq_gt(recover_, snd_una_));
   cc_->on_timeout(flight_size(), layer_.timers().now());
   recover_ = snd_max_;
-  in_recovery_ = false;
   dupacks_ = 0;
-  scoreboard_.clear();  // RFC 2018 §8: the receiver may have reneged; start over
   high_rxt_ = snd_una_;
   timed_at_ = TimePoint{-1};
-  snd_nxt_ = snd_una_;  // resend from the first unacknowledged octet (RFC 6298 §5.4)
+  if (sack_enabled_) {
+    rack_.cancel_probe();
+    probe_timer_.clear();
+    frto_.stop();
+    // RFC 6675 §5.1: the scoreboard survives the timeout, so only holes are resent. RFC 2018 §8:
+    // the receiver may have reneged; should a second timeout follow, its SACKs are discarded.
+    if (backoff_ > 1) {
+      scoreboard_.clear();
+      rack_.forget_sacks();
+    }
+    rto_recovery_ = true;
+    if (judge_spurious) {
+      // RFC 5682 §2.1 step 1: resend the first unacknowledged segment only, then let the next
+      // two ACKs tell whether the timeout was spurious.
+      in_recovery_ = false;
+      const uint32_t sent_to = retransmit_range(snd_una_, snd_una_ + payload_limit());
+      frto_.start(cwnd_before, ssthresh_before, sent_to, recover_);
+    } else {
+      enter_rto_recovery();
+      output();
+    }
+    rto_timer_.set_after(rto_);  // RFC 6298 §5.6
+    return;
+  }
+  in_recovery_ = false;
+  scoreboard_.clear();
+  snd_nxt_ = snd_una_;  // go back N: resend from the first unacknowledged octet (RFC 6298 §5.4)
   output();
   rto_timer_.set_after(rto_);  // RFC 6298 §5.6
+}
+
+bool TcpConnection::may_probe() const {
+  // RFC 8985 §7.2 probes outside recovery, with data in flight and no probe outstanding. Here also
+  // in recovery once nothing more may be sent (the lost segments are resent or cwnd is full): at
+  // the windows of two or three segments that heavy loss leaves, a flight whose retransmissions
+  // or ACKs are all lost has nothing left to elicit an ACK, and would wait for the RTO.
+  const bool can_send_more = rack_.has_lost() && pipe() + mss_ <= cc_->cwnd();
+  // Not while the RTO backs off (the path may be down) nor against a zero window (the persist
+  // timer probes that).
+  return sack_enabled_ && !(in_recovery_ && can_send_more) && !frto_.active() && !rack_.probe_outstanding() &&
+         snd_una_ != snd_max_ && backoff_ == 0 && snd_wnd_ != 0;
+}
+
+void TcpConnection::arm_loss_probe() {
+  // A probe goes out if the flight falls silent for a PTO (RFC 8985 §7.2); not when the RTO
+  // would come first.
+  if (!may_probe()) {
+    probe_timer_.clear();
+    return;
+  }
+  const Duration pto = RackTlp::probe_timeout(rtt_.srtt(), rtt_.has_sample(), flight_size() <= mss_);
+  if (rto_timer_.pending() && layer_.timers().now() + pto >= rto_timer_.deadline()) {
+    probe_timer_.clear();
+    return;
+  }
+  probe_timer_.set_after(pto);
+}
+
+void TcpConnection::on_loss_probe() {
+  if (!may_probe()) return;
+  if (state_ != TcpState::Established && state_ != TcpState::CloseWait && state_ != TcpState::FinWait1 &&
+      state_ != TcpState::Closing && state_ != TcpState::LastAck)
+    return;
+  // RFC 8985 §7.3: resend the most recently sent segment (its last SMSS) so the ACK it elicits,
+  // with SACK, shows RACK what of the tail was lost; in recovery, the first segment marked lost.
+  if (rack_.has_lost()) {
+    if (!send_next_hole()) return;
+  } else {
+    const SentSegment* last = rack_.last();
+    if (!last) return;
+    const uint32_t data_end = seq_min(last->end, send_end());
+    uint32_t start = last->start;
+    if (seq_lt(start, data_end) && data_end - start > payload_limit()) start = data_end - payload_limit();
+    if (retransmit_range(start, last->end) == start) return;
+  }
+  ++layer_.stats().tcp_loss_probes;
+  rack_.on_probe_sent(snd_max_);
+  rto_timer_.set_after(rto_);  // §7.3: the RTO follows the probe
 }
 
 void TcpConnection::on_persist_timeout() {
@@ -959,6 +1082,8 @@ void TcpConnection::enter_time_wait() {
   rto_timer_.clear();
   persist_timer_.clear();
   keepalive_timer_.clear();
+  reorder_timer_.clear();
+  probe_timer_.clear();
   time_wait_timer_.set_after(2 * settings_.msl);  // RFC 9293 §3.4.2
   notify(kTcpReadable);
 }
@@ -972,9 +1097,12 @@ void TcpConnection::terminate(TcpError error) {
   persist_timer_.clear();
   keepalive_timer_.clear();
   time_wait_timer_.clear();
+  reorder_timer_.clear();
+  probe_timer_.clear();
   send_buffer_.clear();
   send_position_ = {};
   out_of_order_.clear();
+  rack_.clear();
   layer_.on_closed(*this);
   notify(kTcpClosed | kTcpReadable | kTcpWritable);
 }
@@ -992,7 +1120,7 @@ std::string TcpConnection::describe() const {
          " fin_queued=" + std::to_string(fin_queued_) + " snd_wnd=" + std::to_string(snd_wnd_);
   if (cc_) out += " cwnd=" + std::to_string(cc_->cwnd()) + " ssthresh=" + std::to_string(cc_->ssthresh());
   out += " in_recovery=" + std::to_string(in_recovery_) + " recover=" + std::to_string(recover_ - iss_) +
-         " sack_blocks=" + std::to_string(scoreboard_.size()) + " dupacks=" + std::to_string(dupacks_) +
+         " sack_blocks=" + std::to_string(scoreboard_.size()) + " lost_marked=" + std::to_string(rack_.has_lost()) + " dupacks=" + std::to_string(dupacks_) +
          " rto=" + ms(rto_) + "ms backoff=" + std::to_string(backoff_) +
          " rto_timer=" + std::to_string(rto_timer_.pending()) +
          " persist_timer=" + std::to_string(persist_timer_.pending());

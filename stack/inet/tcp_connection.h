@@ -14,6 +14,10 @@
 #include "base/buffer_list.h"
 #include "stack/inet/congestion.h"
 #include "stack/inet/inet_options.h"
+#include "stack/inet/tcp_frto.h"
+#include "stack/inet/tcp_rack.h"
+#include "stack/inet/tcp_rtt_estimator.h"
+#include "stack/inet/tcp_sack_scoreboard.h"
 #include "stack/inet/tcp_seq.h"
 #include "stack/inet/timer_service.h"
 #include "stack/inet/wire/tcp.h"
@@ -105,8 +109,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool timestamps_enabled() const { return ts_enabled_; }
   bool sack_enabled() const { return sack_enabled_; }
   Duration rto() const { return rto_; }
-  Duration srtt() const { return srtt_; }
-  Duration rttvar() const { return rttvar_; }
+  Duration srtt() const { return rtt_.srtt(); }
+  Duration rttvar() const { return rtt_.rttvar(); }
   uint64_t retransmitted_bytes() const { return retransmitted_bytes_; }
   uint64_t retransmitted_segments() const { return retransmitted_segments_; }
   // Payload bytes the peer acknowledged / we received in order (64-bit: sequence numbers wrap).
@@ -151,16 +155,30 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void send_challenge_ack();
   void send_rst(uint32_t seq);
   void schedule_ack(bool immediate);
+  bool take_quick_ack() { return quick_acks_ > 0 && quick_acks_-- > 0; }
   uint32_t receive_window() const;
   void update_advertised_window();
   uint32_t send_end() const { return data_start_ + static_cast<uint32_t>(send_buffer_.length()); }
   bool fin_sent() const { return fin_queued_ && seq_gt(snd_max_, send_end()); }
-  void build_sack_blocks(TcpOptions& options) const;
+  void build_sack_blocks(TcpOptions& options, bool with_duplicate) const;
   uint32_t flight_size() const { return snd_max_ - snd_una_; }
-  uint32_t pipe() const;
-  bool is_lost(uint32_t seq) const;
-  void update_sack_scoreboard(const TcpOptions& options);
+  uint32_t pipe() const { return rack_.pipe(); }
   uint32_t payload_limit() const;
+  // Resends one segment from `start` (at most up to `stop`, a FIN included when [start, stop)
+  // reaches it); returns where the resent range ends.
+  uint32_t retransmit_range(uint32_t start, uint32_t stop);
+  // Answers an unacceptable segment with an ACK, rate-limited (see tcp.invalid_ack_ratelimit).
+  void send_out_of_window_ack(const TcpSegment& segment);
+
+  // Loss recovery (RFC 6675 with RACK-TLP, RFC 8985; F-RTO, RFC 5682).
+  void detect_losses(TimePoint now);
+  void maybe_enter_recovery(TimePoint now);
+  void enter_rto_recovery();  // after a timeout that was not spurious: resend every unSACKed segment
+  void on_spurious_timeout_verdict(SpuriousTimeoutDetector::Verdict verdict);
+  void on_reorder_timeout();
+  bool may_probe() const;
+  void arm_loss_probe();
+  void on_loss_probe();
 
   // Timers.
   void on_retransmission_timeout();
@@ -217,12 +235,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   };
   std::vector<OutOfOrder> out_of_order_;  // sorted by seq, non-overlapping
   SackBlock last_sack_block_{};           // RFC 2018 §4: most recent block first
+  SackBlock duplicate_block_{};           // RFC 2883 D-SACK to report; empty when left == right
   bool fin_received_ = false;
   uint32_t unacked_segments_ = 0;         // full segments received since our last ACK
+  static constexpr uint32_t kQuickAcks = 16;  // as Linux's TCP_MAX_QUICKACKS
+  uint32_t quick_acks_ = 0;               // segments still to ACK at once (see process_text())
 
-  // Retransmission (RFC 6298) and loss recovery (RFC 5681, 6582, 6675).
-  Duration srtt_{0}, rttvar_{0}, rto_;
-  bool have_rtt_ = false;
+  // Retransmission (RFC 6298) and loss recovery (RFC 5681, 6582, 6675, 8985, 5682).
+  RttEstimator rtt_;
+  Duration rto_;
   int backoff_ = 0;
   uint32_t ts_at_last_rto_ = 0;  // TSval clock at the last RTO (timeouts_ != 0); older echoes: no RTT sample
   uint32_t timed_seq_ = 0;       // Karn's algorithm when timestamps are off
@@ -230,9 +251,13 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   InlineCongestionControl cc_;
   uint32_t dupacks_ = 0;
   bool in_recovery_ = false;
+  bool rto_recovery_ = false;    // the recovery follows a timeout: slow start, no fast-recovery exit
   uint32_t recover_ = 0;         // RFC 6582 "recover" / RFC 6675 RecoveryPoint
   uint32_t high_rxt_ = 0;        // RFC 6675 HighRxt
-  std::vector<SackBlock> scoreboard_;  // SACKed ranges above snd_una, sorted, merged
+  SackScoreboard scoreboard_;
+  RackTlp rack_;
+  SpuriousTimeoutDetector frto_;
+  TimePoint last_out_of_window_ack_{-1};
   uint64_t retransmitted_bytes_ = 0;
   uint64_t retransmitted_segments_ = 0;
   uint64_t bytes_acked_ = 0, bytes_received_ = 0;
@@ -246,6 +271,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   DeadlineTimer persist_timer_;
   DeadlineTimer keepalive_timer_;
   DeadlineTimer time_wait_timer_;
+  DeadlineTimer reorder_timer_;  // RACK's reordering window (RFC 8985 §6.2 step 5)
+  DeadlineTimer probe_timer_;    // TLP's probe timeout (RFC 8985 §7.2)
 };
 
 }  // namespace bypass::inet
