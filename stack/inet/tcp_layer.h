@@ -14,6 +14,7 @@
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/ipv4_layer.h"
 #include "stack/inet/tcp_connection.h"
+#include "stack/inet/tcp_gro.h"
 
 namespace bypass::inet {
 
@@ -65,8 +66,11 @@ class TcpLayer {
                                          uint16_t local_port = 0);
   void set_port_filter(PortFilter filter) { port_filter_ = std::move(filter); }
 
-  // From Ipv4Layer.
+  // From Ipv4Layer. Between begin_burst() and end_burst() segments may be coalesced (tcp_gro.h,
+  // with tcp.gro); end_burst() hands TCP what is still held.
   void receive(const Ipv4Header& ip, Packet&& packet);
+  void begin_burst();
+  void end_burst();
   void on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quoted, const uint8_t* l4,
                       size_t l4_length);
 
@@ -96,6 +100,8 @@ class TcpLayer {
   const TcpSettings& settings() const { return settings_.tcp; }
 
  private:
+  // A parsed segment (or coalesced unit) to its connection or listener.
+  void dispatch(const FourTuple& tuple, TcpSegment&& segment);
   void listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment);
   bool accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpSegment& segment);
   uint32_t make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32_t counter,
@@ -117,6 +123,7 @@ class TcpLayer {
   uint32_t next_ephemeral_ = 0;
   TimePoint challenge_window_start_{0};
   size_t challenge_acks_in_window_ = 0;
+  TcpGro gro_;
 };
 
 }  // namespace bypass::inet
