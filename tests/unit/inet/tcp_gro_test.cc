@@ -396,6 +396,32 @@ TEST_F(GroStack, PshAndFinEndUnitsAndEveryByteArrivesInOrder) {
   EXPECT_EQ(client->state(), TcpState::CloseWait);
 }
 
+// The same frame with 4 bytes of IP options (NOPs and an end of list): RFC 791 §3.1.
+Packet with_ip_options(const Packet& frame) {
+  std::string bytes = frame.data.to_string();
+  bytes.insert(34, std::string("\x01\x01\x01\x00", 4));
+  auto* ip = reinterpret_cast<uint8_t*>(bytes.data()) + 14;
+  ip[0] = 0x46;
+  store_be16(ip + 2, static_cast<uint16_t>(load_be16(ip + 2) + 4));
+  store_be16(ip + 10, 0);
+  store_be16(ip + 10, internet_checksum(ip, 24));
+  Packet out;
+  out.data.append_copy(bytes);
+  return out;
+}
+
+TEST_F(GroStack, DatagramsWithIpOptionsAreNotMerged) {
+  open(true);
+  std::vector<Packet> frames;
+  for (uint32_t i = 0; i < 4; ++i) frames.push_back(with_ip_options(data(i * mss, mss)));
+  burst(frames);
+  EXPECT_EQ(hosts->a->stats().tcp_gro_units, 0u);
+  EXPECT_EQ(acks().size(), 2u);  // every second full segment, as without GRO
+  BufferList got = client->read();
+  EXPECT_EQ(got.length(), 4u * mss);
+  EXPECT_EQ(first_mismatch(got, 10), -1);
+}
+
 TEST_F(GroStack, ReorderedBurstIsReassembledByTcp) {
   open(true);
   // 0,1 | 3,4 | 2 | 5: the gap becomes out-of-order data TCP fills in (SACK/duplicate ACKs).
