@@ -307,6 +307,12 @@ class GroStack : public ::testing::Test {
     std::string bytes = pattern(10 + offset, length).to_string();
     return craft_tcp(ip_of(2), mac_of(2), ip_of(1), mac_of(1), h, bytes);
   }
+  // `count` full-sized segments from the start of the stream.
+  std::vector<Packet> full_segments(uint32_t count) {
+    std::vector<Packet> frames;
+    for (uint32_t i = 0; i < count; ++i) frames.push_back(data(i * mss, mss));
+    return frames;
+  }
   void burst(const std::vector<Packet>& frames) {
     hosts->a->begin_burst();
     for (const Packet& frame : frames) hosts->a->receive(Packet(frame.data));
@@ -330,9 +336,7 @@ TEST_F(GroStack, OneAckPerMergedUnitLikeLinux) {
   open(true);
   // Four full-sized segments in one burst: one unit, acknowledged at once (it holds more than
   // one full segment, RFC 5681 §4.2), with one ACK instead of two.
-  std::vector<Packet> frames;
-  for (uint32_t i = 0; i < 4; ++i) frames.push_back(data(i * mss, mss));
-  burst(frames);
+  burst(full_segments(4));
   auto sent = acks();
   ASSERT_EQ(sent.size(), 1u);  // before any timer ran
   EXPECT_EQ(sent[0].header.ack, server_next + 4 * mss);
@@ -353,9 +357,7 @@ TEST_F(GroStack, OneAckPerMergedUnitLikeLinux) {
 
 TEST_F(GroStack, WithGroOffEverySecondSegmentIsAcknowledged) {
   open(false);
-  std::vector<Packet> frames;
-  for (uint32_t i = 0; i < 4; ++i) frames.push_back(data(i * mss, mss));
-  burst(frames);
+  burst(full_segments(4));
   auto sent = acks();
   ASSERT_EQ(sent.size(), 2u);
   EXPECT_EQ(sent[1].header.ack, server_next + 4 * mss);
@@ -371,9 +373,7 @@ TEST_F(GroStack, UnitAcrossTheWindowEdgeIsCutThere) {
     ASSERT_GT(window, 2 * mss);
     ASSERT_LT(window, 4 * mss);
     // Four segments in one burst; the window ends inside the third; the fourth lies beyond it.
-    std::vector<Packet> frames;
-    for (uint32_t i = 0; i < 4; ++i) frames.push_back(data(i * mss, mss));
-    burst(frames);
+    burst(full_segments(4));
     EXPECT_EQ(client->readable_bytes(), window);
     BufferList got = client->read();
     EXPECT_EQ(first_mismatch(got, 10), -1);
@@ -412,8 +412,8 @@ Packet with_ip_options(const Packet& frame) {
 
 TEST_F(GroStack, DatagramsWithIpOptionsAreNotMerged) {
   open(true);
-  std::vector<Packet> frames;
-  for (uint32_t i = 0; i < 4; ++i) frames.push_back(with_ip_options(data(i * mss, mss)));
+  std::vector<Packet> frames = full_segments(4);
+  for (Packet& frame : frames) frame = with_ip_options(frame);
   burst(frames);
   EXPECT_EQ(hosts->a->stats().tcp_gro_units, 0u);
   EXPECT_EQ(acks().size(), 2u);  // every second full segment, as without GRO
