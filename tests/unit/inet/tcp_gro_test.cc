@@ -422,6 +422,26 @@ TEST_F(GroStack, DatagramsWithIpOptionsAreNotMerged) {
   EXPECT_EQ(first_mismatch(got, 10), -1);
 }
 
+TEST_F(GroStack, LroFrameLargerThanTheMtuIsOneSegmentOfMany) {
+  open(true);
+  // What a port with LRO hands over: one frame of four merged segments, tso_segsz = the MSS.
+  Packet frame = data(0, 4 * mss);
+  ASSERT_GT(frame.data.length(), 14u + hosts->dev_a->mtu());
+  frame.rx_lro_segment_size = static_cast<uint16_t>(mss);
+  hosts->a->begin_burst();
+  hosts->a->receive(std::move(frame));
+  hosts->a->receive(data(4 * mss, mss));  // not merged with the LRO frame
+  hosts->a->end_burst();
+  EXPECT_EQ(hosts->a->stats().tcp_lro_frames, 1u);
+  EXPECT_EQ(hosts->a->stats().tcp_lro_segments, 4u);
+  EXPECT_EQ(hosts->a->stats().tcp_gro_units, 0u);
+  ASSERT_FALSE(acks().empty());  // four full segments: acknowledged at once
+  EXPECT_EQ(acks().front().header.ack, server_next + 4 * mss);
+  BufferList got = client->read();
+  EXPECT_EQ(got.length(), 5u * mss);
+  EXPECT_EQ(first_mismatch(got, 10), -1);
+}
+
 TEST_F(GroStack, ReorderedBurstIsReassembledByTcp) {
   open(true);
   // 0,1 | 3,4 | 2 | 5: the gap becomes out-of-order data TCP fills in (SACK/duplicate ACKs).
