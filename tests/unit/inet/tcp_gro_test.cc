@@ -410,6 +410,44 @@ Packet with_ip_options(const Packet& frame) {
   return out;
 }
 
+// The frame's datagram as two IPv4 fragments, the first carrying `first_bytes` of its payload.
+std::vector<Packet> fragmented(const Packet& frame, size_t first_bytes, uint16_t identification) {
+  const std::string bytes = frame.data.to_string();
+  const std::string payload = bytes.substr(34);
+  std::vector<Packet> out;
+  for (size_t offset : {size_t{0}, first_bytes}) {
+    const size_t length = offset == 0 ? first_bytes : payload.size() - first_bytes;
+    std::string piece = bytes.substr(0, 34) + payload.substr(offset, length);
+    auto* ip = reinterpret_cast<uint8_t*>(piece.data()) + 14;
+    store_be16(ip + 2, static_cast<uint16_t>(20 + length));
+    store_be16(ip + 4, identification);
+    store_be16(ip + 6, static_cast<uint16_t>((offset == 0 ? Ipv4Header::kFlagMoreFragments : 0) | offset / 8));
+    store_be16(ip + 10, 0);
+    store_be16(ip + 10, internet_checksum(ip, 20));
+    Packet p;
+    p.data.append_copy(piece);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+TEST_F(GroStack, ReassembledDatagramsAreNotMerged) {
+  open(true);
+  std::vector<Packet> frames;
+  for (uint32_t i = 0; i < 2; ++i)
+    for (Packet& fragment : fragmented(data(i * mss, mss), 800, static_cast<uint16_t>(77 + i)))
+      frames.push_back(std::move(fragment));
+  frames.push_back(data(2 * mss, mss));
+  frames.push_back(data(3 * mss, mss));
+  burst(frames);
+  EXPECT_EQ(hosts->a->stats().reassembly_completed, 2u);
+  EXPECT_EQ(hosts->a->stats().tcp_gro_units, 1u);  // the last two only
+  EXPECT_EQ(hosts->a->stats().tcp_gro_segments, 2u);
+  BufferList got = client->read();
+  EXPECT_EQ(got.length(), 4u * mss);
+  EXPECT_EQ(first_mismatch(got, 10), -1);
+}
+
 TEST_F(GroStack, DatagramsWithIpOptionsAreNotMerged) {
   open(true);
   std::vector<Packet> frames = full_segments(4);
