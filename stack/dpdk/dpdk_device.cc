@@ -79,7 +79,7 @@ bool DpdkDevice::rx_pool_is_low(rte_mempool* pool) {
 
 inet::Packet DpdkDevice::packet_copied_from_mbuf(rte_mbuf* mbuf) {
   inet::Packet packet;
-  set_checksum_verdicts(packet, mbuf);
+  set_rx_metadata(packet, mbuf);
   for (rte_mbuf* seg = mbuf; seg != nullptr; seg = seg->next) {
     if (seg->data_len != 0) packet.data.append(BufferSegment::copy_of(rte_pktmbuf_mtod(seg, char*), seg->data_len));
   }
@@ -87,7 +87,10 @@ inet::Packet DpdkDevice::packet_copied_from_mbuf(rte_mbuf* mbuf) {
   return packet;
 }
 
-void DpdkDevice::set_checksum_verdicts(inet::Packet& packet, const rte_mbuf* mbuf) {
+void DpdkDevice::set_rx_metadata(inet::Packet& packet, const rte_mbuf* mbuf) {
+  // A frame the port merged from several TCP segments (LRO, e.g. virtio-user with GUEST_TSO) is one
+  // segment for the stack; tso_segsz says how large the merged ones were.
+  if ((mbuf->ol_flags & RTE_MBUF_F_RX_LRO) != 0) packet.rx_lro_segment_size = mbuf->tso_segsz;
   packet.rx_ip_checksum = verdict(mbuf->ol_flags, RTE_MBUF_F_RX_IP_CKSUM_MASK, RTE_MBUF_F_RX_IP_CKSUM_GOOD,
                                   RTE_MBUF_F_RX_IP_CKSUM_BAD, RTE_MBUF_F_RX_IP_CKSUM_NONE);
   packet.rx_l4_checksum = verdict(mbuf->ol_flags, RTE_MBUF_F_RX_L4_CKSUM_MASK, RTE_MBUF_F_RX_L4_CKSUM_GOOD,
@@ -112,7 +115,7 @@ BufferSegment DpdkDevice::wrap_mbuf_segment(rte_mbuf* seg) {
 
 inet::Packet DpdkDevice::packet_from_mbuf(rte_mbuf* mbuf) {
   inet::Packet packet;
-  set_checksum_verdicts(packet, mbuf);
+  set_rx_metadata(packet, mbuf);
   // Each segment is owned on its own, so the one holding only headers (the stack trims them at
   // once) goes back to the pool while the payload segments wait in the receive queue: a chain
   // pinned whole would hold twice the mbufs of what the application has not read yet.

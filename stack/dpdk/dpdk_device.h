@@ -69,7 +69,7 @@ class DpdkDevice final : public inet::PacketDevice {
  private:
   unsigned flush();
   bool rx_pool_is_low(rte_mempool* pool);
-  static void set_checksum_verdicts(inet::Packet& packet, const rte_mbuf* mbuf);
+  static void set_rx_metadata(inet::Packet& packet, const rte_mbuf* mbuf);
 
   pmd::Port& port_;
   unsigned worker_;

@@ -208,11 +208,13 @@ int DpdkWorker::poll() {
   rte_mbuf* mbufs[DpdkDevice::kBurst];
   const uint16_t count = port_.rx_burst(id(), mbufs, DpdkDevice::kBurst);
   device_.begin_batch();
+  inet_->begin_burst();
   for (uint16_t i = 0; i < count; ++i) {
     inet::Packet frame = device_.receive(mbufs[i]);
     if (!siblings_.empty()) share_arp(frame);
     inet_->receive(std::move(frame));
   }
+  inet_->end_burst();  // coalesced segments go to TCP, their ACKs into this batch
   return static_cast<int>(count + device_.end_batch());
 }
 
@@ -359,7 +361,7 @@ NetworkStack::Counters DpdkStack::transport_counters() {
   static constexpr std::string_view kReported[] = {
       "tcp_segments_sent", "tcp_segments_received", "tcp_retransmitted_segments", "tcp_fast_retransmits",
       "tcp_timeouts", "tcp_bad_checksum", "tcp_dropped_out_of_window", "tcp_rst_sent", "tcp_rst_received",
-      "tcp_connections_established", "tx_no_route"};
+      "tcp_connections_established", "tx_no_route", "tcp_gro_units", "tcp_gro_segments", "tcp_lro_frames"};
   std::vector<inet::InetStats> per_worker(num_workers());
   for (unsigned i = 0; i < num_workers(); ++i)
     run_on_worker(i, [&per_worker, i](inet::InetStack& inet) { per_worker[i] = inet.stats(); });

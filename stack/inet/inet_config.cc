@@ -16,6 +16,7 @@ void apply_tcp_config(const config::Config& config, InetSettings& settings) {
   tcp.nagle = config.get_bool("tcp.nagle");
   tcp.sack = config.get_bool("tcp.sack");
   tcp.timestamps = config.get_bool("tcp.timestamps");
+  tcp.gro = config.get_bool("tcp.gro");
   int64_t shift = config.get_int("tcp.window_scale");
   tcp.window_scale = shift > 0;
   tcp.max_window_shift = static_cast<uint8_t>(shift);

@@ -27,6 +27,8 @@ struct TcpSettings {
   bool sack = true;
   bool timestamps = true;
   bool window_scale = true;
+  // Coalesce each receive burst's consecutive in-order segments of a connection (tcp_gro.h).
+  bool gro = true;
   uint8_t max_window_shift = 14;     // largest shift we offer (RFC 7323 §2.3 caps it at 14)
   size_t rcv_buffer = 1 << 20;
   size_t snd_buffer = 1 << 20;

@@ -29,6 +29,10 @@ class InetStack {
   void start();
   // A received Ethernet frame.
   void receive(Packet&& frame);
+  // Frames received between the two belong to one receive burst (one poll of the device): TCP
+  // segments may be held and coalesced (tcp_gro.h) until end_burst(), which processes them.
+  void begin_burst() { tcp_.begin_burst(); }
+  void end_burst() { tcp_.end_burst(); }
 
   const InetSettings& settings() const { return settings_; }
   InetStats& stats() { return stats_; }

@@ -29,6 +29,10 @@ struct InetStats {
   uint64_t tcp_syn_cookies_sent = 0, tcp_syn_cookies_accepted = 0;
   uint64_t tcp_time_wait_reopened = 0;  // SYNs that opened a new incarnation from TIME-WAIT
   uint64_t tcp_connections_established = 0, tcp_connections_reset = 0;
+  // Receive coalescing: units of two or more segments built by GRO (tcp_gro.h) and the segments in
+  // them; frames the device already merged (LRO) and the wire segments they stood for.
+  uint64_t tcp_gro_units = 0, tcp_gro_segments = 0;
+  uint64_t tcp_lro_frames = 0, tcp_lro_segments = 0;
 };
 
 // Every counter by name, for tools and tests that print or look up counters.
@@ -83,6 +87,10 @@ inline constexpr std::array kInetCounters = {
     InetCounter{"tcp_time_wait_reopened", &InetStats::tcp_time_wait_reopened},
     InetCounter{"tcp_connections_established", &InetStats::tcp_connections_established},
     InetCounter{"tcp_connections_reset", &InetStats::tcp_connections_reset},
+    InetCounter{"tcp_gro_units", &InetStats::tcp_gro_units},
+    InetCounter{"tcp_gro_segments", &InetStats::tcp_gro_segments},
+    InetCounter{"tcp_lro_frames", &InetStats::tcp_lro_frames},
+    InetCounter{"tcp_lro_segments", &InetStats::tcp_lro_segments},
 };
 static_assert(sizeof(InetStats) == kInetCounters.size() * sizeof(uint64_t),
               "kInetCounters must name every InetStats counter");

@@ -117,6 +117,7 @@ void Ipv4Layer::receive(Packet&& packet) {
     header.flags_fragment = 0;
     Packet assembled(std::move(*whole));
     assembled.rx_ip_checksum = RxChecksum::Good;  // each fragment's header was checked
+    assembled.rx_reassembled = true;
     return deliver(header, std::move(assembled));
   }
   deliver(header, std::move(packet));

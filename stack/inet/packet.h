@@ -23,6 +23,11 @@ struct Packet {
   TxOffload tx;                                 // set by the stack on transmit
   RxChecksum rx_ip_checksum = RxChecksum::Unknown;  // set by the device on receive
   RxChecksum rx_l4_checksum = RxChecksum::Unknown;
+  // Set by the device when it merged consecutive TCP segments into this frame (LRO): the payload
+  // size of each, so TCP can count the wire segments the frame stands for. 0: not merged.
+  uint16_t rx_lro_segment_size = 0;
+  // Set by the IP layer on a datagram it reassembled from fragments (never coalesced further).
+  bool rx_reassembled = false;
 
   Packet() = default;
   explicit Packet(BufferList bytes) : data(std::move(bytes)) {}

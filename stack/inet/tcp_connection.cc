@@ -600,7 +600,9 @@ void TcpConnection::process_text(TcpSegment& seg) {
     return schedule_ack(true);  // out of order: immediate duplicate ACK carrying SACK
   }
   bool had_gap = !out_of_order_.empty();
-  bool full_segment = data.length() >= mss_;
+  // A coalesced unit counts the full-sized segments it carries (at most one per wire segment).
+  const uint32_t full_segments =
+      std::min<uint32_t>(seg.segments, static_cast<uint32_t>(data.length() / mss_));
   rcv_nxt_ += static_cast<uint32_t>(data.length());
   bytes_received_ += data.length();
   if (!user_closed_) receive_queue_.append(std::move(data));
@@ -610,7 +612,7 @@ void TcpConnection::process_text(TcpSegment& seg) {
   notify(kTcpReadable);
   if (had_gap || fin_now || !settings_.delayed_ack || take_quick_ack()) return schedule_ack(true);
   // RFC 9293 §3.8.6.3 / RFC 5681 §4.2: ACK at least every second full-sized segment.
-  if (full_segment) ++unacked_segments_;
+  unacked_segments_ += full_segments;
   if (unacked_segments_ >= 2) return send_ack();
   if (!delack_timer_.pending()) delack_timer_.set_after(settings_.delayed_ack_timeout);
 }

@@ -62,6 +62,9 @@ enum class TcpError { None, Refused, Reset, TimedOut, Unreachable };
 struct TcpSegment {
   TcpHeader header;
   BufferList payload;
+  // Wire segments this one stands for: more than 1 when receive coalescing (tcp_gro.h) or the
+  // device (LRO) merged consecutive segments; delayed-ACK accounting counts them (RFC 5681 §4.2).
+  uint16_t segments = 1;
   uint32_t length() const {
     return static_cast<uint32_t>(payload.length()) + header.has(kTcpSyn) + header.has(kTcpFin);
   }

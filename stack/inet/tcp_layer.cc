@@ -41,7 +41,8 @@ std::shared_ptr<TcpConnection> TcpListener::accept() {
 
 TcpLayer::TcpLayer(const InetSettings& settings, TimerService& timers, Ipv4Layer& ip,
                    PacketDevice& device, InetStats& stats, uint64_t secret_seed)
-    : settings_(settings), timers_(timers), ip_(ip), device_(device), stats_(stats) {
+    : settings_(settings), timers_(timers), ip_(ip), device_(device), stats_(stats),
+      gro_(stats, [this](const FourTuple& tuple, TcpSegment&& segment) { dispatch(tuple, std::move(segment)); }) {
   secret_[0] = mix64(secret_seed ^ 0x243f6a8885a308d3ull);
   secret_[1] = mix64(secret_[0] ^ 0x13198a2e03707344ull);
   next_ephemeral_ = static_cast<uint32_t>(mix64(secret_[1]));
@@ -185,8 +186,22 @@ void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
   ++stats_.tcp_segments_received;
   packet.data.trim_front(segment.header.header_length);
   segment.payload = std::move(packet.data);
+  if (packet.rx_lro_segment_size != 0) {
+    // The device merged this many wire segments (LRO); TCP acknowledges them as a coalesced unit.
+    const size_t size = packet.rx_lro_segment_size;
+    segment.segments = static_cast<uint16_t>(
+        std::clamp<size_t>((segment.payload.length() + size - 1) / size, 1, UINT16_MAX));
+    ++stats_.tcp_lro_frames;
+    stats_.tcp_lro_segments += segment.segments;
+  }
   FourTuple tuple{ip.destination, segment.header.destination_port, ip.source,
                   segment.header.source_port};
+  // Merging needs the plain 20-byte IP header of every datagram it joins (tcp_gro.h).
+  const bool coalescable = ip.header_length == Ipv4Header::kMinLength && !packet.rx_reassembled;
+  gro_.receive(tuple, std::move(segment), coalescable);
+}
+
+void TcpLayer::dispatch(const FourTuple& tuple, TcpSegment&& segment) {
   if (auto* found = connections_.find(tuple)) {
     auto connection = *found;  // keep it alive through the call
     if (connection->state() == TcpState::TimeWait && reopen_from_time_wait(*connection, tuple, segment))
@@ -211,6 +226,12 @@ void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
   ++stats_.tcp_dropped_no_connection;
   if (!h.has(kTcpRst)) send_reset_for(tuple, segment);
 }
+
+void TcpLayer::begin_burst() {
+  if (settings_.tcp.gro) gro_.begin_burst();
+}
+
+void TcpLayer::end_burst() { gro_.end_burst(); }
 
 void TcpLayer::send_reset_for(const FourTuple& tuple, const TcpSegment& segment) {
   // RFC 9293 §3.10.7.1: <SEQ=SEG.ACK><CTL=RST> if ACK was set, otherwise
@@ -377,11 +398,13 @@ size_t TcpLayer::unfinished_connections() const {
 size_t TcpLayer::unacknowledged_connections() const {
   // Our FIN is unacknowledged in FIN-WAIT-1, CLOSING and LAST-ACK (RFC 9293 §3.3.2); the send
   // buffer holds unsent and unacknowledged data.
-  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(), [](const auto& entry) {
-    const TcpConnection& c = *entry.second;
-    return !c.send_buffer_.empty() || c.state() == TcpState::FinWait1 || c.state() == TcpState::Closing ||
-           c.state() == TcpState::LastAck;
-  }));
+  size_t count = 0;
+  connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& connection) {
+    const TcpConnection& c = *connection;
+    count += !c.send_buffer_.empty() || c.state() == TcpState::FinWait1 || c.state() == TcpState::Closing ||
+             c.state() == TcpState::LastAck;
+  });
+  return count;
 }
 
 std::vector<ConnectionInfo> TcpLayer::connections() const {

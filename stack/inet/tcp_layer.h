@@ -13,6 +13,7 @@
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/ipv4_layer.h"
 #include "stack/inet/tcp_connection.h"
+#include "stack/inet/tcp_gro.h"
 #include "stack/inet/tuple_table.h"
 
 namespace bypass::inet {
@@ -68,8 +69,11 @@ class TcpLayer {
                                          uint16_t local_port = 0);
   void set_port_filter(PortFilter filter) { port_filter_ = std::move(filter); }
 
-  // From Ipv4Layer.
+  // From Ipv4Layer. Between begin_burst() and end_burst() segments may be coalesced (tcp_gro.h,
+  // with tcp.gro); end_burst() hands TCP what is still held.
   void receive(const Ipv4Header& ip, Packet&& packet);
+  void begin_burst();
+  void end_burst();
   void on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quoted, const uint8_t* l4,
                       size_t l4_length);
 
@@ -102,6 +106,8 @@ class TcpLayer {
   const TcpSettings& settings() const { return settings_.tcp; }
 
  private:
+  // A parsed segment (or coalesced unit) to its connection or listener.
+  void dispatch(const FourTuple& tuple, TcpSegment&& segment);
   // `iss`: the initial send sequence number if the SYN gets a connection (not a cookie).
   void listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment, uint32_t iss);
   // A SYN that reopens a connection in TIME-WAIT: true when it was taken (the old incarnation is gone).
@@ -126,6 +132,7 @@ class TcpLayer {
   uint32_t next_ephemeral_ = 0;
   TimePoint challenge_window_start_{0};
   size_t challenge_acks_in_window_ = 0;
+  TcpGro gro_;
 };
 
 }  // namespace bypass::inet

@@ -391,16 +391,27 @@ void run_stack(const uint8_t* data, size_t size) {
     stack->receive(frame_of(ethernet(static_cast<uint16_t>(EtherType::Arp), body)));
   }
 
+  // Consecutive op-2 segments arrive in one receive burst, where TCP may coalesce them (tcp_gro.h);
+  // any other operation ends the burst first, as timers and the application run between polls.
+  bool in_burst = false;
   for (size_t op = 0; op < kMaxOperations && !in.done(); ++op) {
     const uint8_t code = in.u8();
+    if (in_burst && code % 8 != 2) {
+      stack->end_burst();
+      in_burst = false;
+    }
     switch (code % 8) {
       case 0: {  // raw bytes as an Ethernet frame
         const auto bytes = in.bytes(in.u16() % 1600);
         stack->receive(frame_of(bytes));
         break;
       }
-      case 1:
-      case 2: send_tcp(*stack, device, in); break;
+      case 1: send_tcp(*stack, device, in); break;
+      case 2:
+        if (!in_burst) stack->begin_burst();
+        in_burst = true;
+        send_tcp(*stack, device, in);
+        break;
       case 3: {  // an IPv4 datagram with any protocol and payload
         const uint8_t protocol = in.u8();
         send_ipv4(*stack, in, protocol, in.bytes(in.u8()));
@@ -412,6 +423,7 @@ void run_stack(const uint8_t* data, size_t size) {
       default: app.act(*stack, in, static_cast<uint8_t>(code >> 3)); break;
     }
   }
+  if (in_burst) stack->end_burst();
 
   // The application closes everything and the peer goes silent. Every connection must then end
   // within RFC 9293's bounds: retransmissions give up (tcp.max_retransmissions with RTOs capped at

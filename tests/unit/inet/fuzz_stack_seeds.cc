@@ -11,7 +11,7 @@ namespace bypass::inet::fuzz {
 namespace {
 
 // Operation codes (low three bits) as fuzz_stack.cc reads them.
-enum Op : uint8_t { kRaw = 0, kTcp = 1, kIpv4 = 3, kIcmp = 4, kArp = 5, kAdvance = 6, kApp = 7 };
+enum Op : uint8_t { kRaw = 0, kTcp = 1, kTcpInBurst = 2, kIpv4 = 3, kIcmp = 4, kArp = 5, kAdvance = 6, kApp = 7 };
 enum AppOp : uint8_t { kConnect = 0, kAccept = 1, kToggleListener = 2, kOnConnection = 3 };
 enum ConnectionAction : uint8_t { kSend = 0, kRead = 1, kShutdown = 2, kClose = 3, kAbort = 4 };
 constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08, kAck = 0x10;
@@ -36,10 +36,11 @@ class Program {
     return u8(0).ip();
   }
   // A segment on the stack's connection `track` with the sequence and acknowledgement numbers it
-  // expects (numbering 0x0f), no options; `payload` bytes (< 1461).
+  // expects (numbering 0x0f), no options; `payload` bytes (< 1461). With `op` kTcpInBurst it
+  // joins the receive burst of the kTcpInBurst segments right before it.
   Program& segment(uint8_t track, uint8_t flags, uint16_t payload = 0, uint16_t window = 65535,
-                   uint8_t numbering = 0x0f, int8_t delta = 0) {
-    u8(kTcp).u8(0).u8(track).u8(flags).u8(numbering).u8(static_cast<uint8_t>(delta)).u16(window);
+                   uint8_t numbering = 0x0f, int8_t delta = 0, Op op = kTcp) {
+    u8(op).u8(0).u8(track).u8(flags).u8(numbering).u8(static_cast<uint8_t>(delta)).u16(window);
     if (payload < 64) {
       u8(0).u8(static_cast<uint8_t>(payload));
     } else {
@@ -95,6 +96,15 @@ std::vector<testing::FuzzSeed> make_seeds() {
     p.segment(0, kPsh | kAck, 100).on_connection(0, kRead).on_connection(0, kSend, 3000);
     p.advance(1, 2).segment(0, kAck).on_connection(0, kClose).segment(0, kFin | kAck).advance(2, 5);
     seeds.push_back({"passive-open-data-close", p.take()});
+  }
+  {  // a receive burst of consecutive data segments, coalesced (tcp_gro.h), a PSH ending the unit
+    Program p(0);
+    p.syn_to_listener().segment(0, kAck).app(kAccept);
+    // numbering 0x4c: seq = the expected one + delta * 1000, ack = the expected one.
+    for (int8_t i = 0; i < 4; ++i) p.segment(0, kAck, 1000, 65535, 0x4c, i, kTcpInBurst);
+    p.segment(0, kPsh | kAck, 1000, 65535, 0x4c, 4, kTcpInBurst).segment(0, kAck, 1000, 65535, 0x4c, 6, kTcpInBurst);
+    p.on_connection(0, kRead).advance(1, 3).segment(0, kFin | kAck).on_connection(0, kClose).advance(2, 5);
+    seeds.push_back({"burst-coalesced", p.take()});
   }
   {  // active open, the peer's data out of order, then a window closing to zero and reopening
     Program p(0);

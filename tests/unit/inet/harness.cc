@@ -44,11 +44,43 @@ void Wire::send(int from_side, Packet&& frame) {
 void Wire::deliver(int to_side, std::vector<uint8_t> bytes, Duration delay) {
   InetStack* target = ends_[to_side];
   if (!target) return;
+  if (burst != 0) {
+    arrivals_[to_side].push_back({timers_.now() + delay, std::move(bytes)});
+    timers_.schedule(delay, [this, to_side] { deliver_due(to_side); });
+    return;
+  }
   timers_.schedule(delay, [target, bytes = std::move(bytes)] {
     Packet packet;
     packet.data.append(BufferSegment::copy_of(bytes.data(), bytes.size()));
     target->receive(std::move(packet));
   });
+}
+
+void Wire::deliver_due(int to_side) {
+  std::deque<Arrival>& queue = arrivals_[to_side];
+  const TimePoint now = timers_.now();
+  for (;;) {
+    // Taken out of the queue first: receiving makes the stack send, which may queue more.
+    std::vector<std::vector<uint8_t>> due;
+    for (auto it = queue.begin(); it != queue.end() && due.size() < burst;) {
+      if (it->at > now) {
+        ++it;
+        continue;
+      }
+      due.push_back(std::move(it->bytes));
+      it = queue.erase(it);
+    }
+    InetStack* target = ends_[to_side];
+    if (due.empty() || !target) return;
+    ++bursts[to_side];
+    target->begin_burst();
+    for (std::vector<uint8_t>& bytes : due) {
+      Packet packet;
+      packet.data.append(BufferSegment::copy_of(bytes.data(), bytes.size()));
+      target->receive(std::move(packet));
+    }
+    target->end_burst();
+  }
 }
 
 TwoHosts::TwoHosts(uint64_t seed, InetSettings base) : wire(timers, seed) {
@@ -154,6 +186,20 @@ Packet craft_tcp(Ipv4Address src, MacAddress src_mac, Ipv4Address dst, MacAddres
   Packet p;
   p.data.append_copy(frame.data(), frame.size());
   return p;
+}
+
+void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
+                     std::function<bool(const SeenSegment&)> drop) {
+  hosts.wire.tap = [&hosts, &out, drop](int from, std::vector<uint8_t>& bytes) {
+    if (bytes.size() < 54 || load_be16(bytes.data() + 12) != 0x0800 || bytes[14 + 9] != 6) return true;
+    size_t ihl = (bytes[14] & 0xf) * 4u;
+    size_t total = load_be16(bytes.data() + 16);
+    SeenSegment s{from, {}, 0, hosts.timers.now()};
+    if (TcpHeader::parse(bytes.data() + 14 + ihl, total - ihl, s.header)) return true;
+    s.payload = total - ihl - s.header.header_length;
+    out.push_back(s);
+    return !(drop && drop(s));
+  };
 }
 
 std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <random>
@@ -57,9 +58,19 @@ class Wire {
   Tap tap;            // sees (and may edit or drop) every frame before the faults
   uint64_t frames[2] = {0, 0};
   bool cut = false;   // drop everything
+  // 0: each frame is received on its own. N: like a polled device, the frames due at one moment
+  // are received in bursts of up to N (InetStack::begin_burst/end_burst), in the order sent.
+  size_t burst = 0;
+  uint64_t bursts[2] = {0, 0};  // bursts received, by receiving side
 
  private:
+  struct Arrival {
+    TimePoint at;
+    std::vector<uint8_t> bytes;
+  };
   void deliver(int to_side, std::vector<uint8_t> bytes, Duration delay);
+  void deliver_due(int to_side);
+  std::deque<Arrival> arrivals_[2];
   VirtualTimerService& timers_;
   std::mt19937_64 rng_;
   InetStack* ends_[2] = {nullptr, nullptr};
@@ -109,6 +120,18 @@ TransferResult transfer(TwoHosts& hosts, const std::shared_ptr<TcpConnection>& s
 // A complete Ethernet/IPv4/TCP frame carrying `h` and `payload`, with correct checksums.
 Packet craft_tcp(Ipv4Address src, MacAddress src_mac, Ipv4Address dst, MacAddress dst_mac,
                  const TcpHeader& h, const std::string& payload = {});
+
+// One TCP segment seen crossing the wire: who sent it, its header, payload length and time.
+struct SeenSegment {
+  int from;
+  TcpHeader header;
+  size_t payload;
+  TimePoint at;
+};
+
+// Parses every TCP segment crossing the wire into `out` (through Wire::tap); `drop` may drop some.
+void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
+                     std::function<bool(const SeenSegment&)> drop = nullptr);
 
 // Connect a (client) to b (server, `port`); returns {client, server} once both are established.
 std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(

@@ -9,27 +9,6 @@
 namespace bypass::inet::test {
 namespace {
 
-struct SeenSegment {
-  int from;
-  TcpHeader header;
-  size_t payload;
-  TimePoint at;
-};
-
-void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
-                     std::function<bool(const SeenSegment&)> drop = nullptr) {
-  hosts.wire.tap = [&hosts, &out, drop](int from, std::vector<uint8_t>& bytes) {
-    if (bytes.size() < 54 || load_be16(bytes.data() + 12) != 0x0800 || bytes[14 + 9] != 6) return true;
-    size_t ihl = (bytes[14] & 0xf) * 4u;
-    size_t total = load_be16(bytes.data() + 16);
-    SeenSegment s{from, {}, 0, hosts.timers.now()};
-    if (TcpHeader::parse(bytes.data() + 14 + ihl, total - ihl, s.header)) return true;
-    s.payload = total - ihl - s.header.header_length;
-    out.push_back(s);
-    return !(drop && drop(s));
-  };
-}
-
 TEST(TcpFlow, WindowScalingAndZeroWindowProbe) {
   InetSettings s;
   s.tcp.rcv_buffer = 64 * 1024;  // small receiver: the sender fills it quickly

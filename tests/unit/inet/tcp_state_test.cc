@@ -34,28 +34,6 @@ Packet craft_to_a(const TcpHeader& h, const std::string& payload = {}) {
   return craft_tcp(ip_of(2), mac_of(2), ip_of(1), mac_of(1), h, payload);
 }
 
-struct SeenSegment {
-  int from;
-  TcpHeader header;
-  size_t payload;
-  TimePoint at;
-};
-
-// Parses every TCP segment crossing the wire into `out`.
-void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
-                     std::function<bool(const SeenSegment&)> drop = nullptr) {
-  hosts.wire.tap = [&hosts, &out, drop](int from, std::vector<uint8_t>& bytes) {
-    if (bytes.size() < 54 || load_be16(bytes.data() + 12) != 0x0800 || bytes[14 + 9] != 6) return true;
-    size_t ihl = (bytes[14] & 0xf) * 4u;
-    size_t total = load_be16(bytes.data() + 16);
-    SeenSegment s{from, {}, 0, hosts.timers.now()};
-    if (TcpHeader::parse(bytes.data() + 14 + ihl, total - ihl, s.header)) return true;
-    s.payload = total - ihl - s.header.header_length;
-    out.push_back(s);
-    return !(drop && drop(s));
-  };
-}
-
 InetSettings quick_settings() {
   InetSettings s;
   s.tcp.msl = 1s;
