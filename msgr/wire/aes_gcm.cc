@@ -17,6 +17,7 @@ namespace {
 // The AES-128-GCM implementation of the provider EVP would use, called directly. Resolved once;
 // the fetched EVP_CIPHER is kept so its provider stays loaded for the life of the process.
 struct GcmProvider {
+  EVP_CIPHER* cipher = nullptr;  // holds the provider loaded; never freed (streams live until exit)
   void* provctx = nullptr;
   OSSL_FUNC_cipher_newctx_fn* newctx = nullptr;
   OSSL_FUNC_cipher_freectx_fn* freectx = nullptr;
@@ -42,8 +43,8 @@ bool names_include(const char* names, std::string_view wanted) {
 
 GcmProvider resolve_gcm_provider() {
   GcmProvider p;
-  EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, "AES-128-GCM", nullptr);  // kept: see above
-  const OSSL_PROVIDER* prov = cipher ? EVP_CIPHER_get0_provider(cipher) : nullptr;
+  p.cipher = EVP_CIPHER_fetch(nullptr, "AES-128-GCM", nullptr);
+  const OSSL_PROVIDER* prov = p.cipher ? EVP_CIPHER_get0_provider(p.cipher) : nullptr;
   if (prov == nullptr) {
     p.error = "no OpenSSL provider offers AES-128-GCM";
     return p;
