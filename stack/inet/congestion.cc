@@ -8,6 +8,8 @@ namespace bypass::inet {
 namespace {
 // RFC 5681 §3.1 eq. 1 / RFC 6928: initial window of min(10*MSS, max(2*MSS, 14600)).
 uint32_t initial_window(uint32_t mss) { return std::min(10 * mss, std::max(2 * mss, 14600u)); }
+// The most one ACK of a coalesced unit covers (TcpGro's and Linux GRO's 64 KiB unit).
+constexpr uint32_t kLargestCoalescedAck = 64 * 1024;
 }  // namespace
 
 CongestionControl::CongestionControl(uint32_t mss) : mss_(mss), cwnd_(initial_window(mss)) {}
@@ -19,8 +21,13 @@ void CongestionControl::start(uint32_t mss) {
 
 void CongestionControl::on_ack(uint32_t acked, TimePoint now, Duration srtt) {
   if (in_slow_start()) {
-    // RFC 5681 §3.1 with appropriate byte counting (RFC 3465, L = 2*SMSS).
-    cwnd_ += std::min(acked, 2 * mss_);
+    // RFC 5681 §3.1 with appropriate byte counting (RFC 3465). RFC 3465 §2.2's limit L = 2*SMSS
+    // per ACK assumes a receiver that acknowledges every second segment; receivers that coalesce
+    // (GRO and LRO, Linux's and ours: tcp_gro.h) acknowledge a whole unit of up to 64 KiB at once,
+    // and with L = 2*SMSS slow start against them would grow by 2 segments per 44 instead of
+    // doubling each round trip. So, as Linux's tcp_slow_start, count what such an ACK covers, up
+    // to the largest coalesced unit.
+    cwnd_ += std::min(acked, std::max(kLargestCoalescedAck, 2 * mss_));
     if (cwnd_ > ssthresh_) cwnd_ = std::max(ssthresh_, mss_);
     return;
   }

@@ -598,6 +598,17 @@ TEST(Congestion, CubicReducesByBetaAndRegrowsTowardWmax) {
   EXPECT_EQ(cubic.cwnd(), 1000u);
 }
 
+// A receiver that coalesces (GRO) acknowledges up to 64 KiB at once: slow start counts all of it
+// (as Linux does), not RFC 3465's 2*SMSS per ACK, or it would grow by 2 segments per 44.
+TEST(Congestion, SlowStartCountsAStretchAckOfACoalescedUnit) {
+  NewReno reno(1460);
+  const uint32_t initial = reno.cwnd();
+  reno.on_ack(44 * 1460, TimePoint{0}, 1ms);
+  EXPECT_EQ(reno.cwnd(), initial + 44 * 1460);
+  reno.on_ack(200 * 1460, TimePoint{0}, 1ms);  // beyond any coalesced unit: 64 KiB at most
+  EXPECT_EQ(reno.cwnd(), initial + 44 * 1460 + 64 * 1024);
+}
+
 TEST(Congestion, NewRenoHalvesAndGrowsLinearly) {
   NewReno reno(1000);
   EXPECT_EQ(reno.cwnd(), 10000u);  // RFC 6928 initial window
