@@ -95,6 +95,10 @@ void register_dpdk_options(Registry& r) {
          .help = "Use TX IPv4/TCP checksum offload when the port supports it."});
   r.add({.name = "dpdk.tso", .type = OptionType::Bool, .default_value = "true",
          .help = "Use TCP segmentation offload when the port supports it."});
+  r.add({.name = "dpdk.gso", .type = OptionType::Bool, .default_value = "true",
+         .help = "On ports without TSO (or with dpdk.tso off), still let TCP send segments of up to 64 KiB and cut "
+                 "them into MTU-sized frames in software while copying them into mbufs (generic segmentation "
+                 "offload); false sends one MSS per segment there."});
   r.add({.name = "dpdk.lro", .type = OptionType::Bool, .default_value = "true",
          .help = "Use large receive offload when the port supports it."});
   r.add({.name = "dpdk.multi_seg", .type = OptionType::Bool, .default_value = "true",
