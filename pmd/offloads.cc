@@ -64,10 +64,15 @@ OffloadPlan negotiate(const DeviceCapabilities& caps, const OffloadRequest& requ
   // TSO hands the NIC one large chained frame whose TCP checksums it fills in per segment. The
   // IPv4 header checksum it may not offload (virtio has no such offload: its TSO recomputes the
   // header itself), so the stack writes it then.
-  const bool tso_possible = s.tso && e.multi_seg && e.tx_tcp_checksum;
+  // DPDK 22.11's net_tap segments with librte_gso but refuses a frame whose Ethernet, IPv4 and
+  // TCP headers plus tso_segsz exceed the MTU (it counts the Ethernet header against it), so a
+  // full-MSS segment never leaves and blocks the queue behind it: segment in software there.
+  const bool tap_tso_broken = driver == "net_tap";
+  const bool tso_possible = s.tso && e.multi_seg && e.tx_tcp_checksum && !tap_tso_broken;
   e.tso = decide(request.tso, tso_possible, "tso",
-                 s.tso ? "needs tx-multi-seg and tx-tcp-cksum, segmenting in software"
-                       : "segmenting in software");
+                 tap_tso_broken ? "refuses full-MSS segments in DPDK 22.11, segmenting in software"
+                 : s.tso       ? "needs tx-multi-seg and tx-tcp-cksum, segmenting in software"
+                               : "segmenting in software");
   e.lro = decide(request.lro, s.lro, "lro", "segments are delivered one by one");
   // Scatter lets LRO and jumbo frames arrive as chains; enable whenever offered.
   e.rx_scatter = s.rx_scatter;

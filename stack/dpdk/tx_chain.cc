@@ -273,12 +273,24 @@ bool TxChainBuilder::build_cut(const inet::Packet& frame, EmitFrame emit, void* 
         !chain.copy(reinterpret_cast<const char*>(headers) + l4_offset, tx.l4_length, summing))
       return false;
     for (size_t remaining = cutter.payload_length(i); remaining > 0;) {
-      const BufferSegment& piece = segments[segment];
-      const size_t n = std::min(remaining, piece.length() - offset);
-      if (!chain.copy(piece.data() + offset, n, summing)) return false;
+      const BufferSegment& whole = segments[segment];
+      const size_t n = std::min(remaining, whole.length() - offset);
+      // Where the port attaches (dpdk.zero_copy_* and the port's limits), the payload is
+      // attached as in build(), and only summed when the port cannot sum it.
+      const BufferSegment piece = n == 0 ? BufferSegment{} : whole.sub(offset, n);
+      if (n != 0 && chain.segments() + 2 <= options_.max_segments && attachable(piece)) {
+        rte_mbuf* m = attach(piece);
+        if (m == nullptr) return false;
+        if (summing != nullptr) summing->add(piece.data(), n);
+        chain.append_attached(m);
+        ++counters_.attached_pieces;
+        counters_.attached_bytes += n;
+      } else if (!chain.copy(whole.data() + offset, n, summing)) {
+        return false;
+      }
       remaining -= n;
       offset += n;
-      if (offset == piece.length()) {
+      if (offset == whole.length()) {
         ++segment;
         offset = 0;
       }
@@ -296,7 +308,8 @@ bool TxChainBuilder::build_cut(const inet::Packet& frame, EmitFrame emit, void* 
     }
     ++counters_.frames;
     ++counters_.cut_frames;
-    counters_.copied_bytes += head->pkt_len;
+    for (const rte_mbuf* m = head; m != nullptr; m = m->next)
+      if (RTE_MBUF_DIRECT(m)) counters_.copied_bytes += m->data_len;
     emit(context, chain.release());
   }
   ++counters_.cut_segments;

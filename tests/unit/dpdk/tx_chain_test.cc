@@ -438,12 +438,13 @@ std::vector<rte_mbuf*> cut(TxChainBuilder& builder, const inet::Packet& packet, 
 // of at most segment_payload bytes, its sequence number, IPv4 length, identification and both
 // checksums its own, PSH and FIN on the last only, and together they carry the payload exactly.
 TEST_F(TxChainTest, SoftwareSegmentationCutsWhileCopying) {
+  for (const bool attach : {false, true})
   for (const bool port_sums : {false, true}) {
     for (const std::vector<size_t>& pieces :
          std::vector<std::vector<size_t>>{{1448 * 3}, {333, 20000, 7, 44000}, {1}, {8948, 8948, 100}}) {
       const uint16_t mss = pieces.size() == 3 ? 8948 : 1448;
       TxChainOptions options;
-      options.device_copies = true;
+      options.device_copies = !attach;  // a port that DMAs: payload attached, not copied
       options.software_tcp_checksum = !port_sums;
       TxChainBuilder builder(pool_, options);
       LargeSegment large(pieces, mss);
@@ -489,6 +490,11 @@ TEST_F(TxChainTest, SoftwareSegmentationCutsWhileCopying) {
         rte_pktmbuf_free(frames[i]);
       }
       EXPECT_EQ(carried, large.payload);
+      if (attach && large.payload.size() >= 4 * 1448) {
+        EXPECT_GT(builder.counters().attached_bytes, 0u);
+      } else if (!attach) {
+        EXPECT_EQ(builder.counters().attached_bytes, 0u);
+      }
       EXPECT_EQ(builder.counters().cut_segments, 1u);
       EXPECT_EQ(builder.counters().cut_frames, frames.size());
     }
