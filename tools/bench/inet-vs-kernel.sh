@@ -7,8 +7,8 @@
 #                here, net_memif with MTU 9000 (BENCH_MTU; TCP's 64 KiB segments cut in software
 #                while copied into mbufs). BENCH_PORT=vhost runs it over a vhost-user (server) /
 #                virtio-user (client) pair, MTU 9000, the client handing 64 KiB segments to
-#                virtio-user with TSO: slower here (0.37-1.29 vs 0.98-2.52 Gbit/s in three paired
-#                runs on a loaded host), both sides copying every byte once.
+#                virtio-user with TSO: no faster here (7.2-7.9 vs 8.0 Gbit/s for memif in the same
+#                minute, 0.4-1.3 vs 1.0-2.5 on a more loaded host), both pairs copying each byte once.
 #   connections  10,000 concurrent connections on one lcore: inet_bench dpdk vs inet_bench posix
 #   accept       connections accepted per second on one lcore: inet_bench dpdk vs posix
 #
