@@ -75,7 +75,9 @@ void register_dpdk_options(Registry& r) {
          .min = 512, .max = 65535});
   r.add({.name = "dpdk.mtu", .type = OptionType::Int, .default_value = "1500",
          .help = "Port MTU in bytes (IP packet size). Up to the link's limit: the driver's, or for net_memif "
-                 "its bsize devarg less the 14-byte Ethernet header (see dpdk.mtu_limit).", .min = 68, .max = 9600});
+                 "its bsize devarg less the 14-byte Ethernet header (see dpdk.mtu_limit; memif carries up to 65,000 with "
+                 "bsize=65014 and dpdk.mbuf_size=65535: one frame per mbuf, an IPv4 datagram at most 65,535 bytes).",
+         .min = 68, .max = 65000});
   r.add({.name = "dpdk.mtu_limit", .type = OptionType::Int, .default_value = "0",
          .help = "The largest MTU the link really carries, when the driver reports less (0: the driver's limit; "
                  "net_memif: derived from its bsize devarg). DPDK 22.11's net_memif reports a 1518-byte frame "
@@ -95,6 +97,10 @@ void register_dpdk_options(Registry& r) {
          .help = "Use TX IPv4/TCP checksum offload when the port supports it."});
   r.add({.name = "dpdk.tso", .type = OptionType::Bool, .default_value = "true",
          .help = "Use TCP segmentation offload when the port supports it."});
+  r.add({.name = "dpdk.gso", .type = OptionType::Bool, .default_value = "true",
+         .help = "On ports without TSO (or with dpdk.tso off), still let TCP send segments of up to 64 KiB and cut "
+                 "them into MTU-sized frames in software while copying them into mbufs (generic segmentation "
+                 "offload); false sends one MSS per segment there."});
   r.add({.name = "dpdk.lro", .type = OptionType::Bool, .default_value = "true",
          .help = "Use large receive offload when the port supports it."});
   r.add({.name = "dpdk.multi_seg", .type = OptionType::Bool, .default_value = "true",

@@ -61,11 +61,18 @@ OffloadPlan negotiate(const DeviceCapabilities& caps, const OffloadRequest& requ
   e.tx_tcp_checksum = decide(request.tx_checksum, s.tx_tcp_checksum, "tx-tcp-cksum", "computed in software");
   e.tx_udp_checksum = decide(request.tx_checksum, s.tx_udp_checksum, "tx-udp-cksum", "computed in software");
   e.multi_seg = decide(request.multi_seg, s.multi_seg, "tx-multi-seg", "chains are linearised before tx");
-  // TSO hands the NIC one large chained frame with checksums to fill in: it needs both.
-  const bool tso_possible = s.tso && e.multi_seg && e.tx_tcp_checksum && e.tx_ipv4_checksum;
+  // TSO hands the NIC one large chained frame whose TCP checksums it fills in per segment. The
+  // IPv4 header checksum it may not offload (virtio has no such offload: its TSO recomputes the
+  // header itself), so the stack writes it then.
+  // DPDK 22.11's net_tap segments with librte_gso but refuses a frame whose Ethernet, IPv4 and
+  // TCP headers plus tso_segsz exceed the MTU (it counts the Ethernet header against it), so a
+  // full-MSS segment never leaves and blocks the queue behind it: segment in software there.
+  const bool tap_tso_broken = driver == "net_tap";
+  const bool tso_possible = s.tso && e.multi_seg && e.tx_tcp_checksum && !tap_tso_broken;
   e.tso = decide(request.tso, tso_possible, "tso",
-                 s.tso ? "needs tx-multi-seg and tx checksums, segmenting in software"
-                       : "segmenting in software");
+                 tap_tso_broken ? "refuses full-MSS segments in DPDK 22.11, segmenting in software"
+                 : s.tso       ? "needs tx-multi-seg and tx-tcp-cksum, segmenting in software"
+                               : "segmenting in software");
   e.lro = decide(request.lro, s.lro, "lro", "segments are delivered one by one");
   // Scatter lets LRO and jumbo frames arrive as chains; enable whenever offered.
   e.rx_scatter = s.rx_scatter;

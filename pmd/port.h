@@ -182,6 +182,9 @@ class Port {
   }
   uint16_t driver_tx(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count) {
     if (burst_guard_) burst_guard_->enter(worker);
+    // With TSO on, the driver's own fix-ups come first (virtio wants the TSO pseudo-header sum with
+    // the length, DPDK's convention is without). A frame it refuses stays with the caller.
+    if (info_.offloads.enabled.tso) count = rte_eth_tx_prepare(info_.port_id, queue, pkts, count);
     const uint16_t n = rte_eth_tx_burst(info_.port_id, queue, pkts, count);
     if (burst_guard_) burst_guard_->leave(worker);
     return n;

@@ -19,11 +19,14 @@ TxChainOptions with_port_limits(TxChainOptions tx, const pmd::PortInfo& info) {
   tx.max_segments = info.tx_max_segments;
   tx.device_copies = !info.dma_needs_registered_memory;
   tx.software_tcp_checksum = !info.offloads.enabled.tx_tcp_checksum;
+  tx.tso = info.offloads.enabled.tso;
   return tx;
 }
 
-inet::DeviceCapabilities capabilities_of(const pmd::OffloadFlags& enabled) {
+inet::DeviceCapabilities capabilities_of(const pmd::OffloadFlags& enabled, const TxChainOptions& tx) {
   inet::DeviceCapabilities caps;
+  // TCP segments of up to 64 KiB: the port cuts them (TSO) or TxChainBuilder::build_cut does.
+  if (tx.tso || tx.software_segmentation) caps.tx_large_segment_bytes = 65535;
   caps.tx_ipv4_checksum = enabled.tx_ipv4_checksum;
   // Always: what the port cannot do, TxChainBuilder completes while it copies the frame
   // (TxChainOptions::software_tcp_checksum), so the stack never sums the payload a second time.
@@ -48,7 +51,7 @@ DpdkDevice::DpdkDevice(pmd::Port& port, unsigned worker, inet::MacAddress mac, T
       worker_(worker),
       mtu_(port.info().mtu != 0 ? port.info().mtu : 1500),
       mac_(mac),
-      capabilities_(capabilities_of(port.info().offloads.enabled)),
+      capabilities_(capabilities_of(port.info().offloads.enabled, with_port_limits(tx, port.info()))),
       tx_chain_(port.mempool(), with_port_limits(tx, port.info())) {}
 
 DpdkDevice::~DpdkDevice() {
@@ -135,13 +138,27 @@ inet::Packet DpdkDevice::packet_from_mbuf(rte_mbuf* mbuf) {
 }
 
 void DpdkDevice::transmit(inet::Packet&& frame) {
+  if (tx_chain_.cuts(frame)) {
+    // The pieces of one large segment go out together (in bursts of kBurst), batching or not.
+    const bool was_batching = batching_;
+    batching_ = true;
+    if (!tx_chain_.build_cut(frame, &DpdkDevice::queue_frame, this)) ++tx_alloc_failures_;
+    batching_ = was_batching;
+    if (!batching_) flush();
+    return;
+  }
   rte_mbuf* mbuf = tx_chain_.build(frame);
   if (mbuf == nullptr) {
     ++tx_alloc_failures_;
     return;
   }
-  pending_[pending_count_++] = mbuf;
-  if (!batching_ || pending_count_ == kBurst) flush();
+  queue_frame(this, mbuf);
+}
+
+void DpdkDevice::queue_frame(void* self, rte_mbuf* mbuf) {
+  auto& device = *static_cast<DpdkDevice*>(self);
+  device.pending_[device.pending_count_++] = mbuf;
+  if (!device.batching_ || device.pending_count_ == kBurst) device.flush();
 }
 
 unsigned DpdkDevice::flush() {

@@ -68,6 +68,8 @@ class DpdkDevice final : public inet::PacketDevice {
 
  private:
   unsigned flush();
+  // Queues one built frame for the next flush (TxChainBuilder::EmitFrame).
+  static void queue_frame(void* self, rte_mbuf* mbuf);
   bool rx_pool_is_low(rte_mempool* pool);
   static void set_rx_metadata(inet::Packet& packet, const rte_mbuf* mbuf);
 

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <new>
 
+#include "stack/inet/wire/tcp_segmentation.h"
+
 namespace bypass {
 
 namespace {
@@ -217,7 +219,18 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
     ++counters_.software_checksums;
   }
   const bool port_tcp_checksum = frame.tx.tcp_checksum && !sum_here;
-  if (frame.tx.ipv4_checksum || port_tcp_checksum) {
+  if (frame.tx.segment_payload != 0 && options_.tso) {
+    // DPDK's TSO contract (rte_mbuf_core.h, RTE_MBUF_F_TX_TCP_SEG): implies the TCP checksum, the
+    // field holding the pseudo-header sum without the length (the stack wrote it so), tso_segsz
+    // the payload per cut segment; drivers that want otherwise fix it in rte_eth_tx_prepare.
+    head->l2_len = frame.tx.l2_length;
+    head->l3_len = frame.tx.l3_length;
+    head->l4_len = frame.tx.l4_length;
+    head->tso_segsz = frame.tx.segment_payload;
+    head->ol_flags |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+    if (frame.tx.ipv4_checksum) head->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
+    ++counters_.tso_segments;
+  } else if (frame.tx.ipv4_checksum || port_tcp_checksum) {
     // DPDK's contract (rte_mbuf_core.h, RTE_MBUF_F_TX_*_CKSUM): l2/l3/l4 lengths set, the IPv4
     // checksum field zero and the TCP field holding the pseudo-header sum; the stack did both.
     head->l2_len = frame.tx.l2_length;
@@ -233,6 +246,74 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
   counters_.attached_bytes += attached_bytes;
   counters_.copied_bytes += head->pkt_len - attached_bytes;
   return chain.release();
+}
+
+bool TxChainBuilder::build_cut(const inet::Packet& frame, EmitFrame emit, void* context) {
+  const inet::TxOffload& tx = frame.tx;
+  const size_t l4_offset = size_t{tx.l2_length} + tx.l3_length;
+  const size_t header_length = l4_offset + tx.l4_length;
+  uint8_t large[inet::TcpSegmentCutter::kMaxHeaderLength];
+  if (header_length > sizeof(large) || frame.data.length() < header_length) return false;
+  frame.data.copy_out(0, header_length, large);
+  const inet::TcpSegmentCutter cutter(large, tx, frame.data.length() - header_length);
+  if (cutter.frames() == 0) return false;
+  // Where the payload starts: segment index and offset in it.
+  const auto& segments = frame.data.segments();
+  size_t segment = 0, offset = header_length;
+  while (segment < segments.size() && offset >= segments[segment].length()) offset -= segments[segment++].length();
+  const bool sum_here = options_.software_tcp_checksum;
+  for (size_t i = 0; i < cutter.frames(); ++i) {
+    Chain chain(pool_);
+    if (!chain.start()) return false;
+    uint8_t headers[inet::TcpSegmentCutter::kMaxHeaderLength];
+    cutter.write_headers(i, headers);
+    inet::ChecksumAccumulator sum;
+    inet::ChecksumAccumulator* summing = sum_here ? &sum : nullptr;
+    if (!chain.copy(reinterpret_cast<const char*>(headers), l4_offset) ||
+        !chain.copy(reinterpret_cast<const char*>(headers) + l4_offset, tx.l4_length, summing))
+      return false;
+    for (size_t remaining = cutter.payload_length(i); remaining > 0;) {
+      const BufferSegment& whole = segments[segment];
+      const size_t n = std::min(remaining, whole.length() - offset);
+      // Where the port attaches (dpdk.zero_copy_* and the port's limits), the payload is
+      // attached as in build(), and only summed when the port cannot sum it.
+      const BufferSegment piece = n == 0 ? BufferSegment{} : whole.sub(offset, n);
+      if (n != 0 && chain.segments() + 2 <= options_.max_segments && attachable(piece)) {
+        rte_mbuf* m = attach(piece);
+        if (m == nullptr) return false;
+        if (summing != nullptr) summing->add(piece.data(), n);
+        chain.append_attached(m);
+        ++counters_.attached_pieces;
+        counters_.attached_bytes += n;
+      } else if (!chain.copy(whole.data() + offset, n, summing)) {
+        return false;
+      }
+      remaining -= n;
+      offset += n;
+      if (offset == whole.length()) {
+        ++segment;
+        offset = 0;
+      }
+    }
+    rte_mbuf* head = chain.head();
+    if (sum_here) {
+      store_tcp_checksum(head, l4_offset, sum.finish());
+      ++counters_.software_checksums;
+    } else {
+      head->l2_len = tx.l2_length;
+      head->l3_len = tx.l3_length;
+      head->l4_len = tx.l4_length;
+      head->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+      ++counters_.checksum_offloads;
+    }
+    ++counters_.frames;
+    ++counters_.cut_frames;
+    for (const rte_mbuf* m = head; m != nullptr; m = m->next)
+      if (RTE_MBUF_DIRECT(m)) counters_.copied_bytes += m->data_len;
+    emit(context, chain.release());
+  }
+  ++counters_.cut_segments;
+  return true;
 }
 
 }  // namespace bypass

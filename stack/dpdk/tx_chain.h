@@ -48,6 +48,11 @@ struct TxChainOptions {
   // The port has no TCP checksum offload: frames asking for it (TxOffload::tcp_checksum, the
   // pseudo-header sum in the field) get it completed here, summed while their bytes are copied.
   bool software_tcp_checksum = false;
+  // Large TCP segments (inet::TxOffload::segment_payload): the port cuts them (TSO, marked
+  // RTE_MBUF_F_TX_TCP_SEG with tso_segsz), or, without it, build_cut() cuts them while copying.
+  bool tso = false;
+  // dpdk.gso: without TSO, large segments are still offered to the stack and cut by build_cut().
+  bool software_segmentation = true;
 };
 
 struct TxChainCounters {
@@ -59,6 +64,9 @@ struct TxChainCounters {
   uint64_t low_pool_copies = 0;      // pieces copied because the mempool was running low
   uint64_t checksum_offloads = 0;    // frames whose IPv4/TCP checksum the port completes
   uint64_t software_checksums = 0;   // frames whose TCP checksum the chain completed while copying
+  uint64_t tso_segments = 0;         // large segments handed to the port to cut (TSO)
+  uint64_t cut_segments = 0;         // large segments cut here (software segmentation)
+  uint64_t cut_frames = 0;           // frames those became
 };
 
 class TxChainBuilder {
@@ -68,6 +76,16 @@ class TxChainBuilder {
   // The chain for `frame`, with the offload fields (ol_flags, l2/l3/l4_len) the frame asks for;
   // nullptr when the pool ran out (nothing is leaked then).
   rte_mbuf* build(const inet::Packet& frame);
+
+  // Software segmentation: whether `frame` is a large TCP segment the port cannot cut itself.
+  bool cuts(const inet::Packet& frame) const { return frame.tx.segment_payload != 0 && !options_.tso; }
+  // Cuts such a frame into MTU-sized frames while copying it into mbufs (inet::TcpSegmentCutter:
+  // headers repeated and patched per frame, the TCP checksum summed in the same pass as the copy
+  // unless the port completes it), handing each to `emit(context, mbuf)` in order. Returns false
+  // when the pool ran out or the headers are not a TCP/IPv4 segment's; frames already emitted
+  // stand (TCP retransmits the rest). Allocates nothing but mbufs.
+  using EmitFrame = void (*)(void* context, rte_mbuf* frame);
+  bool build_cut(const inet::Packet& frame, EmitFrame emit, void* context);
 
   const TxChainCounters& counters() const { return counters_; }
   const TxChainOptions& options() const { return options_; }

@@ -14,6 +14,11 @@ struct DeviceCapabilities {
   bool tx_tcp_checksum = false;
   // The device validates checksums on receive and reports the result in Packet::rx_*.
   bool rx_checksum = false;
+  // Largest IPv4 datagram (headers included, at most 65535) the device takes in one frame with
+  // TxOffload::segment_payload set and cuts into MTU-sized TCP segments itself: TSO on the port, or
+  // software segmentation below the stack (GSO). 0: every frame must fit the MTU. Needs
+  // tx_tcp_checksum (each cut segment gets its own sum).
+  uint32_t tx_large_segment_bytes = 0;
 };
 
 class PacketDevice {

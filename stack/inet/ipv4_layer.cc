@@ -30,7 +30,10 @@ bool Ipv4Layer::send(Ipv4Address destination, IpProtocol protocol, Packet&& fram
     return false;
   }
   size_t ip_length = frame.data.length() - EthernetHeader::kLength;
-  if (ip_length > device_.mtu()) {
+  // A TCP segment the device cuts (TxOffload::segment_payload) may exceed the MTU up to its limit.
+  const bool cut_by_device = frame.tx.segment_payload != 0 && ip_length <= 65535 &&
+                             ip_length <= device_.capabilities().tx_large_segment_bytes;
+  if (ip_length > device_.mtu() && !cut_by_device) {
     if (dont_fragment || ip_length > 65535) {
       ++stats_.tx_too_big;
       return false;
@@ -39,7 +42,11 @@ bool Ipv4Layer::send(Ipv4Address destination, IpProtocol protocol, Packet&& fram
   }
   Ipv4Header header;
   header.total_length = static_cast<uint16_t>(ip_length);
-  header.identification = next_identification_++;
+  header.identification = next_identification_;
+  // One identification per frame on the wire: the device numbers the pieces it cuts upwards from
+  // this one (at most ip_length / segment_payload + 1 of them).
+  next_identification_ = static_cast<uint16_t>(
+      next_identification_ + (cut_by_device ? ip_length / frame.tx.segment_payload + 1 : 1));
   header.flags_fragment = dont_fragment ? Ipv4Header::kFlagDontFragment : 0;
   header.ttl = settings_.ttl;
   header.protocol = static_cast<uint8_t>(protocol);

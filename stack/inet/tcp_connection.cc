@@ -752,7 +752,8 @@ void TcpConnection::output() {
     uint32_t window = sack_recovery ? snd_wnd_ : std::min(cc_->cwnd(), snd_wnd_);
     uint32_t room = window > in_flight ? window - in_flight : 0;
     uint32_t limit = payload_limit();
-    uint32_t len = std::min({avail, limit, room});
+    bool retransmission = seq_lt(snd_nxt_, snd_max_);
+    uint32_t len = segment_length(avail, window, room, limit, retransmission);  // tcp_large_segments.cc
     if (len == 0) {
       // Zero window with nothing in flight: probe it (RFC 9293 §3.8.6.1).
       if (snd_wnd_ == 0 && in_flight == 0 && !persist_timer_.pending())
@@ -770,7 +771,6 @@ void TcpConnection::output() {
     if (len == avail) flags |= kTcpPsh;
     bool with_fin = fin_queued_ && len == avail;
     if (with_fin) flags |= kTcpFin;
-    bool retransmission = seq_lt(snd_nxt_, snd_max_);
     if (!retransmission && !ts_enabled_ && timed_at_ < TimePoint::zero()) {
       timed_seq_ = snd_nxt_;
       timed_at_ = layer_.timers().now();
@@ -847,7 +847,11 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
     ++retransmitted_segments_;
     retransmitted_bytes_ += payload.length();
   }
-  layer_.send_segment(tuple_, h, std::move(payload));
+  // A payload beyond one segment (segment_length()) is cut by the device at the SMSS of this
+  // moment, SACK blocks included.
+  const uint32_t limit = payload_limit();
+  const uint16_t cut = payload.length() > limit ? static_cast<uint16_t>(limit) : 0;
+  layer_.send_segment(tuple_, h, std::move(payload), cut);
 }
 
 void TcpConnection::send_ack() {

@@ -182,6 +182,11 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool may_probe() const;
   void arm_loss_probe();
   void on_loss_probe();
+  // Payload for the next segment from snd_nxt: one SMSS (`mss_limit`) at most, or, where the
+  // device cuts large segments, up to ~64 KiB of whole SMSS units; 0 to wait for the next ACK
+  // (tcp_large_segments.cc). `room`: what `window` leaves beyond the data in flight.
+  uint32_t segment_length(uint32_t avail, uint32_t window, uint32_t room, uint32_t mss_limit,
+                          bool retransmission) const;
 
   // Timers.
   void on_retransmission_timeout();

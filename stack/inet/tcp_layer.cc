@@ -136,14 +136,26 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t re
   return connection;
 }
 
-void TcpLayer::send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload) {
+uint32_t TcpLayer::max_large_segment_bytes() const {
+  const DeviceCapabilities caps = device_.capabilities();
+  return caps.tx_tcp_checksum ? std::min<uint32_t>(caps.tx_large_segment_bytes, 65535) : 0;
+}
+
+void TcpLayer::send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload,
+                            uint16_t segment_payload) {
   size_t header_length = header.emitted_length();
   BufferSegment head = BufferSegment::allocate(kFrameHeadroom + header_length);
   auto* tcp = reinterpret_cast<uint8_t*>(head.data()) + kFrameHeadroom;
   header.emit(tcp);
   size_t tcp_length = header_length + payload.length();
   Packet frame;
-  if (device_.capabilities().tx_tcp_checksum) {
+  if (segment_payload != 0) {
+    // Cut by the device (TSO, or software below the stack), which sums each piece: the field
+    // holds the pseudo-header sum without the length (DPDK's TSO convention).
+    store_be16(tcp + 16, tcp_pseudo_header_sum(tuple.local_ip, tuple.remote_ip, 0));
+    frame.tx.tcp_checksum = true;
+    frame.tx.segment_payload = segment_payload;
+  } else if (device_.capabilities().tx_tcp_checksum) {
     // The NIC completes the sum; it expects the pseudo-header sum in the field (DPDK convention).
     store_be16(tcp + 16, tcp_pseudo_header_sum(tuple.local_ip, tuple.remote_ip, tcp_length));
     frame.tx.tcp_checksum = true;

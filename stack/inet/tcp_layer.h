@@ -95,7 +95,13 @@ class TcpLayer {
   std::shared_ptr<TcpConnection> find(const FourTuple& tuple) const;
 
   // ---- used by TcpConnection ----
-  void send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload);
+  // `segment_payload` != 0: a segment larger than the MTU, for the device to cut into pieces of that
+  // many payload bytes (TxOffload::segment_payload).
+  void send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload,
+                    uint16_t segment_payload = 0);
+  // The largest IPv4 datagram one TCP segment may fill (DeviceCapabilities::tx_large_segment_bytes);
+  // 0 when every segment must fit the MTU.
+  uint32_t max_large_segment_bytes() const;
   void on_established(TcpConnection& connection);
   void on_closed(TcpConnection& connection);
   bool allow_challenge_ack();

@@ -568,7 +568,8 @@ void print_dpdk_counters(Worker& worker, const char* role) {
     const TxChainCounters& tx = dpdk->device().tx_counters();
     std::printf("role=%s counters: tcp_sent=%llu tcp_received=%llu retransmitted=%llu timeouts=%llu "
                 "fast_retransmits=%llu bad_checksum=%llu tx_frames=%llu attached_bytes=%llu copied_bytes=%llu "
-                "checksum_offloads=%llu tx_queue_drops=%llu tx_mbuf_failures=%llu tx_backlog=%zu arp_pending_dropped=%llu "
+                "checksum_offloads=%llu tso_segments=%llu cut_segments=%llu cut_frames=%llu tx_queue_drops=%llu "
+                "tx_mbuf_failures=%llu tx_backlog=%zu arp_pending_dropped=%llu "
                 "syn_dropped_backlog=%llu syn_cookies_sent=%llu rst_sent=%llu challenge_acks=%llu time_wait_reopened=%llu\n",
                 role, static_cast<unsigned long long>(s.tcp_segments_sent),
                 static_cast<unsigned long long>(s.tcp_segments_received),
@@ -577,6 +578,8 @@ void print_dpdk_counters(Worker& worker, const char* role) {
                 static_cast<unsigned long long>(s.tcp_bad_checksum), static_cast<unsigned long long>(tx.frames),
                 static_cast<unsigned long long>(tx.attached_bytes), static_cast<unsigned long long>(tx.copied_bytes),
                 static_cast<unsigned long long>(tx.checksum_offloads),
+                static_cast<unsigned long long>(tx.tso_segments), static_cast<unsigned long long>(tx.cut_segments),
+                static_cast<unsigned long long>(tx.cut_frames),
                 static_cast<unsigned long long>(dpdk->device().tx_dropped()),
                 static_cast<unsigned long long>(dpdk->device().tx_alloc_failures()), dpdk->device().backlog(),
                 static_cast<unsigned long long>(s.arp_pending_dropped),

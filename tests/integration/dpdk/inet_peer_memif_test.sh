@@ -4,11 +4,16 @@
 # port nobody listens on must fail with ECONNREFUSED (so the checks can fail); then two messengers
 # (msgr2, lossless client) exchange requests and replies checked byte-exact.
 #
-#   inet_peer_memif_test.sh INET_PEER_BINARY MSGR_PEER_BINARY CONFIG_EXAMPLES_DIR [jumbo|vhost]
+#   inet_peer_memif_test.sh INET_PEER_BINARY MSGR_PEER_BINARY CONFIG_EXAMPLES_DIR [jumbo|jumbo64k|vhost][-faults]
 # With "jumbo" both sides run MTU 9000 over memif (bsize 9216, 9 KiB mbufs: dpdk.mtu_limit's help
-# says why memif allows it) and the echo must have moved its bytes in jumbo segments. With "vhost"
+# says why memif allows it), 256 MiB echoed; the echo must have moved its bytes in jumbo segments,
+# TCP's large segments cut in software while copied into mbufs (memif has no TSO); "jumbo64k" runs
+# MTU 64,000 (bsize 64014, 64 KiB mbufs) instead. With "vhost"
 # the port pair is net_vhost (server) and net_virtio_user (client) instead of memif, MTU 9000,
-# 256 MiB echoed (hugepages required: vhost-user maps the client's memory).
+# 256 MiB echoed (hugepages required: vhost-user maps the client's memory); the client's large
+# segments go to virtio-user with TSO (the vhost-user peer cuts or passes them on whole), the
+# server's (net_vhost advertises no TSO) are cut in software. "-faults" adds the pmd fault shim on
+# both sides' receive bursts: 1 % loss, 2 % reordering, 0.5 % duplication.
 # Needs root (DPDK memory and the memif socket); fails when it is missing.
 set -euo pipefail
 
@@ -16,6 +21,8 @@ peer=$1
 msgr_peer=$2
 examples=$3
 mode=${4:-standard}
+faults=no
+case "$mode" in *-faults) faults=yes; mode=${mode%-faults} ;; esac
 name=G  # this suite's tag: every resource it creates carries it
 memif_args=
 jumbo_settings=()
@@ -23,16 +30,26 @@ if [ "$mode" = jumbo ]; then
   name=J
   memif_args=,bsize=9216
   jumbo_settings=(--set dpdk.mtu=9000 --set dpdk.mbuf_size=9472 --set dpdk.mbufs=8191)
+elif [ "$mode" = jumbo64k ]; then
+  # memif frames up to its bsize of 65,014 bytes: one TCP segment of ~64 KiB per frame, no cutting.
+  name=L
+  memif_args=,bsize=64014
+  jumbo_settings=(--set dpdk.mtu=64000 --set dpdk.mbuf_size=65535 --set dpdk.mbufs=4095 --set dpdk.memory=1024M)
 elif [ "$mode" = vhost ]; then
   name=V
   jumbo_settings=(--set dpdk.mtu=9000 --set dpdk.mbuf_size=9472 --set dpdk.mbufs=8191 --set dpdk.no_huge=no
                   --set dpdk.memory=512M '--set=dpdk.eal_args=["--single-file-segments"]')
 fi
+if [ "$faults" = yes ]; then
+  name=${name}F
+  jumbo_settings+=(--set dpdk.fault_drop=10000 --set dpdk.fault_reorder=20000 --set dpdk.fault_duplicate=5000
+                   --set dpdk.fault_seed=12 --set tcp.rto_min=20ms)
+fi
 socket=/run/bypass-memif-$name.sock  # abstract (DPDK's default): nothing on disk to clean up
 port=7300
 server_ip=10.98.0.1
 bytes=64M
-[ "$mode" = vhost ] && bytes=256M
+[ "$mode" != standard ] && bytes=256M
 connections=4
 source "$(dirname "$0")/../../support/test_lib.sh"
 test_begin memif-$name
@@ -80,6 +97,19 @@ if [ "$mode" != standard ]; then
   limit=$(( $(numfmt --from=iec "$bytes") / 3000 ))
   echo "jumbo: client sent $sent TCP segments for $bytes (limit $limit)"
   [ "$sent" -lt "$limit" ] || fail "client sent $sent segments for $bytes: not jumbo segments"
+  # Large segments: the client's go to the port whole (TSO on virtio-user) or are cut in software.
+  counter() { grep -o "$1=[0-9]*" "$2" | head -1 | cut -d= -f2; }
+  if [ "$mode" = jumbo64k ]; then
+    :  # segments of one SMSS already fill the frame
+  elif [ "$mode" = vhost ]; then
+    tso=$(counter tso_segments "$work/client.out")
+    echo "tso: client handed $tso large segments to virtio-user"
+    [ "${tso:-0}" -gt 1000 ] || fail "the client used no TSO (tso_segments=${tso:-none})"
+  else
+    cut=$(counter cut_segments "$work/client.out")
+    echo "gso: client cut $cut large segments in software"
+    [ "${cut:-0}" -gt 1000 ] || fail "the client cut no large segments (cut_segments=${cut:-none})"
+  fi
 fi
 # --wait-for-server's probe is the server's extra connection: it exits by itself after serving all.
 rc=0
@@ -91,7 +121,9 @@ grep -qx "worker 0 cpus 1" "$work/server.out" || fail "the server's worker is no
 grep -q "^served $((connections + 1)) connections\$" "$work/server.out" || fail "server did not serve every connection"
 echo "memif echo: $bytes in $(echo "$end - $start" | bc) s wall clock (both EAL start-ups included)"
 
-# Negative case: a listener on the wrong port. The client must give up with a clear error.
+# Negative case: a listener on the wrong port. The client must give up with a clear error (not
+# under faults: a lost RST turns the refusal into a timeout).
+if [ "$faults" = no ]; then
 timeout 60 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=1 \
   echo-server --listen "$server_ip:$((port + 1))" --lifetime 30s >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
@@ -104,6 +136,7 @@ cat "$work/client.err"
 [ "$rc" = 1 ] || fail "client to a closed port exited with $rc, expected 1"
 grep -q "ECONNREFUSED" "$work/client.err" || fail "client to a closed port did not report ECONNREFUSED"
 stop "$server_pid" || true
+fi
 
 # The messenger: a lossless client retries a refused connect itself, so it needs no wait for the
 # server's listener; the server exits 0 on SIGTERM once the client checked every reply.

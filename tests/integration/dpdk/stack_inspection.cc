@@ -39,6 +39,14 @@ void print_inet_stats(NetworkStack& stack, std::ostream& out) {
     out << "\n";
   });
   if (auto* dpdk = dynamic_cast<DpdkStack*>(&stack)) {
+    for (unsigned i = 0; i < dpdk->num_workers(); ++i) {
+      DpdkWorker& worker = dpdk->dpdk_worker(i);
+      worker.center().submit_and_wait([&] {
+        const TxChainCounters& tx = worker.device().tx_counters();
+        out << "stats tx worker " << i << ": frames=" << tx.frames << " tso_segments=" << tx.tso_segments
+            << " cut_segments=" << tx.cut_segments << " cut_frames=" << tx.cut_frames << "\n";
+      });
+    }
     const pmd::PortStats p = dpdk->ports().port(0).stats();
     out << "stats port: rx_missed=" << p.rx_missed << " rx_errors=" << p.rx_errors
         << " tx_errors=" << p.tx_errors << " rx_nombuf=" << p.rx_nombuf << "\n";

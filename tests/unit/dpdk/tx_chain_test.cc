@@ -13,6 +13,9 @@
 #include "pmd/mempools.h"
 #include "stack/dpdk/dpdk_device.h"
 #include "stack/dpdk/tx_chain.h"
+#include "stack/inet/wire/ethernet.h"
+#include "stack/inet/wire/ipv4.h"
+#include "stack/inet/wire/tcp.h"
 
 namespace bypass {
 namespace {
@@ -373,6 +376,166 @@ TEST_F(TxChainTest, ReceivedChainCopiedUnderPressureFreesEveryMbufAtOnce) {
   EXPECT_EQ(rte_mempool_avail_count(pool_), free_before);
   EXPECT_EQ(received.data.to_string(), sent.data.to_string());
   EXPECT_EQ(received.rx_l4_checksum, inet::RxChecksum::Good);
+}
+
+// A large TCP/IPv4 segment as TcpLayer hands it down for the device to cut: timestamps, PSH and
+// FIN, the TCP checksum field holding the pseudo-header sum without the length.
+struct LargeSegment {
+  static constexpr uint32_t kSeq = 0xfffff000;  // wraps inside the segment
+  inet::Ipv4Address source = inet::Ipv4Address::from_octets(10, 1, 0, 1);
+  inet::Ipv4Address destination = inet::Ipv4Address::from_octets(10, 1, 0, 2);
+  std::string payload;
+  inet::Packet packet;
+  size_t header_length = 0;
+
+  LargeSegment(const std::vector<size_t>& pieces, uint16_t segment_payload) {
+    inet::TcpHeader tcp;
+    tcp.source_port = 4000;
+    tcp.destination_port = 80;
+    tcp.seq = kSeq;
+    tcp.ack = 77;
+    tcp.flags = inet::kTcpAck | inet::kTcpPsh | inet::kTcpFin;
+    tcp.window = 1000;
+    tcp.options.timestamp = std::make_pair(5u, 6u);
+    const size_t l4 = tcp.emitted_length();
+    header_length = 14 + 20 + l4;
+    for (size_t n : pieces) payload += pattern(n, static_cast<char>('a' + payload.size() % 7));
+    std::string headers(header_length, '\0');
+    auto* h = reinterpret_cast<uint8_t*>(headers.data());
+    inet::EthernetHeader{{{2, 0, 0, 0, 0, 2}}, {{2, 0, 0, 0, 0, 1}}, 0x0800}.emit(h);
+    inet::Ipv4Header ip;
+    ip.total_length = static_cast<uint16_t>(20 + l4 + payload.size());
+    ip.identification = 900;
+    ip.flags_fragment = inet::Ipv4Header::kFlagDontFragment;
+    ip.protocol = 6;
+    ip.source = source;
+    ip.destination = destination;
+    ip.emit(h + 14, true);
+    tcp.emit(h + 34);
+    inet::store_be16(h + 34 + 16, inet::tcp_pseudo_header_sum(source, destination, 0));
+    packet.data.append(BufferSegment::copy_of(headers.data(), headers.size()));
+    size_t at = 0;
+    for (size_t n : pieces) {
+      packet.data.append(BufferSegment::copy_of(payload.data() + at, n));
+      at += n;
+    }
+    packet.tx.tcp_checksum = true;
+    packet.tx.l2_length = 14;
+    packet.tx.l3_length = 20;
+    packet.tx.l4_length = static_cast<uint8_t>(l4);
+    packet.tx.segment_payload = segment_payload;
+  }
+};
+
+std::vector<rte_mbuf*> cut(TxChainBuilder& builder, const inet::Packet& packet, bool* ok) {
+  std::vector<rte_mbuf*> frames;
+  *ok = builder.build_cut(packet, [](void* out, rte_mbuf* m) { static_cast<std::vector<rte_mbuf*>*>(out)->push_back(m); },
+                          &frames);
+  return frames;
+}
+
+// Software segmentation on a port without TSO: each frame is a complete, valid TCP/IPv4 segment
+// of at most segment_payload bytes, its sequence number, IPv4 length, identification and both
+// checksums its own, PSH and FIN on the last only, and together they carry the payload exactly.
+TEST_F(TxChainTest, SoftwareSegmentationCutsWhileCopying) {
+  for (const bool attach : {false, true})
+  for (const bool port_sums : {false, true}) {
+    for (const std::vector<size_t>& pieces :
+         std::vector<std::vector<size_t>>{{1448 * 3}, {333, 20000, 7, 44000}, {1}, {8948, 8948, 100}}) {
+      const uint16_t mss = pieces.size() == 3 ? 8948 : 1448;
+      TxChainOptions options;
+      options.device_copies = !attach;  // a port that DMAs: payload attached, not copied
+      options.software_tcp_checksum = !port_sums;
+      TxChainBuilder builder(pool_, options);
+      LargeSegment large(pieces, mss);
+      ASSERT_TRUE(builder.cuts(large.packet));
+      bool ok = false;
+      std::vector<rte_mbuf*> frames = cut(builder, large.packet, &ok);
+      ASSERT_TRUE(ok);
+      ASSERT_EQ(frames.size(), (large.payload.size() + mss - 1) / mss);
+      std::string carried;
+      for (size_t i = 0; i < frames.size(); ++i) {
+        const std::string bytes = chain_bytes(frames[i]);
+        const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
+        inet::Ipv4Header ip;
+        ASSERT_EQ(inet::Ipv4Header::parse(b + 14, bytes.size() - 14, true, ip), nullptr) << "frame " << i;
+        EXPECT_EQ(ip.total_length, bytes.size() - 14);
+        EXPECT_EQ(ip.identification, 900 + i);
+        inet::TcpHeader tcp;
+        ASSERT_EQ(inet::TcpHeader::parse(b + 34, bytes.size() - 34, tcp), nullptr);
+        EXPECT_EQ(tcp.seq, LargeSegment::kSeq + static_cast<uint32_t>(carried.size()));
+        const bool last = i + 1 == frames.size();
+        EXPECT_EQ(tcp.has(inet::kTcpFin), last);
+        EXPECT_EQ(tcp.has(inet::kTcpPsh), last);
+        EXPECT_TRUE(tcp.options.timestamp.has_value());
+        const size_t payload = bytes.size() - large.header_length;
+        EXPECT_LE(payload, mss);
+        if (!last) {
+          EXPECT_EQ(payload, mss);
+        }
+        carried += bytes.substr(large.header_length);
+        if (port_sums) {
+          // The port completes the sum: flags and lengths set, the field holds this frame's
+          // pseudo-header sum.
+          EXPECT_EQ(frames[i]->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM, RTE_MBUF_F_TX_TCP_CKSUM);
+          EXPECT_EQ(frames[i]->l4_len, large.packet.tx.l4_length);
+          EXPECT_EQ(inet::load_be16(b + 34 + 16),
+                    inet::tcp_pseudo_header_sum(large.source, large.destination, bytes.size() - 34));
+        } else {
+          BufferList segment;
+          segment.append(BufferSegment::copy_of(bytes.data() + 34, bytes.size() - 34));
+          EXPECT_EQ(inet::tcp_checksum(large.source, large.destination, segment), 0) << "frame " << i;
+          EXPECT_EQ(frames[i]->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM, 0u);
+        }
+        rte_pktmbuf_free(frames[i]);
+      }
+      EXPECT_EQ(carried, large.payload);
+      if (attach && large.payload.size() >= 4 * 1448) {
+        EXPECT_GT(builder.counters().attached_bytes, 0u);
+      } else if (!attach) {
+        EXPECT_EQ(builder.counters().attached_bytes, 0u);
+      }
+      EXPECT_EQ(builder.counters().cut_segments, 1u);
+      EXPECT_EQ(builder.counters().cut_frames, frames.size());
+    }
+  }
+}
+
+// A port with TSO gets the large segment whole, marked for the port to cut.
+TEST_F(TxChainTest, TsoPortsGetTheSegmentMarked) {
+  TxChainOptions options;
+  options.tso = true;
+  TxChainBuilder builder(pool_, options);
+  LargeSegment large({30000, 30000}, 1448);
+  EXPECT_FALSE(builder.cuts(large.packet));
+  rte_mbuf* m = builder.build(large.packet);
+  ASSERT_NE(m, nullptr);
+  const uint64_t wanted = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+  EXPECT_EQ(m->ol_flags & wanted, wanted);
+  EXPECT_EQ(m->ol_flags & RTE_MBUF_F_TX_IP_CKSUM, 0u);  // the stack summed the IPv4 header
+  EXPECT_EQ(m->tso_segsz, 1448u);
+  EXPECT_EQ(m->l2_len, 14u);
+  EXPECT_EQ(m->l3_len, 20u);
+  EXPECT_EQ(m->l4_len, large.packet.tx.l4_length);
+  EXPECT_EQ(chain_bytes(m), large.packet.data.to_string());
+  EXPECT_EQ(builder.counters().tso_segments, 1u);
+  rte_pktmbuf_free(m);
+}
+
+// The pool runs dry halfway through a cut: the frames already handed over stand, nothing leaks.
+TEST_F(TxChainTest, CutStopsCleanlyWhenThePoolRunsDry) {
+  TxChainOptions options;
+  options.software_tcp_checksum = true;
+  TxChainBuilder builder(pool_, options);
+  std::vector<rte_mbuf*> hoard;
+  while (rte_mempool_avail_count(pool_) > 10) hoard.push_back(rte_pktmbuf_alloc(pool_));
+  LargeSegment large({60000}, 1448);
+  bool ok = true;
+  std::vector<rte_mbuf*> frames = cut(builder, large.packet, &ok);
+  EXPECT_FALSE(ok);
+  EXPECT_LE(frames.size(), 10u);
+  for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
+  for (rte_mbuf* m : hoard) rte_pktmbuf_free(m);
 }
 
 }  // namespace

@@ -3,6 +3,28 @@
 namespace bypass::inet::test {
 
 void PipeDevice::transmit(Packet&& frame) {
+  if (frame.tx.segment_payload != 0) {
+    // What a TSO NIC does: cut the large segment into frames with their own headers and sums.
+    ++large_segments;
+    std::string bytes = frame.data.to_string();
+    const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+    const size_t header_length = size_t{frame.tx.l2_length} + frame.tx.l3_length + frame.tx.l4_length;
+    TcpSegmentCutter cutter(p, frame.tx, bytes.size() - header_length);
+    EXPECT_GT(cutter.frames(), 0u);
+    for (size_t i = 0; i < cutter.frames(); ++i) {
+      std::string piece(header_length + cutter.payload_length(i), '\0');
+      auto* out = reinterpret_cast<uint8_t*>(piece.data());
+      cutter.write_headers(i, out);
+      std::memcpy(out + header_length, p + header_length + cutter.payload_offset(i), cutter.payload_length(i));
+      uint8_t* tcp = out + frame.tx.l2_length + frame.tx.l3_length;
+      store_be16(tcp + 16, internet_checksum(tcp, piece.size() - frame.tx.l2_length - frame.tx.l3_length));
+      EXPECT_LE(piece.size() - frame.tx.l2_length, mtu_);
+      Packet cut;
+      cut.data.append_copy(piece);
+      wire_.send(side_, std::move(cut));
+    }
+    return;
+  }
   if (frame.tx.ipv4_checksum || frame.tx.tcp_checksum) {
     // What a NIC does with the offload flags: finish the sums in place.
     std::string bytes = frame.data.to_string();
@@ -133,12 +155,13 @@ int64_t first_mismatch(const BufferList& data, uint64_t offset) {
 
 TransferResult transfer(TwoHosts& hosts, const std::shared_ptr<TcpConnection>& sender,
                         const std::shared_ptr<TcpConnection>& receiver, uint64_t total,
-                        Duration virtual_limit) {
+                        Duration virtual_limit, size_t min_send_space) {
   TransferResult result;
   uint64_t queued = 0;
   constexpr size_t kChunk = 256 * 1024;
   auto pump = [&] {
-    while (queued < total && sender->send_space() > 0) {
+    while (queued < total && sender->send_space() >= std::min<uint64_t>(min_send_space, total - queued) &&
+           sender->send_space() > 0) {
       size_t n = static_cast<size_t>(std::min<uint64_t>({kChunk, total - queued, sender->send_space()}));
       BufferList chunk = pattern(queued, n);
       size_t taken = sender->send(chunk);

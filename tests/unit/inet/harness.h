@@ -16,6 +16,7 @@
 #include "stack/inet/wire/ethernet.h"
 #include "stack/inet/wire/ipv4.h"
 #include "stack/inet/wire/tcp.h"
+#include "stack/inet/wire/tcp_segmentation.h"
 
 namespace bypass::inet::test {
 
@@ -39,6 +40,7 @@ class PipeDevice : public PacketDevice {
   DeviceCapabilities capabilities() const override { return caps_; }
   uint16_t mtu_ = 1500;
   DeviceCapabilities caps_;
+  uint64_t large_segments = 0;  // frames handed down with TxOffload::segment_payload (cut here)
 
  private:
   Wire& wire_;
@@ -107,7 +109,9 @@ BufferList pattern(uint64_t offset, size_t length);
 int64_t first_mismatch(const BufferList& data, uint64_t offset);
 
 // Streams `total` pattern bytes from `sender` to `receiver`, both already established, and
-// verifies every byte. Returns true when all bytes arrived intact within the limits.
+// verifies every byte. Returns true when all bytes arrived intact within the limits. The sender's
+// buffer is refilled once it has `min_send_space` bytes free (a writer woken with hysteresis, as
+// Linux wakes one at a third of its send buffer free), 1: whenever it has room.
 struct TransferResult {
   bool complete = false;
   uint64_t received = 0;
@@ -115,7 +119,7 @@ struct TransferResult {
 };
 TransferResult transfer(TwoHosts& hosts, const std::shared_ptr<TcpConnection>& sender,
                         const std::shared_ptr<TcpConnection>& receiver, uint64_t total,
-                        Duration virtual_limit);
+                        Duration virtual_limit, size_t min_send_space = 1);
 
 // A complete Ethernet/IPv4/TCP frame carrying `h` and `payload`, with correct checksums.
 Packet craft_tcp(Ipv4Address src, MacAddress src_mac, Ipv4Address dst, MacAddress dst_mac,

@@ -106,6 +106,16 @@ TEST(Offloads, TsoNeedsMultiSegAndTxChecksums) {
   EXPECT_FALSE(negotiate(everything(), no_tx_checksum, 4, "nic").enabled.tso);
 }
 
+// virtio-user with a vhost-user peer that offers TSO: TCP checksum and TSO, no IPv4 checksum.
+TEST(Offloads, TsoDoesNotNeedIpv4ChecksumOffload) {
+  DeviceCapabilities caps = everything();
+  caps.tx_offload_capa &= ~RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+  const OffloadPlan plan = negotiate(caps, all_requested(), 1, "net_virtio_user");
+  EXPECT_FALSE(plan.enabled.tx_ipv4_checksum);
+  EXPECT_TRUE(plan.enabled.tso);
+  EXPECT_TRUE(plan.tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_TSO);
+}
+
 TEST(Offloads, RssOverOneQueueIsNotEnabled) {
   const OffloadPlan plan = negotiate(everything(), all_requested(), 1, "nic");
   EXPECT_FALSE(plan.enabled.rss);

@@ -1,0 +1,43 @@
+#include "stack/inet/wire/tcp_segmentation.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "stack/inet/wire/checksum.h"
+#include "stack/inet/wire/ipv4.h"
+#include "stack/inet/wire/tcp.h"
+
+namespace bypass::inet {
+
+TcpSegmentCutter::TcpSegmentCutter(const uint8_t* headers, const TxOffload& tx, size_t payload_length)
+    : headers_(headers), l2_(tx.l2_length), l3_(tx.l3_length), l4_(tx.l4_length),
+      header_length_(l2_ + l3_ + l4_), payload_length_(payload_length) {
+  if (tx.segment_payload == 0 || l3_ < Ipv4Header::kMinLength || l4_ < TcpHeader::kMinLength ||
+      header_length_ > kMaxHeaderLength)
+    return;
+  segment_ = tx.segment_payload;
+  frames_ = std::max<size_t>(1, (payload_length + segment_ - 1) / segment_);
+}
+
+size_t TcpSegmentCutter::payload_length(size_t index) const {
+  const size_t offset = payload_offset(index);
+  return offset >= payload_length_ ? 0 : std::min(segment_, payload_length_ - offset);
+}
+
+void TcpSegmentCutter::write_headers(size_t index, uint8_t* out) const {
+  std::memcpy(out, headers_, header_length_);
+  const size_t length = payload_length(index);
+  const bool last = index + 1 == frames_;
+  uint8_t* ip = out + l2_;
+  store_be16(ip + 2, static_cast<uint16_t>(l3_ + l4_ + length));
+  store_be16(ip + 4, static_cast<uint16_t>(load_be16(ip + 4) + index));  // identification
+  store_be16(ip + 10, 0);
+  store_be16(ip + 10, internet_checksum(ip, l3_));
+  uint8_t* tcp = ip + l3_;
+  store_be32(tcp + 4, static_cast<uint32_t>(load_be32(tcp + 4) + payload_offset(index)));
+  if (!last) tcp[13] = static_cast<uint8_t>(tcp[13] & ~(kTcpFin | kTcpPsh));
+  store_be16(tcp + 16, tcp_pseudo_header_sum(Ipv4Address{load_be32(ip + 12)}, Ipv4Address{load_be32(ip + 16)},
+                                             l4_ + length));
+}
+
+}  // namespace bypass::inet
