@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/pool_allocator.h"
 #include "stack/inet/tcp_sack_scoreboard.h"
 #include "stack/inet/timer_service.h"
 
@@ -81,7 +82,7 @@ class RackTlp {
   void delivered(const SentSegment& s, TimePoint now);
   void set_lost(SentSegment& s);
 
-  std::vector<SentSegment> segments_;  // segments_[head_..] sorted, contiguous, above SND.UNA
+  std::vector<SentSegment, PoolAllocator<SentSegment>> segments_;  // segments_[head_..] sorted, contiguous, above SND.UNA
   size_t head_ = 0;
   size_t lost_count_ = 0;
   // RFC 8985 §6.1 per-connection state.
