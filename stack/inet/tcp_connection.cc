@@ -429,6 +429,9 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     if (seq_lt(snd_nxt_, snd_una_)) snd_nxt_ = snd_una_;
     if (seq_lt(high_rxt_, snd_una_)) high_rxt_ = snd_una_;
     scoreboard_.advance(snd_una_);
+    // An ACK that stops at the left edge of SACKed data: the receiver dropped what it SACKed
+    // (RFC 2018 §8 reneging, detected as Linux's tcp_check_sack_reneging does).
+    if (!scoreboard_.empty() && scoreboard_.blocks().front().left == snd_una_) sack_reneged_ = true;
     if (in_recovery_) {
       // After a timeout the window regrows by slow start (RFC 5681 §3.1) while the holes are
       // resent; its end does not set cwnd to ssthresh as fast recovery's does.
@@ -477,7 +480,9 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   }
 
   if (sack_enabled_) {
-    rack_.on_ack(snd_una_, scoreboard_, now);
+    std::optional<uint32_t> tsecr;
+    if (ts_enabled_ && h.options.timestamp && h.options.timestamp->second != 0) tsecr = h.options.timestamp->second;
+    rack_.on_ack(snd_una_, scoreboard_, now, tsecr);
     // RFC 8985 §7.4.2: the ACK of a loss probe that no D-SACK calls a duplicate means the probe
     // repaired a tail loss, which calls for the congestion response recovery would have made.
     if (rack_.probe_repaired_loss(ack, dsack) && !in_recovery_) cc_->on_congestion_event(flight_size(), now);
@@ -837,7 +842,7 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
   }
   if (sack_enabled_ && !(flags & (kTcpSyn | kTcpRst)))  // RACK's record (RFC 8985 §6.1)
     rack_.on_transmit(seq, seq + static_cast<uint32_t>(payload.length()) + ((flags & kTcpFin) ? 1 : 0),
-                      layer_.timers().now());
+                      layer_.timers().now(), h.options.timestamp ? h.options.timestamp->first : 0);
   if (retransmission) {
     ++layer_.stats().tcp_retransmitted_segments;
     ++retransmitted_segments_;
@@ -872,6 +877,10 @@ void TcpConnection::send_challenge_ack() {
 void TcpConnection::send_out_of_window_ack(const TcpSegment& seg) {
   // As Linux's tcp_oow_rate_limited: a segment with data is answered (its sender needs our ACK to
   // learn what arrived); one without may be half of an ACK loop, so at most one per interval.
+  // A resend of data we hold entirely lies left of the window: report it (RFC 2883 D-SACK), so
+  // the sender sees the retransmission (a loss probe, say) was needless.
+  const uint32_t seq = seg.header.seq, end = seq + static_cast<uint32_t>(seg.payload.length());
+  if (sack_enabled_ && seq != end && seq_leq(end, rcv_nxt_)) duplicate_block_ = {seq, end};
   const Duration interval = settings_.invalid_ack_ratelimit;
   if (seg.payload.empty() && interval > Duration::zero()) {
     const TimePoint now = layer_.timers().now();
@@ -956,11 +965,12 @@ void TcpConnection::on_retransmission_timeout() {
     rack_.cancel_probe();
     probe_timer_.clear();
     frto_.stop();
-    // RFC 6675 §5.1: the scoreboard survives the timeout, so only holes are resent. RFC 2018 §8:
-    // the receiver may have reneged; should a second timeout follow, its SACKs are discarded.
-    if (backoff_ > 1) {
+    // RFC 6675 §5.1: the scoreboard survives the timeout, so only holes are resent; unless the
+    // receiver reneged on its SACKs (RFC 2018 §8), when they are discarded.
+    if (sack_reneged_) {
       scoreboard_.clear();
       rack_.forget_sacks();
+      sack_reneged_ = false;
     }
     rto_recovery_ = true;
     if (judge_spurious) {
@@ -1017,6 +1027,8 @@ void TcpConnection::on_loss_probe() {
     return;
   // RFC 8985 §7.3: resend the most recently sent segment (its last SMSS) so the ACK it elicits,
   // with SACK, shows RACK what of the tail was lost; in recovery, the first segment marked lost.
+  // (A probe in recovery resends the oldest unacknowledged segment, the one the RTO would.)
+  if (in_recovery_ && !rack_.has_lost()) rack_.mark_lost(snd_una_);
   if (rack_.has_lost()) {
     if (!send_next_hole()) return;
   } else {

@@ -251,6 +251,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t dupacks_ = 0;
   bool in_recovery_ = false;
   bool rto_recovery_ = false;    // the recovery follows a timeout: slow start, no fast-recovery exit
+  bool sack_reneged_ = false;    // an ACK stopped at SACKed data: the next timeout forgets SACKs
   uint32_t recover_ = 0;         // RFC 6582 "recover" / RFC 6675 RecoveryPoint
   uint32_t high_rxt_ = 0;        // RFC 6675 HighRxt
   SackScoreboard scoreboard_;
