@@ -24,7 +24,6 @@ const char* to_string(TcpState state) {
 }
 
 namespace {
-constexpr size_t kMaxOutOfOrderSegments = 1024;  // bound on reassembly bookkeeping per connection
 constexpr uint32_t kDupThresh = SackScoreboard::kDupThresh;
 
 }  // namespace
@@ -619,58 +618,11 @@ void TcpConnection::process_text(TcpSegment& seg) {
 }
 
 void TcpConnection::insert_out_of_order(uint32_t seq, BufferList&& data, bool fin) {
-  uint32_t end = seq + static_cast<uint32_t>(data.length());
-  auto it = std::find_if(out_of_order_.begin(), out_of_order_.end(),
-                         [&](const OutOfOrder& e) { return seq_gt(e.seq, seq); });
-  // Trim against the predecessor (entries never overlap each other).
-  if (it != out_of_order_.begin()) {
-    const OutOfOrder& prev = *std::prev(it);
-    uint32_t prev_end = prev.seq + static_cast<uint32_t>(prev.data.length());
-    if (seq_geq(prev_end, end)) {
-      if (!fin || prev.fin || prev_end != end) return;  // nothing new
-      std::prev(it)->fin = true;
-      last_sack_block_ = {prev.seq, prev_end};
-      return;
-    }
-    if (seq_gt(prev_end, seq)) {
-      data.trim_front(prev_end - seq);
-      seq = prev_end;
-    }
-  }
-  // Drop successors the new data covers; cut the new data before a partial overlap.
-  while (it != out_of_order_.end() && seq_lt(it->seq, end)) {
-    uint32_t it_end = it->seq + static_cast<uint32_t>(it->data.length());
-    if (seq_leq(it_end, end) && !(it->fin && it_end == end && !fin)) {
-      fin = fin || (it->fin && it_end == end);
-      it = out_of_order_.erase(it);
-      continue;
-    }
-    data.truncate(it->seq - seq);
-    end = it->seq;
-    fin = false;
-    break;
-  }
-  if (data.empty() && !fin) return;
-  if (out_of_order_.size() >= kMaxOutOfOrderSegments) return;  // the sender will retransmit
-  last_sack_block_ = {seq, end};
-  out_of_order_.insert(it, OutOfOrder{seq, std::move(data), fin});
+  out_of_order_.insert(seq, std::move(data), fin);
 }
 
 bool TcpConnection::drain_out_of_order_fin(bool fin) {
-  while (!fin && !out_of_order_.empty() && seq_leq(out_of_order_.front().seq, rcv_nxt_)) {
-    OutOfOrder& e = out_of_order_.front();
-    uint32_t e_end = e.seq + static_cast<uint32_t>(e.data.length());
-    if (seq_gt(e_end, rcv_nxt_)) {
-      e.data.trim_front(rcv_nxt_ - e.seq);
-      rcv_nxt_ = e_end;
-      bytes_received_ += e.data.length();
-      if (!user_closed_) receive_queue_.append(std::move(e.data));
-    }
-    fin = e.fin && e_end == rcv_nxt_;
-    out_of_order_.erase(out_of_order_.begin());
-  }
-  if (fin) out_of_order_.clear();  // nothing can follow a FIN
-  return fin;
+  return out_of_order_.drain(rcv_nxt_, fin, user_closed_ ? nullptr : &receive_queue_, bytes_received_);
 }
 
 void TcpConnection::process_fin() {
@@ -785,27 +737,9 @@ void TcpConnection::output() {
 }
 
 void TcpConnection::build_sack_blocks(TcpOptions& options, bool with_duplicate) const {
-  // RFC 2883 §4: a D-SACK block first; then, RFC 2018 §4: the block holding the most recent
-  // arrival, then the others.
+  // RFC 2883 §4: a D-SACK block first; then the out-of-order data (RFC 2018 §4).
   if (with_duplicate) options.sack_blocks[options.sack_count++] = duplicate_block_;
-  const size_t first = options.sack_count;
-  std::vector<SackBlock> ranges;
-  for (const OutOfOrder& e : out_of_order_) {
-    uint32_t e_end = e.seq + static_cast<uint32_t>(e.data.length());
-    if (!ranges.empty() && ranges.back().right == e.seq) ranges.back().right = e_end;
-    else ranges.push_back({e.seq, e_end});
-  }
-  size_t max_blocks = ts_enabled_ ? 3 : 4;
-  for (const SackBlock& r : ranges)
-    if (seq_leq(r.left, last_sack_block_.left) && seq_geq(r.right, last_sack_block_.right)) {
-      options.sack_blocks[options.sack_count++] = r;
-      break;
-    }
-  for (auto it = ranges.rbegin(); it != ranges.rend() && options.sack_count < max_blocks; ++it) {
-    if (options.sack_count > first && *it == options.sack_blocks[first]) continue;
-    if (it->left == it->right) continue;
-    options.sack_blocks[options.sack_count++] = *it;
-  }
+  out_of_order_.sack_blocks(options, ts_enabled_ ? 3 : 4);
 }
 
 void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bool retransmission) {

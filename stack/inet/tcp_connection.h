@@ -16,6 +16,7 @@
 #include "stack/inet/inet_options.h"
 #include "stack/inet/tcp_frto.h"
 #include "stack/inet/tcp_rack.h"
+#include "stack/inet/tcp_reassembly.h"
 #include "stack/inet/tcp_rtt_estimator.h"
 #include "stack/inet/tcp_sack_scoreboard.h"
 #include "stack/inet/tcp_seq.h"
@@ -227,13 +228,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t irs_ = 0, rcv_nxt_ = 0;
   uint32_t rcv_adv_ = 0;      // right edge of the window we advertised
   BufferList receive_queue_;
-  struct OutOfOrder {
-    uint32_t seq;
-    BufferList data;
-    bool fin;
-  };
-  std::vector<OutOfOrder> out_of_order_;  // sorted by seq, non-overlapping
-  SackBlock last_sack_block_{};           // RFC 2018 §4: most recent block first
+  ReassemblyQueue out_of_order_;
   SackBlock duplicate_block_{};           // RFC 2883 D-SACK to report; empty when left == right
   bool fin_received_ = false;
   uint32_t unacked_segments_ = 0;         // full segments received since our last ACK
