@@ -296,8 +296,9 @@ TEST(TcpRecovery, ScoreboardSurvivesTheRetransmissionTimeout) {
     if (x.from == 0 && x.payload > 0) ++sends[x.header.seq];
   EXPECT_EQ(sends.size(), 20u);
   for (const auto& [seq, count] : sends) {
-    if (seq != *first && seq != *first + 9 * w.client->send_mss())
-      EXPECT_EQ(count, 1) << "SACKed segment " << (seq - *first) / w.client->send_mss() << " sent again";
+    const bool hole = seq == *first || seq == *first + 9 * w.client->send_mss();
+    EXPECT_EQ(count, hole ? count : 1) << "SACKed segment " << (seq - *first) / w.client->send_mss()
+                                       << " sent again";
   }
   w.hosts.wire.tap = nullptr;
 }
