@@ -488,7 +488,11 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   }
   if (frto_.active()) on_spurious_timeout_verdict(frto_.on_ack(ack, advanced, duplicate));
   if (state_ == TcpState::SynReceived || frto_.active()) return true;
-  if (sack_enabled_) detect_losses(now);
+  // Nothing SACKed, no recovery and no probe under way: nothing was resent, so every segment in
+  // flight left after those just delivered and none can be overtaken (an in-order flow skips the
+  // walk over its flight).
+  if (sack_enabled_ && (!scoreboard_.empty() || in_recovery_ || rto_recovery_ || rack_.probe_outstanding()))
+    detect_losses(now);
   maybe_enter_recovery(now);
   return true;
 }
