@@ -24,7 +24,6 @@ const char* to_string(TcpState state) {
 }
 
 namespace {
-constexpr size_t kMaxOutOfOrderSegments = 1024;  // bound on reassembly bookkeeping per connection
 constexpr uint32_t kDupThresh = SackScoreboard::kDupThresh;
 
 }  // namespace
@@ -431,6 +430,9 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     if (seq_lt(snd_nxt_, snd_una_)) snd_nxt_ = snd_una_;
     if (seq_lt(high_rxt_, snd_una_)) high_rxt_ = snd_una_;
     scoreboard_.advance(snd_una_);
+    // An ACK that stops at the left edge of SACKed data: the receiver dropped what it SACKed
+    // (RFC 2018 §8 reneging, detected as Linux's tcp_check_sack_reneging does).
+    if (!scoreboard_.empty() && scoreboard_.blocks().front().left == snd_una_) sack_reneged_ = true;
     if (in_recovery_) {
       // After a timeout the window regrows by slow start (RFC 5681 §3.1) while the holes are
       // resent; its end does not set cwnd to ssthresh as fast recovery's does.
@@ -479,14 +481,20 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   }
 
   if (sack_enabled_) {
-    rack_.on_ack(snd_una_, scoreboard_, now);
+    std::optional<uint32_t> tsecr;
+    if (ts_enabled_ && h.options.timestamp && h.options.timestamp->second != 0) tsecr = h.options.timestamp->second;
+    rack_.on_ack(snd_una_, scoreboard_, now, tsecr);
     // RFC 8985 §7.4.2: the ACK of a loss probe that no D-SACK calls a duplicate means the probe
     // repaired a tail loss, which calls for the congestion response recovery would have made.
     if (rack_.probe_repaired_loss(ack, dsack) && !in_recovery_) cc_->on_congestion_event(flight_size(), now);
   }
   if (frto_.active()) on_spurious_timeout_verdict(frto_.on_ack(ack, advanced, duplicate));
   if (state_ == TcpState::SynReceived || frto_.active()) return true;
-  if (sack_enabled_) detect_losses(now);
+  // Nothing SACKed, no recovery and no probe under way: nothing was resent, so every segment in
+  // flight left after those just delivered and none can be overtaken (an in-order flow skips the
+  // walk over its flight).
+  if (sack_enabled_ && (!scoreboard_.empty() || in_recovery_ || rto_recovery_ || rack_.probe_outstanding()))
+    detect_losses(now);
   maybe_enter_recovery(now);
   return true;
 }
@@ -618,58 +626,11 @@ void TcpConnection::process_text(TcpSegment& seg) {
 }
 
 void TcpConnection::insert_out_of_order(uint32_t seq, BufferList&& data, bool fin) {
-  uint32_t end = seq + static_cast<uint32_t>(data.length());
-  auto it = std::find_if(out_of_order_.begin(), out_of_order_.end(),
-                         [&](const OutOfOrder& e) { return seq_gt(e.seq, seq); });
-  // Trim against the predecessor (entries never overlap each other).
-  if (it != out_of_order_.begin()) {
-    const OutOfOrder& prev = *std::prev(it);
-    uint32_t prev_end = prev.seq + static_cast<uint32_t>(prev.data.length());
-    if (seq_geq(prev_end, end)) {
-      if (!fin || prev.fin || prev_end != end) return;  // nothing new
-      std::prev(it)->fin = true;
-      last_sack_block_ = {prev.seq, prev_end};
-      return;
-    }
-    if (seq_gt(prev_end, seq)) {
-      data.trim_front(prev_end - seq);
-      seq = prev_end;
-    }
-  }
-  // Drop successors the new data covers; cut the new data before a partial overlap.
-  while (it != out_of_order_.end() && seq_lt(it->seq, end)) {
-    uint32_t it_end = it->seq + static_cast<uint32_t>(it->data.length());
-    if (seq_leq(it_end, end) && !(it->fin && it_end == end && !fin)) {
-      fin = fin || (it->fin && it_end == end);
-      it = out_of_order_.erase(it);
-      continue;
-    }
-    data.truncate(it->seq - seq);
-    end = it->seq;
-    fin = false;
-    break;
-  }
-  if (data.empty() && !fin) return;
-  if (out_of_order_.size() >= kMaxOutOfOrderSegments) return;  // the sender will retransmit
-  last_sack_block_ = {seq, end};
-  out_of_order_.insert(it, OutOfOrder{seq, std::move(data), fin});
+  out_of_order_.insert(seq, std::move(data), fin);
 }
 
 bool TcpConnection::drain_out_of_order_fin(bool fin) {
-  while (!fin && !out_of_order_.empty() && seq_leq(out_of_order_.front().seq, rcv_nxt_)) {
-    OutOfOrder& e = out_of_order_.front();
-    uint32_t e_end = e.seq + static_cast<uint32_t>(e.data.length());
-    if (seq_gt(e_end, rcv_nxt_)) {
-      e.data.trim_front(rcv_nxt_ - e.seq);
-      rcv_nxt_ = e_end;
-      bytes_received_ += e.data.length();
-      if (!user_closed_) receive_queue_.append(std::move(e.data));
-    }
-    fin = e.fin && e_end == rcv_nxt_;
-    out_of_order_.erase(out_of_order_.begin());
-  }
-  if (fin) out_of_order_.clear();  // nothing can follow a FIN
-  return fin;
+  return out_of_order_.drain(rcv_nxt_, fin, user_closed_ ? nullptr : &receive_queue_, bytes_received_);
 }
 
 void TcpConnection::process_fin() {
@@ -784,27 +745,9 @@ void TcpConnection::output() {
 }
 
 void TcpConnection::build_sack_blocks(TcpOptions& options, bool with_duplicate) const {
-  // RFC 2883 §4: a D-SACK block first; then, RFC 2018 §4: the block holding the most recent
-  // arrival, then the others.
+  // RFC 2883 §4: a D-SACK block first; then the out-of-order data (RFC 2018 §4).
   if (with_duplicate) options.sack_blocks[options.sack_count++] = duplicate_block_;
-  const size_t first = options.sack_count;
-  std::vector<SackBlock> ranges;
-  for (const OutOfOrder& e : out_of_order_) {
-    uint32_t e_end = e.seq + static_cast<uint32_t>(e.data.length());
-    if (!ranges.empty() && ranges.back().right == e.seq) ranges.back().right = e_end;
-    else ranges.push_back({e.seq, e_end});
-  }
-  size_t max_blocks = ts_enabled_ ? 3 : 4;
-  for (const SackBlock& r : ranges)
-    if (seq_leq(r.left, last_sack_block_.left) && seq_geq(r.right, last_sack_block_.right)) {
-      options.sack_blocks[options.sack_count++] = r;
-      break;
-    }
-  for (auto it = ranges.rbegin(); it != ranges.rend() && options.sack_count < max_blocks; ++it) {
-    if (options.sack_count > first && *it == options.sack_blocks[first]) continue;
-    if (it->left == it->right) continue;
-    options.sack_blocks[options.sack_count++] = *it;
-  }
+  out_of_order_.sack_blocks(options, ts_enabled_ ? 3 : 4);
 }
 
 void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bool retransmission) {
@@ -841,7 +784,7 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
   }
   if (sack_enabled_ && !(flags & (kTcpSyn | kTcpRst)))  // RACK's record (RFC 8985 §6.1)
     rack_.on_transmit(seq, seq + static_cast<uint32_t>(payload.length()) + ((flags & kTcpFin) ? 1 : 0),
-                      layer_.timers().now());
+                      layer_.timers().now(), h.options.timestamp ? h.options.timestamp->first : 0);
   if (retransmission) {
     ++layer_.stats().tcp_retransmitted_segments;
     ++retransmitted_segments_;
@@ -880,6 +823,10 @@ void TcpConnection::send_challenge_ack() {
 void TcpConnection::send_out_of_window_ack(const TcpSegment& seg) {
   // As Linux's tcp_oow_rate_limited: a segment with data is answered (its sender needs our ACK to
   // learn what arrived); one without may be half of an ACK loop, so at most one per interval.
+  // A resend of data we hold entirely lies left of the window: report it (RFC 2883 D-SACK), so
+  // the sender sees the retransmission (a loss probe, say) was needless.
+  const uint32_t seq = seg.header.seq, end = seq + static_cast<uint32_t>(seg.payload.length());
+  if (sack_enabled_ && seq != end && seq_leq(end, rcv_nxt_)) duplicate_block_ = {seq, end};
   const Duration interval = settings_.invalid_ack_ratelimit;
   if (seg.payload.empty() && interval > Duration::zero()) {
     const TimePoint now = layer_.timers().now();
@@ -964,11 +911,12 @@ void TcpConnection::on_retransmission_timeout() {
     rack_.cancel_probe();
     probe_timer_.clear();
     frto_.stop();
-    // RFC 6675 §5.1: the scoreboard survives the timeout, so only holes are resent. RFC 2018 §8:
-    // the receiver may have reneged; should a second timeout follow, its SACKs are discarded.
-    if (backoff_ > 1) {
+    // RFC 6675 §5.1: the scoreboard survives the timeout, so only holes are resent; unless the
+    // receiver reneged on its SACKs (RFC 2018 §8), when they are discarded.
+    if (sack_reneged_) {
       scoreboard_.clear();
       rack_.forget_sacks();
+      sack_reneged_ = false;
     }
     rto_recovery_ = true;
     if (judge_spurious) {
@@ -1025,6 +973,8 @@ void TcpConnection::on_loss_probe() {
     return;
   // RFC 8985 §7.3: resend the most recently sent segment (its last SMSS) so the ACK it elicits,
   // with SACK, shows RACK what of the tail was lost; in recovery, the first segment marked lost.
+  // (A probe in recovery resends the oldest unacknowledged segment, the one the RTO would.)
+  if (in_recovery_ && !rack_.has_lost()) rack_.mark_lost(snd_una_);
   if (rack_.has_lost()) {
     if (!send_next_hole()) return;
   } else {

@@ -16,6 +16,7 @@
 #include "stack/inet/inet_options.h"
 #include "stack/inet/tcp_frto.h"
 #include "stack/inet/tcp_rack.h"
+#include "stack/inet/tcp_reassembly.h"
 #include "stack/inet/tcp_rtt_estimator.h"
 #include "stack/inet/tcp_sack_scoreboard.h"
 #include "stack/inet/tcp_seq.h"
@@ -236,13 +237,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t irs_ = 0, rcv_nxt_ = 0;
   uint32_t rcv_adv_ = 0;      // right edge of the window we advertised
   BufferList receive_queue_;
-  struct OutOfOrder {
-    uint32_t seq;
-    BufferList data;
-    bool fin;
-  };
-  std::vector<OutOfOrder> out_of_order_;  // sorted by seq, non-overlapping
-  SackBlock last_sack_block_{};           // RFC 2018 §4: most recent block first
+  ReassemblyQueue out_of_order_;
   SackBlock duplicate_block_{};           // RFC 2883 D-SACK to report; empty when left == right
   bool fin_received_ = false;
   uint32_t unacked_segments_ = 0;         // full segments received since our last ACK
@@ -260,6 +255,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t dupacks_ = 0;
   bool in_recovery_ = false;
   bool rto_recovery_ = false;    // the recovery follows a timeout: slow start, no fast-recovery exit
+  bool sack_reneged_ = false;    // an ACK stopped at SACKed data: the next timeout forgets SACKs
   uint32_t recover_ = 0;         // RFC 6582 "recover" / RFC 6675 RecoveryPoint
   uint32_t high_rxt_ = 0;        // RFC 6675 HighRxt
   SackScoreboard scoreboard_;

@@ -14,17 +14,17 @@ bool sent_after(TimePoint a_time, uint32_t a_end, TimePoint b_time, uint32_t b_e
 constexpr size_t kCompactAbove = 256;  // dead records kept before the vector is shifted down
 }  // namespace
 
-void RackTlp::on_transmit(uint32_t start, uint32_t stop, TimePoint now) {
+void RackTlp::on_transmit(uint32_t start, uint32_t stop, TimePoint now, uint32_t tsval) {
   if (!seq_lt(start, stop)) return;
   if (head_ == segments_.size() || seq_geq(start, segments_.back().end)) {
-    segments_.push_back({start, stop, now});
+    segments_.push_back({start, stop, now, tsval});
     return;
   }
   // A retransmission (go-back after a shrinking path MTU, a hole, a probe): split so the resent
   // part has records of its own; data beyond the last record is new.
   const uint32_t known_end = segments_.back().end;
   if (seq_gt(stop, known_end)) {
-    segments_.push_back({known_end, stop, now});
+    segments_.push_back({known_end, stop, now, tsval});
     stop = known_end;
   }
   split_at(start);
@@ -33,6 +33,7 @@ void RackTlp::on_transmit(uint32_t start, uint32_t stop, TimePoint now) {
     if (seq_lt(s->start, start)) continue;
     if (seq_geq(s->start, stop)) break;
     s->sent_at = now;
+    s->tsval = tsval;
     s->retransmitted = true;
     if (s->lost) {
       s->lost = false;
@@ -51,11 +52,12 @@ void RackTlp::split_at(uint32_t seq) {
   segments_.insert(segments_.begin() + (s - segments_.data()) + 1, tail);
 }
 
-void RackTlp::delivered(const SentSegment& s, TimePoint now) {
+void RackTlp::delivered(const SentSegment& s, TimePoint now, std::optional<uint32_t> tsecr) {
   const Duration rtt = now - s.sent_at;
-  // Step 2: a retransmitted segment's ACK may be for the original; a sample shorter than the
-  // minimum RTT must be, so it says nothing about this transmission.
-  if (s.retransmitted && rtt < min_rtt_) return;
+  // Step 2: a retransmitted segment's ACK may be for the original: so it is when the echoed
+  // timestamp predates the retransmission, or the sample is shorter than the minimum RTT. Taken,
+  // it would make every segment sent before the retransmission look overtaken.
+  if (s.retransmitted && (rtt < min_rtt_ || (tsecr && seq_lt(*tsecr, s.tsval)))) return;
   if (min_rtt_ == Duration::zero() || rtt < min_rtt_) min_rtt_ = rtt;
   // Reordering (§6.2 step 3): delivered below what was already delivered, never resent.
   if (!s.retransmitted && have_fack_ && seq_lt(s.end, fack_)) reordering_seen_ = true;
@@ -68,10 +70,11 @@ void RackTlp::delivered(const SentSegment& s, TimePoint now) {
   }
 }
 
-void RackTlp::on_ack(uint32_t snd_una, const SackScoreboard& scoreboard, TimePoint now) {
+void RackTlp::on_ack(uint32_t snd_una, const SackScoreboard& scoreboard, TimePoint now,
+                     std::optional<uint32_t> tsecr) {
   while (head_ < segments_.size() && seq_leq(segments_[head_].end, snd_una)) {
     SentSegment& s = segments_[head_];
-    if (!s.sacked) delivered(s, now);
+    if (!s.sacked) delivered(s, now, tsecr);
     if (s.lost) --lost_count_;
     ++head_;
   }
@@ -92,7 +95,9 @@ void RackTlp::on_ack(uint32_t snd_una, const SackScoreboard& scoreboard, TimePoi
       s->lost = false;
       --lost_count_;
     }
-    delivered(*s, now);
+    // A receiver echoes the TSval of the segment that last advanced its window (RFC 7323 §4.3):
+    // for data above a hole that is an older segment's, so it says nothing here.
+    delivered(*s, now, std::nullopt);
   }
 }
 

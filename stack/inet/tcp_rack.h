@@ -24,6 +24,7 @@ namespace bypass::inet {
 struct SentSegment {
   uint32_t start = 0, end = 0;  // sequence range, a FIN counting as one octet
   TimePoint sent_at{0};         // the latest (re)transmission
+  uint32_t tsval = 0;           // its RFC 7323 TSval (0 without timestamps)
   bool retransmitted = false;
   bool sacked = false;
   bool lost = false;            // marked lost and not resent since
@@ -34,10 +35,12 @@ class RackTlp {
   // Bookkeeping of every (re)transmitted range. Retransmissions may cover parts of earlier
   // segments: those are split so each record has one send time. Amortized, no allocation once
   // the record holds a window's worth of segments.
-  void on_transmit(uint32_t start, uint32_t end, TimePoint now);
+  void on_transmit(uint32_t start, uint32_t end, TimePoint now, uint32_t tsval = 0);
   // An ACK arrived: segments below `snd_una` and those `scoreboard` covers are delivered (RFC
-  // 8985 §6.2 steps 1-3: RACK.xmit_ts, RACK.end_seq, RACK.rtt and reordering).
-  void on_ack(uint32_t snd_una, const SackScoreboard& scoreboard, TimePoint now);
+  // 8985 §6.2 steps 1-3: RACK.xmit_ts, RACK.end_seq, RACK.rtt and reordering). `tsecr`, the
+  // ACK's timestamp echo if any, tells whether a retransmitted segment's ACK is for the original.
+  void on_ack(uint32_t snd_una, const SackScoreboard& scoreboard, TimePoint now,
+              std::optional<uint32_t> tsecr = std::nullopt);
   // RFC 8985 §6.2 step 5: marks lost what a later-sent delivered segment overtook by more than the
   // reordering window. Returns how long until the next segment may be marked (zero: none waits).
   Duration detect_loss(TimePoint now, bool in_recovery);
@@ -79,7 +82,7 @@ class RackTlp {
   const SentSegment* begin() const { return segments_.data() + head_; }
   const SentSegment* end() const { return segments_.data() + segments_.size(); }
   void split_at(uint32_t seq);
-  void delivered(const SentSegment& s, TimePoint now);
+  void delivered(const SentSegment& s, TimePoint now, std::optional<uint32_t> tsecr);
   void set_lost(SentSegment& s);
 
   std::vector<SentSegment, PoolAllocator<SentSegment>> segments_;  // segments_[head_..] sorted, contiguous, above SND.UNA

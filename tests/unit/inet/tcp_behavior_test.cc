@@ -1,5 +1,7 @@
 // Flow control, loss recovery, timers and listener limits.
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "stack/inet/congestion.h"
@@ -204,6 +206,106 @@ TEST(TcpRecovery, SackRetransmitsOnlyTheHoles) {
   });
   EXPECT_TRUE(saw_sack);
   hosts.wire.tap = nullptr;
+}
+
+// A burst after a warm-up (cwnd is large, the RTT known), as the loss-recovery tests below send.
+struct WarmPair {
+  explicit WarmPair(uint64_t seed) : hosts(seed) {
+    std::tie(client, server) = connect_pair(hosts);
+    if (!client || !server) return;
+    warm = transfer(hosts, client, server, 4 << 20, 60s).complete;
+    hosts.run_for(1s);
+  }
+  // Sends `segments` full segments and runs until the server has read them all.
+  bool burst(uint32_t segments, Duration limit = 30s) {
+    const uint64_t total = uint64_t{segments} * client->send_mss();
+    BufferList data = pattern(4 << 20, total);
+    client->send(data);
+    uint64_t got = 0;
+    return hosts.run_until([&] {
+      got += server->read().length();
+      return got == total && client->send_space() == hosts.settings_a.tcp.snd_buffer;
+    }, limit);
+  }
+  TwoHosts hosts;
+  std::shared_ptr<TcpConnection> client, server;
+  bool warm = false;
+};
+
+// RFC 8985 §7: the last two segments of a burst are lost. Nothing follows them to draw SACKs, so
+// without a probe only the RTO would find them; the probe (a resend of the last segment) draws
+// a SACK, RACK marks the other lost, and both are repaired well before the 200 ms RTO.
+TEST(TcpRecovery, TailLossProbeRepairsATailLossBeforeTheRto) {
+  WarmPair w(33);
+  ASSERT_TRUE(w.warm);
+  std::vector<SeenSegment> seen;
+  uint32_t data_segments = 0;
+  record_segments(w.hosts, seen, [&](const SeenSegment& x) {
+    return x.from == 0 && x.payload > 0 && (++data_segments == 19 || data_segments == 20);
+  });
+  const uint64_t timeouts = w.client->timeouts(), probes = w.hosts.a->stats().tcp_loss_probes;
+  const TimePoint start = w.hosts.timers.now();
+  ASSERT_TRUE(w.burst(20));
+  EXPECT_EQ(w.client->timeouts(), timeouts) << "the tail waited for the retransmission timeout";
+  EXPECT_EQ(w.hosts.a->stats().tcp_loss_probes - probes, 1u);
+  EXPECT_LT(w.hosts.timers.now() - start, 100ms);
+  w.hosts.wire.tap = nullptr;
+}
+
+// RFC 6675 §5.1 / RFC 2018 §8: a timeout does not erase what the peer SACKed. The first and the
+// tenth segment of a burst are lost with every resend until the second RTO (F-RTO's resend after
+// the first included); the other eighteen were SACKed, so after the timeouts only the two holes
+// go again (go-back-N also resent what follows the tenth while cwnd regrew).
+TEST(TcpRecovery, ScoreboardSurvivesTheRetransmissionTimeout) {
+  WarmPair w(34);
+  ASSERT_TRUE(w.warm);
+  std::vector<SeenSegment> seen;
+  std::optional<uint32_t> first;
+  const uint64_t timeouts = w.client->timeouts();
+  record_segments(w.hosts, seen, [&](const SeenSegment& x) {
+    if (x.from != 0 || x.payload == 0) return false;
+    if (!first) first = x.header.seq;
+    const bool hole = x.header.seq == *first || x.header.seq == *first + 9 * w.client->send_mss();
+    return hole && w.client->timeouts() < timeouts + 2;  // lost until the second RTO
+  });
+  ASSERT_TRUE(w.burst(20));
+  ASSERT_EQ(w.client->timeouts(), timeouts + 2);
+  std::map<uint32_t, int> sends;
+  for (const SeenSegment& x : seen)
+    if (x.from == 0 && x.payload > 0) ++sends[x.header.seq];
+  EXPECT_EQ(sends.size(), 20u);
+  for (const auto& [seq, count] : sends) {
+    const bool hole = seq == *first || seq == *first + 9 * w.client->send_mss();
+    EXPECT_EQ(count, hole ? count : 1) << "SACKed segment " << (seq - *first) / w.client->send_mss()
+                                       << " sent again";
+  }
+  w.hosts.wire.tap = nullptr;
+}
+
+// RFC 5682: the ACKs are only late (the return path's delay jumps above the RTO), no segment is
+// lost. The two ACKs after the timeout acknowledge segments that were never resent: the timeout
+// was spurious and cwnd and ssthresh are restored.
+TEST(TcpRecovery, FrtoUndoesASpuriousTimeout) {
+  WarmPair w(36);
+  ASSERT_TRUE(w.warm);
+  const uint32_t cwnd = w.client->cwnd(), ssthresh = w.client->ssthresh();
+  ASSERT_GT(cwnd, 8 * w.client->send_mss());
+  const uint64_t timeouts = w.client->timeouts();
+  w.hosts.wire.faults[1].delay = 300ms;  // server -> client: every ACK arrives after the RTO
+  BufferList data = pattern(4 << 20, 100 * w.client->send_mss());
+  w.client->send(data);
+  ASSERT_TRUE(w.hosts.run_until([&] { return w.client->timeouts() > timeouts; }, 1s));
+  // New data for F-RTO's step 2b (two new segments on the first ACK after the timeout).
+  BufferList more = pattern((4 << 20) + 100 * w.client->send_mss(), 100 * w.client->send_mss());
+  w.client->send(more);
+  ASSERT_TRUE(w.hosts.run_until([&] {
+    w.server->read();
+    return w.hosts.a->stats().tcp_spurious_timeouts > 0 || w.client->timeouts() > timeouts + 1;
+  }, 10s)) << w.client->describe();
+  EXPECT_EQ(w.client->timeouts(), timeouts + 1) << w.client->describe();
+  EXPECT_EQ(w.hosts.a->stats().tcp_spurious_timeouts, 1u);
+  EXPECT_GE(w.client->cwnd(), cwnd) << "the spurious timeout's cwnd of one segment was not undone";
+  EXPECT_EQ(w.client->ssthresh(), ssthresh);
 }
 
 TEST(TcpRecovery, RtoBacksOffExponentiallyAndGivesUp) {

@@ -4,6 +4,7 @@
 // could not meet (7,121 timeouts at 10 % loss).
 #include <cstdio>
 
+#include "stack/inet/tcp_rack.h"
 #include "tests/unit/inet/harness.h"
 
 namespace bypass::inet::test {
@@ -63,6 +64,56 @@ TEST(TcpLossTable, TimeoutsAtTenPercentLossUnderATenthOfGoBackN) {
   // Recovery must not buy fewer timeouts with needless retransmissions: the wire loses about
   // 12.5 % of the data frames (drop + corrupt), so well under a third of the data goes twice.
   EXPECT_LT(row.retransmitted_bytes, (100ull << 20) / 3);
+}
+
+// ---- RACK (RFC 8985 §6.2) on its own: the record of sent segments, one ACK, one rule ----
+
+TimePoint at_us(int64_t us) { return TimePoint{std::chrono::microseconds(us)}; }
+
+// Three segments sent 100 us apart; the third is SACKed 1 ms after it left. The first two were
+// overtaken, yet count as lost only once RACK.rtt plus the reordering window (min RTT / 4) has
+// passed since each was sent.
+TEST(Rack, MarksLostOnlyAfterTheReorderingWindow) {
+  RackTlp rack;
+  SackScoreboard scoreboard;
+  rack.on_transmit(1000, 2000, at_us(0));
+  rack.on_transmit(2000, 3000, at_us(100));
+  rack.on_transmit(3000, 4000, at_us(200));
+  TcpOptions sack;
+  sack.sack_blocks[0] = {3000, 4000};
+  sack.sack_count = 1;
+  ASSERT_TRUE(scoreboard.update(sack, 1000, 4000));
+  rack.on_ack(1000, scoreboard, at_us(1200));  // RACK.rtt = 1000 us, min RTT 1000 us: window 250 us
+  EXPECT_EQ(rack.detect_loss(at_us(1200), false), std::chrono::microseconds(150))
+      << "the second segment may still arrive until 100 + 1000 + 250 us";
+  EXPECT_FALSE(rack.has_lost()) << "the first segment waits out its window too (until 1250 us)";
+  EXPECT_EQ(rack.detect_loss(at_us(1250), false), std::chrono::microseconds(100));
+  ASSERT_TRUE(rack.has_lost());
+  EXPECT_EQ(rack.first_lost()->start, 1000u);
+  rack.detect_loss(at_us(1350), false);
+  EXPECT_EQ(rack.pipe(), 0u) << "neither lost nor SACKed octets are in flight";
+}
+
+// A retransmission that is lost again: a segment sent after it is delivered, so RACK marks the
+// retransmission lost as well (DupThresh counting cannot: it marks each segment once).
+TEST(Rack, FindsALostRetransmission) {
+  RackTlp rack;
+  SackScoreboard scoreboard;
+  rack.on_transmit(1000, 2000, at_us(0));
+  rack.on_transmit(2000, 3000, at_us(10));
+  rack.mark_lost(1000);
+  rack.on_transmit(1000, 2000, at_us(5000));  // the retransmission
+  EXPECT_FALSE(rack.has_lost());
+  rack.on_transmit(3000, 4000, at_us(5010));  // new data after it
+  TcpOptions sack;
+  sack.sack_blocks[0] = {2000, 4000};
+  sack.sack_count = 1;
+  scoreboard.update(sack, 1000, 4000);
+  rack.on_ack(1000, scoreboard, at_us(6000));
+  rack.detect_loss(at_us(7000), true);
+  ASSERT_TRUE(rack.has_lost());
+  EXPECT_EQ(rack.first_lost()->start, 1000u);
+  EXPECT_TRUE(rack.first_lost()->retransmitted);
 }
 
 }  // namespace

@@ -403,6 +403,25 @@ TEST_F(Rfc5961, DataOutsideWindowDroppedAndAcked) {
   EXPECT_EQ(client->readable_bytes(), 0u);
 }
 
+// As Linux's tcp_invalid_ratelimit: out-of-window segments without data are answered at most once
+// per tcp.invalid_ack_ratelimit (two ends that disagree about the sequence space would otherwise
+// trade ACKs without end); one with data is always answered.
+TEST_F(Rfc5961, OutOfWindowAcksAreRateLimited) {
+  for (int i = 0; i < 5; ++i)
+    hosts.a->receive(craft_to_a(from_server(kTcpAck, server_next + (64u << 20) + static_cast<uint32_t>(i))));
+  hosts.run_for(10ms);
+  EXPECT_EQ(acks_from_client(), 1u);
+  EXPECT_EQ(hosts.a->stats().tcp_out_of_window_acks_limited, 4u);
+  hosts.a->receive(craft_to_a(from_server(kTcpAck, server_next + (64u << 20)), "data"));
+  hosts.run_for(10ms);
+  EXPECT_EQ(acks_from_client(), 2u) << "a segment with data goes unanswered";
+  hosts.run_for(hosts.settings_a.tcp.invalid_ack_ratelimit);
+  hosts.a->receive(craft_to_a(from_server(kTcpAck, server_next + (64u << 20))));
+  hosts.run_for(10ms);
+  EXPECT_EQ(acks_from_client(), 3u) << "the limit outlasts its interval";
+  EXPECT_EQ(client->state(), TcpState::Established);
+}
+
 TEST_F(Rfc5961, PawsDropsOldTimestamp) {
   ASSERT_TRUE(client->timestamps_enabled());
   TcpHeader h = from_server(kTcpAck, server_next);
