@@ -741,7 +741,8 @@ TEST_F(MessengerSuite, ShutdownLingerReplaysALosslessSessionAcrossFaults) {
   auto client = make_client(conf, &client_d, Policy::lossless_client(), 22);
   constexpr uint64_t kCount = 3000;
   std::atomic<uint64_t> acked{0}, dropped{0};
-  queue_burst(client->connect_to(EntityType::Osd, server->my_addrs()), 5, kCount, 1024, acked, dropped);
+  // 48 MiB: hundreds of socket calls each way, so faults (1 call in 40) hit the established session.
+  queue_burst(client->connect_to(EntityType::Osd, server->my_addrs()), 5, kCount, 16 * 1024, acked, dropped);
   client->shutdown();
   EXPECT_EQ(acked.load(), kCount);
   EXPECT_EQ(dropped.load(), 0u);
