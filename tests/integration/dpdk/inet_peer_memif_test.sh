@@ -32,7 +32,7 @@ if [ "$mode" = jumbo ]; then
   jumbo_settings=(--set dpdk.mtu=9000 --set dpdk.mbuf_size=9472 --set dpdk.mbufs=8191)
 elif [ "$mode" = jumbo64k ]; then
   # memif frames up to its bsize of 65,014 bytes: one TCP segment of ~64 KiB per frame, no cutting.
-  name=L
+  name=S  # sixty-four KiB
   memif_args=,bsize=64014
   jumbo_settings=(--set dpdk.mtu=64000 --set dpdk.mbuf_size=65535 --set dpdk.mbufs=4095 --set dpdk.memory=1024M)
 elif [ "$mode" = vhost ]; then

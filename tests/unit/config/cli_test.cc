@@ -126,10 +126,10 @@ TEST(Environment, ErrorsNameTheVariable) {
 
 TEST(SetErrors, NameSetAndTheOption) {
   try {
-    load_config(parse({"--set", "dpdk.mtu=9601"}));
+    load_config(parse({"--set", "dpdk.mtu=65001"}));
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "--set: dpdk.mtu: '9601' is out of range (allowed 68..9600)");
+    EXPECT_STREQ(e.what(), "--set: dpdk.mtu: '65001' is out of range (allowed 68..65000)");
   }
   try {
     load_config(parse({"--set=ms.tpye=dpdk"}));

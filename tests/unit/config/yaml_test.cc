@@ -104,7 +104,7 @@ TEST(YamlErrors, BadValuesNameRangeOrAllowedValues) {
   EXPECT_EQ(load_error("ms:\n  type: dpkd\n"),
             "job.yaml:2:9: ms.type: 'dpkd' is not one of posix, dpdk, rdma");
   EXPECT_EQ(load_error("dpdk:\n  mtu: 70000\n"),
-            "job.yaml:2:8: dpdk.mtu: '70000' is out of range (allowed 68..9600)");
+            "job.yaml:2:8: dpdk.mtu: '70000' is out of range (allowed 68..65000)");
   EXPECT_EQ(load_error("ms:\n  workers: 0\n"),
             "job.yaml:2:12: ms.workers: '0' is out of range (allowed 1..64)");
   EXPECT_EQ(load_error("tcp:\n  rto_min: fast\n"),
