@@ -1,0 +1,226 @@
+// TcpConnection's send side: what the next segment carries (RFC 9293 §3.8.6 window management,
+// Nagle's algorithm RFC 9293 §3.7.4, large segments tcp_large_segments.cc), retransmission of
+// holes (RFC 6675 §5 NextSeg), ACKs (RFC 9293 §3.10.7.4, delayed ACKs RFC 5681 §4.2, SACK and
+// D-SACK blocks RFC 2018, RFC 2883), resets and challenge ACKs (RFC 5961).
+#include "stack/inet/tcp_connection.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "stack/inet/tcp_layer.h"
+
+namespace bypass::inet {
+
+uint32_t TcpConnection::payload_limit() const {
+  uint32_t limit = mss_;
+  if (sack_enabled_ && !out_of_order_.empty()) {
+    size_t blocks = std::min<size_t>(out_of_order_.size(), ts_enabled_ ? 3 : 4);
+    limit -= static_cast<uint32_t>(4 + 8 * blocks);
+  }
+  return limit;
+}
+
+bool TcpConnection::send_next_hole() {
+  // RFC 6675 §4 NextSeg rule (1), with the segments RACK (RFC 8985 §6.2) or the DupThresh rule
+  // marked lost: the first one, less what is SACKed.
+  const SentSegment* lost = rack_.first_lost();
+  if (!lost) return false;
+  const uint32_t start = scoreboard_.skip_sacked(lost->start);
+  if (!seq_lt(start, lost->end)) return false;
+  const uint32_t sent_to = retransmit_range(start, scoreboard_.next_sacked(start, lost->end));
+  high_rxt_ = seq_max(high_rxt_, sent_to);
+  return sent_to != start;
+}
+
+uint32_t TcpConnection::retransmit_range(uint32_t start, uint32_t stop) {
+  const uint32_t data_end = seq_min(stop, send_end());
+  const uint32_t len = seq_lt(start, data_end) ? std::min<uint32_t>(payload_limit(), data_end - start) : 0;
+  const bool fin = fin_sent() && start + len == send_end() && seq_gt(stop, send_end());
+  if (len == 0 && !fin) return start;
+  transmit(start, fin ? kTcpAck | kTcpFin : kTcpAck, send_buffer_.sub(start - data_start_, len, send_position_), true);
+  if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
+  return start + len + (fin ? 1 : 0);
+}
+
+void TcpConnection::output() {
+  if (state_ != TcpState::Established && state_ != TcpState::CloseWait &&
+      state_ != TcpState::FinWait1 && state_ != TcpState::Closing && state_ != TcpState::LastAck)
+    return;
+  bool sack_recovery = in_recovery_ && sack_enabled_;
+  for (int guard = 0; guard < 1 << 16; ++guard) {
+    if (sack_recovery) {
+      // RFC 6675 §5 (C): send while cwnd - pipe >= 1 SMSS.
+      uint32_t in_pipe = pipe();
+      if (in_pipe + mss_ > cc_->cwnd()) break;
+      if (send_next_hole()) continue;
+    }
+    uint32_t data_end = send_end();
+    if (seq_gt(snd_nxt_, data_end)) break;  // everything including our FIN is out
+    uint32_t avail = data_end - snd_nxt_;
+    uint32_t in_flight = snd_nxt_ - snd_una_;
+    if (avail == 0) {
+      if (fin_queued_ && snd_nxt_ == data_end) {
+        transmit(snd_nxt_, kTcpAck | kTcpFin, {}, seq_lt(snd_nxt_, snd_max_));
+        snd_nxt_ += 1;
+        snd_max_ = seq_max(snd_max_, snd_nxt_);
+        if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
+      }
+      break;
+    }
+    uint32_t window = sack_recovery ? snd_wnd_ : std::min(cc_->cwnd(), snd_wnd_);
+    uint32_t room = window > in_flight ? window - in_flight : 0;
+    uint32_t limit = payload_limit();
+    bool retransmission = seq_lt(snd_nxt_, snd_max_);
+    uint32_t len = segment_length(avail, window, room, limit, retransmission);  // tcp_large_segments.cc
+    if (len == 0) {
+      // Zero window with nothing in flight: probe it (RFC 9293 §3.8.6.1).
+      if (snd_wnd_ == 0 && in_flight == 0 && !persist_timer_.pending())
+        persist_timer_.set_after(std::min(rto_ * (int64_t{1} << std::min(persist_backoff_, 16)), settings_.rto_max));
+      break;
+    }
+    if (len < limit) {
+      // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1) and Nagle (RFC 9293 §3.7.4): a
+      // short segment goes out only if nothing is outstanding, unless it ends the queued data
+      // and Nagle is off.
+      bool ends_data = len == avail;
+      if (in_flight > 0 && (!ends_data || nagle_)) break;
+    }
+    uint8_t flags = kTcpAck;
+    if (len == avail) flags |= kTcpPsh;
+    bool with_fin = fin_queued_ && len == avail;
+    if (with_fin) flags |= kTcpFin;
+    if (!retransmission && !ts_enabled_ && timed_at_ < TimePoint::zero()) {
+      timed_seq_ = snd_nxt_;
+      timed_at_ = layer_.timers().now();
+    }
+    transmit(snd_nxt_, flags, send_buffer_.sub(snd_nxt_ - data_start_, len, send_position_), retransmission);
+    snd_nxt_ += len + (with_fin ? 1 : 0);
+    snd_max_ = seq_max(snd_max_, snd_nxt_);
+    if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
+  }
+  arm_loss_probe();
+}
+
+void TcpConnection::build_sack_blocks(TcpOptions& options, bool with_duplicate) const {
+  // RFC 2883 §4: a D-SACK block first; then the out-of-order data (RFC 2018 §4).
+  if (with_duplicate) options.sack_blocks[options.sack_count++] = duplicate_block_;
+  out_of_order_.sack_blocks(options, ts_enabled_ ? 3 : 4);
+}
+
+void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bool retransmission) {
+  TcpHeader h;
+  h.source_port = tuple_.local_port;
+  h.destination_port = tuple_.remote_port;
+  h.seq = seq;
+  h.flags = flags;
+  if (flags & kTcpAck) h.ack = rcv_nxt_;
+  if (flags & kTcpSyn) {
+    rcv_adv_ = rcv_nxt_ + static_cast<uint32_t>(std::min<size_t>(settings_.rcv_buffer, 65535));
+    h.window = static_cast<uint16_t>(std::min<size_t>(settings_.rcv_buffer, 65535));
+    bool active = !(flags & kTcpAck);
+    h.options.mss = static_cast<uint16_t>(layer_.mtu() - 40);
+    if (active ? settings_.window_scale : wscale_ok_) h.options.window_scale = rcv_wscale_;
+    if (active ? settings_.sack : sack_enabled_) h.options.sack_permitted = true;
+    if (active ? settings_.timestamps : ts_enabled_)
+      h.options.timestamp = std::make_pair(ts_now(), active ? 0u : ts_recent_);
+  } else {
+    if (!(flags & kTcpRst)) update_advertised_window();
+    uint32_t window = (flags & kTcpRst) ? 0 : rcv_adv_ - rcv_nxt_;
+    h.window = static_cast<uint16_t>(std::min<uint32_t>(window >> rcv_wscale_, 65535));
+    if (ts_enabled_ && !(flags & kTcpRst)) h.options.timestamp = std::make_pair(ts_now(), ts_recent_);
+    // A D-SACK block (RFC 2883) rides on the pure ACK that answers the duplicate.
+    const bool with_duplicate = duplicate_block_.left != duplicate_block_.right && payload.empty();
+    if (sack_enabled_ && (flags & kTcpAck) && (!out_of_order_.empty() || with_duplicate))
+      build_sack_blocks(h.options, with_duplicate);
+    if (with_duplicate) duplicate_block_ = {};
+  }
+  if (flags & kTcpAck) {
+    last_ack_sent_ = rcv_nxt_;
+    unacked_segments_ = 0;
+    delack_timer_.clear();
+  }
+  if (sack_enabled_ && !(flags & (kTcpSyn | kTcpRst)))  // RACK's record (RFC 8985 §6.1)
+    rack_.on_transmit(seq, seq + static_cast<uint32_t>(payload.length()) + ((flags & kTcpFin) ? 1 : 0),
+                      layer_.timers().now(), h.options.timestamp ? h.options.timestamp->first : 0);
+  if (retransmission) {
+    ++layer_.stats().tcp_retransmitted_segments;
+    ++retransmitted_segments_;
+    retransmitted_bytes_ += payload.length();
+  }
+  // A payload beyond one segment (segment_length()) is cut by the device at the SMSS of this
+  // moment, SACK blocks included.
+  const uint32_t limit = payload_limit();
+  const uint16_t cut = payload.length() > limit ? static_cast<uint16_t>(limit) : 0;
+  layer_.send_segment(tuple_, h, std::move(payload), cut);
+}
+
+void TcpConnection::send_ack() {
+  if (state_ == TcpState::Closed || state_ == TcpState::SynSent) return;
+  // A retransmission timeout rewinds snd_nxt_ to snd_una_, yet the peer may hold everything up to
+  // snd_max_: an ACK carrying the rewound sequence number lies left of its window, so it drops
+  // it (RFC 9293 section 3.10.7.4) and answers with an ACK of its own, equally old once its own
+  // timer fired. Both sides then trade ACKs without end and neither ever learns what the other
+  // received. So a pure ACK carries the first new sequence number, snd_max_ (as BSD's
+  // tcp_output does), except for the octet of an unanswered zero-window probe, which the peer
+  // did not take.
+  transmit(next_new_sequence(), kTcpAck, {});
+}
+
+uint32_t TcpConnection::next_new_sequence() const {
+  const bool probing = snd_wnd_ == 0 && persist_backoff_ > 0;
+  return probing ? snd_nxt_ : snd_max_;
+}
+
+void TcpConnection::send_challenge_ack() {
+  if (!layer_.allow_challenge_ack()) return;  // RFC 5961 §7 rate limit
+  ++layer_.stats().tcp_challenge_acks;
+  send_ack();
+}
+
+void TcpConnection::send_out_of_window_ack(const TcpSegment& seg) {
+  // As Linux's tcp_oow_rate_limited: a segment with data is answered (its sender needs our ACK to
+  // learn what arrived); one without may be half of an ACK loop, so at most one per interval.
+  // A resend of data we hold entirely lies left of the window: report it (RFC 2883 D-SACK), so
+  // the sender sees the retransmission (a loss probe, say) was needless.
+  const uint32_t seq = seg.header.seq, end = seq + static_cast<uint32_t>(seg.payload.length());
+  if (sack_enabled_ && seq != end && seq_leq(end, rcv_nxt_)) duplicate_block_ = {seq, end};
+  const Duration interval = settings_.invalid_ack_ratelimit;
+  if (seg.payload.empty() && interval > Duration::zero()) {
+    const TimePoint now = layer_.timers().now();
+    if (last_out_of_window_ack_ >= TimePoint::zero() && now - last_out_of_window_ack_ < interval) {
+      ++layer_.stats().tcp_out_of_window_acks_limited;
+      return;
+    }
+    last_out_of_window_ack_ = now;
+  }
+  send_ack();
+}
+
+void TcpConnection::send_rst(uint32_t seq) {
+  ++layer_.stats().tcp_rst_sent;
+  transmit(seq, kTcpRst, {});
+}
+
+void TcpConnection::schedule_ack(bool immediate) {
+  if (immediate || !settings_.delayed_ack) return send_ack();
+  if (!delack_timer_.pending()) delack_timer_.set_after(settings_.delayed_ack_timeout);
+}
+
+uint32_t TcpConnection::receive_window() const {
+  return seq_gt(rcv_adv_, rcv_nxt_) ? rcv_adv_ - rcv_nxt_ : 0;
+}
+
+void TcpConnection::update_advertised_window() {
+  size_t queued = receive_queue_.length();
+  size_t space = settings_.rcv_buffer > queued ? settings_.rcv_buffer - queued : 0;
+  space = std::min<size_t>(space, size_t{65535} << rcv_wscale_);
+  space = (space >> rcv_wscale_) << rcv_wscale_;  // representable in the scaled field
+  uint32_t new_edge = rcv_nxt_ + static_cast<uint32_t>(space);
+  if (!seq_gt(new_edge, rcv_adv_)) return;  // never shrink the window (RFC 9293 §3.8.6.2.2)
+  // Receiver silly-window avoidance (RFC 9293 §3.8.6.2.2): move the right edge only by at least
+  // min(half the buffer, one MSS).
+  uint32_t step = static_cast<uint32_t>(std::min<size_t>(settings_.rcv_buffer / 2, mss_));
+  if (new_edge - rcv_adv_ >= step || space == settings_.rcv_buffer) rcv_adv_ = new_edge;
+}
+
+}  // namespace bypass::inet
