@@ -32,12 +32,11 @@ void register_tcp_options(Registry& r) {
          .help = "Offer and use selective acknowledgements (RFC 2018, recovery per RFC 6675)."});
   r.add({.name = "tcp.timestamps", .type = OptionType::Bool, .default_value = "true",
          .help = "Offer and use timestamps for RTT measurement and PAWS (RFC 7323)."});
-  r.add({.name = "tcp.gro", .type = OptionType::Bool, .default_value = "false",
+  r.add({.name = "tcp.gro", .type = OptionType::Bool, .default_value = "true",
          .help = "Userspace stack: coalesce the consecutive in-order segments of a connection that arrive "
                  "in one receive burst into one before TCP processes them (receive offload in software, "
                  "as Linux's GRO), so TCP runs and acknowledges once per coalesced unit (RFC 5681 4.2); "
-                 "off hands TCP every segment on its own. Off by default for now: against Linux through heavy "
-                 "loss and reordering a connection with it on has been seen to stop moving."});
+                 "off hands TCP every segment on its own."});
   r.add({.name = "tcp.window_scale", .type = OptionType::Int, .default_value = "7",
          .help = "Receive window scale shift to offer (RFC 7323 2.3 caps it at 14).",
          .min = 0, .max = 14});

@@ -371,7 +371,6 @@ void run_stack(const uint8_t* data, size_t size) {
   settings.tcp.accept_backlog = 4;
   settings.tcp.syn_cookies = setup & 1;
   settings.tcp.sack = !(setup & 2);
-  settings.tcp.gro = true;  // off by default (inet_options.h), fuzzed on
   settings.tcp.timestamps = !(setup & 4);
   settings.tcp.window_scale = !(setup & 8);
   settings.tcp.delayed_ack = !(setup & 16);
