@@ -293,15 +293,6 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
   tx.zero_copy_threshold = conf.get_size("dpdk.zero_copy_threshold");
   tx.attach_when_device_copies = conf.get_bool("dpdk.attach_on_copying_ports");
   tx.software_segmentation = conf.get_bool("dpdk.gso");
-  // Not on net_tap for now: against the Linux kernel through the pmd fault shim (tap_faults: 5 %
-  // loss, 10 % reordering each way) a connection sending large segments stops moving after some
-  // tens of MiB (the kernel's send blocks on an unacknowledged window) once the RACK-TLP loss
-  // recovery is in too; with one SMSS per segment it completes. Open in issue 12.
-  if (port.info().driver == "net_tap" && tx.software_segmentation) {
-    BYPASS_LOG(Info, "dpdk", "dpdk.gso off on %s: large segments to the kernel over net_tap stall under loss (issue 12)",
-               port.info().name.c_str());
-    tx.software_segmentation = false;
-  }
   // memif's own zero-copy mode transmits only from the memory regions it shares with the peer
   // (the mempool), so an external buffer would reach the peer as an offset into nothing.
   for (const std::string& vdev : conf.get_list("dpdk.vdev")) {
