@@ -168,7 +168,14 @@ void TcpConnection::send_ack() {
 
 uint32_t TcpConnection::next_new_sequence() const {
   const bool probing = snd_wnd_ == 0 && persist_backoff_ > 0;
-  return probing ? snd_nxt_ : snd_max_;
+  const uint32_t next = probing ? snd_nxt_ : snd_max_;
+  // Never right of the peer's window (as Linux's tcp_acceptable_seq): when the window closed on
+  // data we had already sent (and the peer dropped), a segment at snd_max_ is unacceptable to a
+  // receiver whose window is zero (RFC 9293 §3.10.7.4: only SEG.SEQ = RCV.NXT is), so it drops
+  // every ACK we send, SACK blocks included, and repairs our receive holes only by timeouts that
+  // back off without end. The right edge, SND.UNA + SND.WND, is always acceptable.
+  const uint32_t right_edge = snd_una_ + snd_wnd_;
+  return seq_gt(next, right_edge) ? right_edge : next;
 }
 
 void TcpConnection::send_challenge_ack() {

@@ -313,6 +313,14 @@ std::string stack_echo_to_kernel(Worker& worker, const char* kernel_ip, const st
       outcome = "finished after " + std::to_string(client->received.load()) + " of " + std::to_string(data.size()) + " bytes";
   } else {
     outcome = "timed out after " + std::to_string(client->received.load()) + " echoed bytes";
+    // The stack's view of each connection, printed now: stopping the kernel's echo thread below
+    // may wait on a send that a stalled connection never lets finish.
+    auto& dpdk_worker = static_cast<DpdkWorker&>(worker);
+    run_on(worker, [&] {
+      dpdk_worker.inet().tcp().for_each_connection(
+          [&](const inet::TcpConnection& c) { outcome += "\n  " + c.describe(); });
+    });
+    std::fprintf(stderr, "stack_echo_to_kernel: %s\n", outcome.c_str());
   }
   client->stop();
   kernel_server.stop();

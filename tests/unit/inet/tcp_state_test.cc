@@ -387,6 +387,29 @@ TEST_F(Rfc5961, AckOfUnsentDataIsAnsweredAndDropped) {
   EXPECT_EQ(client->state(), TcpState::Established);
 }
 
+// The peer's window closed on data we had sent and it dropped: its RCV.NXT is our SND.UNA, and a
+// zero window accepts only SEG.SEQ = RCV.NXT (RFC 9293 §3.10.7.4). Our ACKs must carry that (as
+// Linux's tcp_acceptable_seq), not SND.MAX, or the peer drops every one of them, SACK blocks too,
+// and repairs our receive holes only by timeouts backing off without end (the tap_faults stall).
+TEST_F(Rfc5961, AcksStayInsideAWindowThatClosedOnSentData) {
+  hosts.wire.cut = true;  // what the client sends now never arrives
+  BufferList data = pattern(0, 3000);
+  ASSERT_EQ(client->send(data), 3000u);
+  hosts.wire.cut = false;
+  TcpHeader closing = from_server(kTcpAck, server_next);
+  closing.window = 0;  // the server's window closes with none of it taken
+  hosts.a->receive(craft_to_a(closing));
+  ASSERT_EQ(client->peer_window(), 0u) << client->describe();
+  seen.clear();
+  // Out-of-order data from the server: the client answers at once with a duplicate ACK.
+  TcpHeader late = from_server(kTcpAck, server_next + 100);
+  late.window = 0;
+  hosts.a->receive(craft_to_a(late, "late"));
+  ASSERT_EQ(acks_from_client(), 1u);
+  for (const SeenSegment& s : seen)
+    if (s.from == 0) EXPECT_EQ(s.header.seq, client_ack_point) << "the ACK is right of a closed window";
+}
+
 TEST_F(Rfc5961, OldAckBeyondMaxWindowIsChallenged) {
   TcpHeader h = from_server(kTcpAck, server_next);
   h.ack = client_ack_point - (1u << 30);
