@@ -406,8 +406,11 @@ TEST_F(Rfc5961, AcksStayInsideAWindowThatClosedOnSentData) {
   late.window = 0;
   hosts.a->receive(craft_to_a(late, "late"));
   ASSERT_EQ(acks_from_client(), 1u);
-  for (const SeenSegment& s : seen)
-    if (s.from == 0) EXPECT_EQ(s.header.seq, client_ack_point) << "the ACK is right of a closed window";
+  for (const SeenSegment& s : seen) {
+    if (s.from == 0) {
+      EXPECT_EQ(s.header.seq, client_ack_point) << "the ACK is right of a closed window";
+    }
+  }
 }
 
 TEST_F(Rfc5961, OldAckBeyondMaxWindowIsChallenged) {
