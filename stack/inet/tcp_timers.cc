@@ -133,7 +133,9 @@ void TcpConnection::on_loss_probe() {
 }
 
 void TcpConnection::on_persist_timeout() {
-  if (snd_wnd_ != 0 || snd_nxt_ != snd_una_ || send_end() == snd_nxt_) return output();
+  // Nothing to probe with once every octet is out: a timer armed before our FIN may fire after
+  // it was sent and acknowledged (FIN-WAIT-2, snd_nxt one past the data), found by the fuzzer.
+  if (snd_wnd_ != 0 || snd_nxt_ != snd_una_ || seq_geq(snd_nxt_, send_end())) return output();
   // A receiver may keep its window closed for as long as it answers the probes (RFC 9293
   // §3.8.6.1, RFC 1122 §4.2.2.17); one that stops answering is gone, and probing it forever would
   // hold the connection (and its unsent data) for good. Give up as the retransmission timer does.
