@@ -69,6 +69,7 @@ fi
 
 # The server's port comes up only once the client attaches, so the server prints its ready line
 # after the client started; the client waits for the listener (--wait-for-server) instead.
+rm -f "$socket"  # a vhost-user socket file left by the previous server would pass for the new one's
 timeout 150 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=1 \
   echo-server --listen "$server_ip:$port" --serve $((connections + 1)) --lifetime 120s \
   >"$work/server.out" 2>"$work/server.err" &
@@ -124,6 +125,7 @@ echo "memif echo: $bytes in $(echo "$end - $start" | bc) s wall clock (both EAL 
 # Negative case: a listener on the wrong port. The client must give up with a clear error (not
 # under faults: a lost RST turns the refusal into a timeout).
 if [ "$faults" = no ]; then
+rm -f "$socket"  # a vhost-user socket file left by the previous server would pass for the new one's
 timeout 60 "$peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=1 \
   echo-server --listen "$server_ip:$((port + 1))" --lifetime 30s >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
@@ -141,6 +143,7 @@ fi
 # The messenger: a lossless client retries a refused connect itself, so it needs no wait for the
 # server's listener; the server exits 0 on SIGTERM once the client checked every reply.
 messages=1000
+rm -f "$socket"  # a vhost-user socket file left by the previous server would pass for the new one's
 timeout 150 "$msgr_peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" ${jumbo_settings[@]+"${jumbo_settings[@]}"} --set ms.cpus=1 \
   server --bind "$server_ip:$port" --lifetime 120s >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
