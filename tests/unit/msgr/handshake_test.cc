@@ -71,6 +71,19 @@ AuthSettings shared(const char* secret, uint32_t mode) {
   return a;
 }
 
+// client.admin with cephx, a random key in its keyring and an empty ticket store; a server given
+// the same settings (its own tickets dropped) knows that key.
+AuthSettings cephx_admin_with_a_new_key(uint32_t mode) {
+  AuthSettings a;
+  a.method = wire::kAuthCephx;
+  a.mode = mode;
+  a.cephx_name = {0x08, "admin"};
+  a.keyring = std::make_shared<const auth::Keyring>(auth::Keyring::parse(
+      "[client.admin]\n\tkey = " + auth::CephxKey::random().to_base64() + "\n", "test.keyring"));
+  a.tickets = std::make_shared<auth::CephxTicketStore>();
+  return a;
+}
+
 TEST(Handshake, AuthNoneCrc) {
   Pair run(none(), none());
   run.pump();
@@ -187,14 +200,7 @@ TEST(Handshake, CephxServiceTicketMissingOrExpired) {
 // type: a client with its key and no ticket for that service gets a session (secure mode here).
 // Only a monitor's tickets go to the client's store: another server's are sealed with its own secrets.
 TEST(Handshake, CephxWithoutATicketToAServerHoldingTheKeyring) {
-  auto keyring = std::make_shared<const auth::Keyring>(auth::Keyring::parse(
-      "[client.admin]\n\tkey = " + auth::CephxKey::random().to_base64() + "\n", "test.keyring"));
-  AuthSettings client;
-  client.method = wire::kAuthCephx;
-  client.mode = wire::kConModeSecure;
-  client.cephx_name = {0x08, "admin"};
-  client.keyring = keyring;
-  client.tickets = std::make_shared<auth::CephxTicketStore>();
+  AuthSettings client = cephx_admin_with_a_new_key(wire::kConModeSecure);
   AuthSettings server = client;
   server.tickets = nullptr;
   server.cephx_secrets = std::make_shared<const auth::CephxServiceSecrets>();
@@ -212,14 +218,7 @@ TEST(Handshake, CephxWithoutATicketToAServerHoldingTheKeyring) {
 // same process (the authorizer, with the service's challenge); a ticket past its expiry time is
 // refused by the service, which says so, even when the client believes it still valid.
 TEST(Handshake, CephxTicketFromAMonitorOpensAServiceUntilItExpires) {
-  auto keyring = std::make_shared<const auth::Keyring>(auth::Keyring::parse(
-      "[client.admin]\n\tkey = " + auth::CephxKey::random().to_base64() + "\n", "test.keyring"));
-  AuthSettings client;
-  client.method = wire::kAuthCephx;
-  client.mode = wire::kConModeSecure;
-  client.cephx_name = {0x08, "admin"};
-  client.keyring = keyring;
-  client.tickets = std::make_shared<auth::CephxTicketStore>();
+  AuthSettings client = cephx_admin_with_a_new_key(wire::kConModeSecure);
   AuthSettings server = client;
   server.tickets = nullptr;
   server.cephx_secrets = auth::CephxServiceSecrets::process();
