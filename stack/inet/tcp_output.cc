@@ -33,7 +33,10 @@ bool TcpConnection::send_next_hole() {
 }
 
 uint32_t TcpConnection::retransmit_range(uint32_t start, uint32_t stop) {
-  const uint32_t data_end = seq_min(stop, send_end());
+  // A retransmission resends octets already sent (RFC 9293 §3.8.1, RFC 6298 §5.4), never octets
+  // past SND.MAX: those were never offered to the peer's window and would go out uncounted (RACK
+  // would then hold them in flight for good; found by the inet stack fuzzer).
+  const uint32_t data_end = seq_min(seq_min(stop, send_end()), snd_max_);
   const uint32_t len = seq_lt(start, data_end) ? std::min<uint32_t>(payload_limit(), data_end - start) : 0;
   const bool fin = fin_sent() && start + len == send_end() && seq_gt(stop, send_end());
   if (len == 0 && !fin) return start;

@@ -349,9 +349,9 @@ void advance(VirtualTimerService& timers, Input& in) {
 
 [[noreturn]] void oracle_failed(const char* what, InetStack& stack) {
   std::fprintf(stderr, "inet fuzz oracle: %s\n", what);
-  for (const ConnectionInfo& c : stack.tcp().connections())
-    std::fprintf(stderr, "  %s:%u -> %s:%u state %s\n", c.tuple.local_ip.to_string().c_str(), c.tuple.local_port,
-                 c.tuple.remote_ip.to_string().c_str(), c.tuple.remote_port, to_string(c.state));
+  // The whole send and receive state, with which timers are pending: enough to see why it stayed.
+  stack.tcp().for_each_connection(
+      [](const TcpConnection& c) { std::fprintf(stderr, "  %s\n", c.describe().c_str()); });
   std::abort();
 }
 
@@ -378,6 +378,8 @@ void run_stack(const uint8_t* data, size_t size) {
   settings.tcp.keepalive_idle = 10s;
   settings.tcp.congestion = (setup & 64) ? CongestionAlgorithm::Cubic : CongestionAlgorithm::NewReno;
 
+  // INET_FUZZ_TRACE=1: one line per operation with every connection's state, to read a finding.
+  static const bool trace = std::getenv("INET_FUZZ_TRACE") != nullptr;
   VirtualTimerService timers;
   CaptureDevice device;
   auto stack = std::make_unique<InetStack>(settings, device, timers, 0x5eed);
@@ -421,6 +423,11 @@ void run_stack(const uint8_t* data, size_t size) {
       case 5: send_arp(*stack, in); break;
       case 6: advance(timers, in); break;
       default: app.act(*stack, in, static_cast<uint8_t>(code >> 3)); break;
+    }
+    if (trace) {
+      std::fprintf(stderr, "op %zu: code %u (%u)\n", op, code, code % 8);
+      stack->tcp().for_each_connection(
+          [](const TcpConnection& c) { std::fprintf(stderr, "  %s\n", c.describe().c_str()); });
     }
   }
   if (in_burst) stack->end_burst();

@@ -335,6 +335,48 @@ TEST(TcpRecovery, RtoBacksOffExponentiallyAndGivesUp) {
   hosts.wire.tap = nullptr;
 }
 
+// A timeout resends what was sent, never more (RFC 6298 §5.4; RFC 5682 §2.1 step 1 resends the
+// first unacknowledged segment): with less than one SMSS in flight and more data queued behind a
+// peer window smaller than a segment, the resend stops at SND.MAX. Found by the inet stack fuzzer:
+// the resend ran on into unsent data past the peer's window without counting it as sent, RACK
+// held those octets in flight, and once the rest was acknowledged the connection waited in SACK
+// recovery for good with nothing outstanding.
+TEST(TcpRecovery, TimeoutResendsOnlyOctetsAlreadySent) {
+  InetSettings s;
+  s.tcp.rcv_buffer = 1024;  // the server's window is less than one SMSS
+  TwoHosts hosts(44, s);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  std::vector<SeenSegment> seen;
+  bool dropped = false;
+  record_segments(hosts, seen, [&](const SeenSegment& x) {
+    if (x.from == 0 && x.payload > 0 && !dropped) return dropped = true;  // the first data segment
+    return false;
+  });
+  constexpr size_t kTotal = 16 << 10;
+  BufferList data = pattern(0, kTotal);
+  client->send(data);
+  BufferList received;
+  ASSERT_TRUE(hosts.run_until([&] {
+    received.append(server->read());
+    return received.length() == kTotal;
+  }, 60s)) << received.length() << " of " << kTotal << ": " << client->describe();
+  EXPECT_EQ(first_mismatch(received, 0), -1);
+  EXPECT_GE(client->timeouts(), 1u);
+  uint32_t sent_to = 0;
+  bool any = false;
+  for (const SeenSegment& x : seen) {
+    if (x.from != 0 || x.payload == 0) continue;
+    const uint32_t end = x.header.seq + static_cast<uint32_t>(x.payload);
+    if (any && seq_lt(x.header.seq, sent_to)) {
+      EXPECT_TRUE(seq_leq(end, sent_to)) << "a resend ran " << end - sent_to << " octets past what had been sent";
+    }
+    if (!any || seq_gt(end, sent_to)) sent_to = end;
+    any = true;
+  }
+  hosts.wire.tap = nullptr;
+}
+
 TEST(TcpRecovery, LostSynAckIsRetransmitted) {
   TwoHosts hosts(43);
   std::vector<SeenSegment> seen;
