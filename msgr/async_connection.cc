@@ -99,6 +99,11 @@ EntityAddrVec AsyncConnection::peer_addrs() const {
   return peer_addrs_;
 }
 
+auth::CephxMonSession AsyncConnection::cephx_mon_session() const {
+  std::lock_guard<std::mutex> guard(peer_lock_);
+  return cephx_mon_session_;
+}
+
 // The EventCenter copies a callback each time it runs it. Two raw pointers fit std::function's
 // inline storage, so that copy allocates nothing (a lambda holding two shared_ptrs did, on every
 // event). They are safe: a link's file events are deleted (drop_link, handshake_done) before the
@@ -519,6 +524,9 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
       peer_name_ = result.peer_name;
       peer_addrs_ = result.peer_addrs;
     }
+    // Every link authenticates afresh (a reconnect too): a renewal on the session answers the
+    // challenge of the link it travels on.
+    cephx_mon_session_ = result.cephx_mon_session;
   }
   if (result.peer_features) peer_features_ = result.peer_features;
   backoff_ = std::chrono::nanoseconds(0);

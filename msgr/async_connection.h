@@ -42,6 +42,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
     return last_fault_;
   }
   void mark_down() override;
+  auth::CephxMonSession cephx_mon_session() const override;
 
   // Worker thread.
   void start_connect(const EntityAddrVec& addrs);
@@ -113,6 +114,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   EntityName peer_name_;         // written under peer_lock_
   EntityAddrVec peer_addrs_;     // written under peer_lock_
   std::string last_fault_;       // written under peer_lock_
+  auth::CephxMonSession cephx_mon_session_;  // written under peer_lock_
 
   // Worker-thread state.
   LinkRef link_;

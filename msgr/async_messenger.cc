@@ -46,7 +46,8 @@ AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& nam
   shutdown_linger_ = conf.get_duration("ms.shutdown_linger");
   configure_auth(conf);
   if (auth_.method == wire::kAuthCephx)
-    cephx_keeper_ = std::make_unique<CephxKeeper>(auth_, [this] { return connected_monitor(); });
+    cephx_keeper_ = std::make_unique<CephxKeeper>(
+        auth_, [this](uint64_t global_id) { return connected_monitor(global_id); }, perf_);
   uint64_t segment = conf.get_size("ms.max_frame_segment");
   uint64_t message = conf.get_size("ms.max_message_size");
   limits_.max_segment = static_cast<uint32_t>(std::min<uint64_t>(segment, message));
@@ -358,11 +359,15 @@ void AsyncMessenger::mark_down_all() {
   for (auto& con : victims) con->mark_down();
 }
 
-ConnectionRef AsyncMessenger::connected_monitor() const {
+ConnectionRef AsyncMessenger::connected_monitor(uint64_t cephx_global_id) const {
   std::lock_guard<std::mutex> guard(lock_);
-  for (const auto& [addr, con] : outgoing_)
-    if (con->peer_name().type == EntityType::Mon && con->is_connected()) return con;
-  return nullptr;
+  ConnectionRef any;
+  for (const auto& [addr, con] : outgoing_) {
+    if (con->peer_name().type != EntityType::Mon || !con->is_connected()) continue;
+    if (cephx_global_id != 0 && con->cephx_mon_session().global_id == cephx_global_id) return con;
+    if (!any) any = con;
+  }
+  return any;
 }
 
 void AsyncMessenger::deliver(const MessageRef& m, const Policy& policy, uint64_t size) {

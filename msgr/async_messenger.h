@@ -136,7 +136,9 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
 
   std::shared_ptr<admin::AdminServer> admin_;  // ms.admin_socket / ms.metrics_address, or null
   std::unique_ptr<CephxKeeper> cephx_keeper_;  // ms.auth=cephx: ticket renewal, MAuth answers
-  ConnectionRef connected_monitor() const;
+  // A connected monitor session, the one whose cephx global id is `cephx_global_id` when there is
+  // one (the session our auth ticket came from); null when none is connected.
+  ConnectionRef connected_monitor(uint64_t cephx_global_id) const;
 
   std::thread dispatch_thread_;
   std::mutex dispatch_lock_;

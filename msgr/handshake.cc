@@ -340,6 +340,7 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
       } else if (cx_mon_) {
         install_keys(cx_mon_->finish(done.auth_payload, secure));
         result_.auth_global_id = done.global_id;
+        result_.cephx_mon_session = {cx_mon_->server_challenge(), done.global_id, settings_.auth.cephx_name};
         // Only a monitor's tickets are for the cluster's services; another Bypass server that
         // authenticated us with our key sealed them with secrets no other service holds.
         if (settings_.auth.tickets && result_.peer_name.type == EntityType::Mon) {
@@ -515,6 +516,8 @@ void Handshake::server_auth_more(std::string_view payload, BufferList& out) {
       fail(e.what());
     }
     result_.auth_global_id = cx_server_ ? cx_server_->global_id() : cx_authorizer_server_->global_id();
+    if (cx_server_)
+      result_.cephx_mon_session = {cx_server_->server_challenge(), cx_server_->global_id(), cx_server_->peer()};
     send_frame(wire::AuthDoneFrame{result_.auth_global_id, result_.con_mode, done}, out);
     install_keys(keys);
     finish_auth(out);

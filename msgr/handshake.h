@@ -97,6 +97,7 @@ struct HandshakeResult {
   uint64_t peer_in_seq = 0;  // reconnect: the last of our messages the peer received
   std::string session_key;
   uint64_t auth_global_id = 0;  // cephx: the global id the monitor assigned in AUTH_DONE
+  auth::CephxMonSession cephx_mon_session;  // cephx, monitor-style (either end)
 };
 
 class Handshake {

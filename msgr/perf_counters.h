@@ -28,6 +28,8 @@ struct PerfCounters {
   X(keepalive_timeouts)         \
   X(throttle_stalls)            \
   X(handshake_failures)         \
+  X(cephx_auth_renewals)        \
+  X(cephx_auth_renewals_served) \
   X(links_secure)
 #define BYPASS_DECLARE(name) std::atomic<uint64_t> name{0};
   BYPASS_MSGR_COUNTERS(BYPASS_DECLARE)

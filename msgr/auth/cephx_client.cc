@@ -1,5 +1,6 @@
 #include "msgr/auth/cephx_client.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 
@@ -18,6 +19,21 @@ void decode_ticket_blob(wire::Decoder& dec, CephxTicket* t) {
   dec.u8("ticket.struct_v");
   t->secret_id = dec.u64("ticket.secret_id");
   t->blob = dec.blob("ticket.blob");
+}
+
+// CEPHX_GET_AUTH_SESSION_KEY: CephXRequestHeader, then CephXAuthenticate v3 {client_challenge,
+// key = proof(secret, server_challenge, client_challenge), old_ticket, other_keys}.
+std::string auth_session_key_request(const CephxKey& key, uint64_t server_challenge, const CephxTicket& old_ticket,
+                                     uint32_t other_keys) {
+  const uint64_t client_challenge = random_u64_nonzero();
+  return encoded([&](wire::Encoder& enc) {
+    enc.u16(kCephxGetAuthSessionKey);
+    enc.u8(3);  // CephXAuthenticate v3: old_ticket is always filled in when we have one
+    enc.u64(client_challenge);
+    enc.u64(cephx_challenge_proof(key, server_challenge, client_challenge));
+    old_ticket.encode_blob(enc);
+    enc.u32(other_keys);  // asking for any also gets the connection secret (nautilus and later)
+  });
 }
 }  // namespace
 
@@ -50,7 +66,7 @@ uint64_t CephxTicketStore::global_id() const {
 }
 
 void decode_ticket_reply(wire::Decoder& dec, const CephxKey& key, const char* what_ticket,
-                         std::vector<CephxTicket>* out) {
+                         std::vector<CephxTicket>* out, const CephxKey* old_session_key) {
   dec.u8("service_ticket_reply.struct_v");
   uint32_t count = dec.u32("service_ticket_reply.count");
   if (count > 32) dec.fail("service_ticket_reply.count", std::to_string(count) + " tickets");
@@ -69,10 +85,20 @@ void decode_ticket_reply(wire::Decoder& dec, const CephxKey& key, const char* wh
     const auto validity = std::chrono::seconds(sec) + std::chrono::nanoseconds(nsec);
     t.expires = now + validity;
     t.renew_after = now + validity / 2;
-    bool sealed_ticket = dec.u8("ticket.encrypted") != 0;
-    // We never present an old ticket, so the monitor has no key to seal the new one with.
-    if (sealed_ticket) dec.fail("ticket.encrypted", "ticket sealed with an old session key we never sent");
-    std::string ticket_bl = dec.blob("ticket");
+    // cephx_build_service_ticket_reply: when the request presented a valid old ticket
+    // (should_enc_ticket), the CephXTicketBlob comes encode_encrypt'ed with that ticket's session
+    // key, the bufferlist inside keeping its length; otherwise it is the bare bufferlist.
+    const bool sealed_ticket = dec.u8("ticket.encrypted") != 0;
+    std::string ticket_bl;
+    if (sealed_ticket) {
+      if (old_session_key == nullptr)
+        dec.fail("ticket.encrypted", "ticket sealed with an old session key we never sent");
+      std::string body = decode_sealed(dec, *old_session_key, "the renewed ticket (sealed with the old session key)");
+      wire::Decoder bdec(body, "sealed ticket");
+      ticket_bl = bdec.blob("ticket");
+    } else {
+      ticket_bl = dec.blob("ticket");
+    }
     wire::Decoder tdec(ticket_bl, "CephXTicketBlob");
     decode_ticket_blob(tdec, &t);
     out->push_back(std::move(t));
@@ -94,47 +120,62 @@ std::string CephxMonClient::answer_challenge(std::string_view reply_more) {
   wire::Decoder dec(reply_more, "CephXServerChallenge");
   dec.u8("struct_v");
   server_challenge_ = dec.u64("server_challenge");
-  const uint64_t client_challenge = random_u64_nonzero();
-  return encoded([&](wire::Encoder& enc) {
-    enc.u16(kCephxGetAuthSessionKey);
-    enc.u8(3);  // CephXAuthenticate v3: old_ticket is always filled in when we have one
-    enc.u64(client_challenge);
-    enc.u64(cephx_challenge_proof(key_, server_challenge_, client_challenge));
-    CephxTicket{}.encode_blob(enc);  // a new session: no old ticket
-    enc.u32(want_ & ~kServiceAuth);  // other_keys: asking for them also gets the connection secret
-  });
+  // A new session: no old ticket. other_keys: asking for them also gets the connection secret.
+  return auth_session_key_request(key_, server_challenge_, CephxTicket{}, want_ & ~kServiceAuth);
 }
 
 SessionKeys CephxMonClient::finish(std::string_view done_payload, bool secure) {
   if (server_challenge_ == 0) throw AuthError("cephx: AUTH_DONE arrived before the monitor's challenge");
-  wire::Decoder dec(done_payload, "cephx AUTH_DONE");
+  AuthSessionKeyReply reply = decode_auth_session_key_reply(done_payload, key_, nullptr);
+  tickets_ = std::move(reply.tickets);
+  return cephx_session_keys(reply.session_key, reply.connection_secret, secure);
+}
+
+AuthSessionKeyReply decode_auth_session_key_reply(std::string_view payload, const CephxKey& key,
+                                                  const CephxKey* old_session_key) {
+  wire::Decoder dec(payload, "cephx GET_AUTH_SESSION_KEY reply");
   uint16_t type = dec.u16("response.request_type");
   int32_t status = dec.i32("response.status");
   if (type != kCephxGetAuthSessionKey)
     dec.fail("response.request_type", "answer to request " + std::to_string(type) + ", we asked for 0x100");
   if (status != 0) throw AuthError("cephx: the monitor answered with status " + std::to_string(status));
-  tickets_.clear();
-  decode_ticket_reply(dec, key_, "the auth ticket (sealed with our key)", &tickets_);
-  std::optional<CephxKey> session_key;  // the auth ticket's (a copy: tickets_ grows below)
-  for (const auto& t : tickets_)
-    if (t.service_id == kServiceAuth) session_key = t.session_key;
-  if (!session_key) throw AuthError("cephx: the monitor's reply has no auth ticket");
-  std::string connection_secret;
+  AuthSessionKeyReply reply;
+  decode_ticket_reply(dec, key, "the auth ticket (sealed with our key)", &reply.tickets, old_session_key);
+  auto auth = std::find_if(reply.tickets.begin(), reply.tickets.end(),
+                           [](const CephxTicket& t) { return t.service_id == kServiceAuth; });
+  if (auth == reply.tickets.end()) throw AuthError("cephx: the monitor's reply has no auth ticket");
+  reply.session_key = auth->session_key;
+  std::rotate(reply.tickets.begin(), auth, auth + 1);  // the auth ticket first
   if (!dec.at_end()) {
     std::string sealed = dec.blob("connection_secret");
     if (!sealed.empty()) {
       wire::Decoder sdec(sealed, "connection_secret");
-      std::string body = decode_sealed(sdec, *session_key, "the connection secret");
+      std::string body = decode_sealed(sdec, reply.session_key, "the connection secret");
       wire::Decoder bdec(body, "connection_secret");
-      connection_secret = bdec.blob("connection_secret");
+      reply.connection_secret = bdec.blob("connection_secret");
     }
     std::string extra = dec.blob("extra_tickets");
     if (!extra.empty()) {
       wire::Decoder edec(extra, "extra_tickets");
-      decode_ticket_reply(edec, *session_key, "the service tickets", &tickets_);
+      decode_ticket_reply(edec, reply.session_key, "the service tickets", &reply.tickets);
     }
   }
-  return cephx_session_keys(*session_key, connection_secret, secure);
+  return reply;
+}
+
+uint16_t cephx_request_type(std::string_view payload) {
+  if (payload.size() < 2) return 0;
+  return static_cast<uint16_t>(static_cast<uint8_t>(payload[0]) | static_cast<uint8_t>(payload[1]) << 8);
+}
+
+std::string auth_renewal_request(const CephxKey& key, uint64_t server_challenge, const CephxTicket& auth_ticket,
+                                 uint32_t other_keys) {
+  return auth_session_key_request(key, server_challenge, auth_ticket, other_keys & ~kServiceAuth);
+}
+
+std::vector<CephxTicket> auth_renewal_reply(std::string_view reply, const CephxKey& key,
+                                            const CephxKey& old_session_key) {
+  return decode_auth_session_key_reply(reply, key, &old_session_key).tickets;
 }
 
 std::string principal_request(const CephxTicket& auth_ticket, uint64_t global_id, uint32_t services) {

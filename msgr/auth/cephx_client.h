@@ -51,6 +51,17 @@ struct CephxTicket {
   void encode_blob(wire::Encoder& enc) const;  // CephXTicketBlob
 };
 
+// A session's monitor-style cephx authentication (AUTH_MODE_MON), from either end: the challenge
+// the server sent, the global id it assigned and the entity that proved its key. Ceph keeps these
+// in the session's auth handler (CephxClientHandler in MonConnection, CephxServiceHandler in the
+// monitor's MonSession); a renewal of the auth ticket on the session (GET_AUTH_SESSION_KEY in an
+// MAuth) answers the same challenge and keeps the global id.
+struct CephxMonSession {
+  uint64_t server_challenge = 0;  // 0: the session did not authenticate monitor-style with cephx
+  uint64_t global_id = 0;
+  CephxEntity entity;
+};
+
 // The tickets a messenger got from its monitor, shared by its connections (any thread).
 class CephxTicketStore {
  public:
@@ -66,9 +77,27 @@ class CephxTicketStore {
 };
 
 // Decodes a CephXServiceTicketReply sealed for `key`, appending each ticket; the AUTH ticket's and
-// every other. Throws AuthError / wire::DecodeError.
+// every other. A renewal's ticket blob comes sealed with the old session key (`old_session_key`;
+// null: a sealed blob is an error). Throws AuthError / wire::DecodeError.
 void decode_ticket_reply(wire::Decoder& dec, const CephxKey& key, const char* what_ticket,
-                         std::vector<CephxTicket>* out);
+                         std::vector<CephxTicket>* out, const CephxKey* old_session_key = nullptr);
+
+// CEPHX_GET_AUTH_SESSION_KEY's reply (CephxServiceHandler::handle_request): CephXResponseHeader, the
+// auth ticket (its session key sealed with the entity's key), then, when the request asked for
+// other_keys, the connection secret sealed with the new session key and the other services'
+// tickets sealed with it too.
+struct AuthSessionKeyReply {
+  std::vector<CephxTicket> tickets;  // the auth ticket first
+  CephxKey session_key;              // the auth ticket's
+  std::string connection_secret;     // empty when none came (always, on an MAuth)
+};
+// Throws AuthError with the monitor's status when it refused, or when the reply does not decrypt.
+AuthSessionKeyReply decode_auth_session_key_reply(std::string_view reply, const CephxKey& key,
+                                                  const CephxKey* old_session_key);
+
+// The request type a cephx request or reply begins with (CephXRequestHeader /
+// CephXResponseHeader.request_type), 0 when it is too short to have one.
+uint16_t cephx_request_type(std::string_view payload);
 
 class CephxMonClient {
  public:
@@ -79,6 +108,8 @@ class CephxMonClient {
   // Decrypts the AUTH_DONE payload; throws AuthError when it does not decrypt with our key.
   SessionKeys finish(std::string_view done_payload, bool secure);
   const std::vector<CephxTicket>& tickets() const { return tickets_; }
+  // The monitor's CephXServerChallenge: a renewal of the auth ticket on this session answers it.
+  uint64_t server_challenge() const { return server_challenge_; }
 
  private:
   CephxEntity name_;
@@ -87,6 +118,20 @@ class CephxMonClient {
   uint64_t server_challenge_ = 0;
   std::vector<CephxTicket> tickets_;
 };
+
+// Renewal of the auth ticket on the monitor session it came from, sent in an MAuth as Ceph's
+// MonClient does (MonClient::_check_auth_tickets; CephxClientHandler::build_request when `need`
+// has CEPH_ENTITY_TYPE_AUTH): GET_AUTH_SESSION_KEY again, the proof computed from the challenge the
+// monitor sent when the session authenticated and a new client challenge, old_ticket the current
+// auth ticket. The monitor checks the old ticket (CephxServiceHandler::verify_old_ticket: same
+// global id) and answers with a new auth ticket whose blob is sealed with the old session key
+// (should_enc_ticket). `other_keys`: services whose tickets come along (sealed with the new key).
+std::string auth_renewal_request(const CephxKey& key, uint64_t server_challenge, const CephxTicket& auth_ticket,
+                                 uint32_t other_keys);
+// The renewed auth ticket first, then the others. Throws AuthError (refused, or does not decrypt
+// with our key and the old session key) and wire::DecodeError.
+std::vector<CephxTicket> auth_renewal_reply(std::string_view reply, const CephxKey& key,
+                                            const CephxKey& old_session_key);
 
 // GET_PRINCIPAL_SESSION_KEY, sent in an MAuth message on an authenticated monitor session to get
 // (or renew) service tickets: the header, an authorizer built from the auth ticket, then

@@ -3,7 +3,7 @@
 #include <openssl/rand.h>
 
 #include <atomic>
-#include <ctime>
+#include <chrono>
 
 namespace bypass::msgr::auth {
 
@@ -16,15 +16,19 @@ std::string sealed_ticket(const CephxServiceSecrets& secrets, std::chrono::secon
                           const CephxEntity& holder, uint64_t global_id, const CephxKey& session_key) {
   BufferList bl;
   wire::Encoder enc(bl);
-  const uint32_t now = static_cast<uint32_t>(::time(nullptr));
+  // utime_t {sec, nsec}: to the nanosecond, so a ticket lives its whole ttl (a short one too).
+  const auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
+  const auto sec = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
+  const auto nsec = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - sec).count());
+  const auto now = static_cast<uint32_t>(sec.count());
   enc.u8(1);  // CephXServiceTicketInfo
   enc.u8(2);  // AuthTicket
   enc.u64(global_id);
   holder.encode(enc);
   enc.u32(now);  // created
-  enc.u32(0);
+  enc.u32(nsec);
   enc.u32(now + static_cast<uint32_t>(ttl.count()));  // expires
-  enc.u32(0);
+  enc.u32(nsec);
   enc.u8(1);       // AuthCapsInfo
   enc.u8(1);       // allow_all: this server grants everything it authenticates
   enc.blob("");    // caps
@@ -34,10 +38,12 @@ std::string sealed_ticket(const CephxServiceSecrets& secrets, std::chrono::secon
 }
 
 // CephXServiceTicketReply: for each service a session key sealed with `principal_key` and the
-// opaque ticket. Returns the auth service's session key when `services` includes it.
+// opaque ticket. Returns the auth service's session key when `services` includes it. A renewal
+// that presented a valid old ticket gets the ticket sealed with that ticket's session key
+// (`ticket_enc_key`; cephx_build_service_ticket_reply's should_encrypt_ticket).
 void encode_ticket_reply(wire::Encoder& enc, const CephxServiceSecrets& secrets, std::chrono::seconds ttl,
                          const CephxKey& principal_key, uint32_t services, const CephxEntity& holder,
-                         uint64_t global_id, CephxKey* auth_session_key) {
+                         uint64_t global_id, CephxKey* auth_session_key, const CephxKey* ticket_enc_key = nullptr) {
   uint32_t count = 0;
   for (uint32_t s : kServiceTypes) count += (services & s) ? 1 : 0;
   enc.u8(1);
@@ -55,12 +61,20 @@ void encode_ticket_reply(wire::Encoder& enc, const CephxServiceSecrets& secrets,
     b.u32(static_cast<uint32_t>(ttl.count()));
     b.u32(0);
     encode_sealed(enc, principal_key, body.to_string());
-    enc.u8(0);  // the ticket itself travels unsealed (the client presented no old ticket)
     CephxTicket ticket = issue_ticket(secrets, ttl, s, holder, global_id, session_key);
     BufferList blob;
     wire::Encoder t(blob);
     ticket.encode_blob(t);
-    enc.blob(blob);
+    enc.u8(ticket_enc_key ? 1 : 0);
+    if (ticket_enc_key) {
+      // encode_encrypt of the bufferlist: its length prefix goes inside the envelope.
+      BufferList inner;
+      wire::Encoder i(inner);
+      i.blob(blob);
+      encode_sealed(enc, *ticket_enc_key, inner.to_string());
+    } else {
+      enc.blob(blob);
+    }
   }
 }
 
@@ -186,6 +200,7 @@ const char* service_label(uint32_t service_id) {
     case 0x02: return "the mds";
     case 0x04: return "the osd";
     case 0x10: return "the mgr";
+    case 0x20: return "the auth service";
     default: return "the service";
   }
 }
@@ -193,6 +208,49 @@ const char* service_label(uint32_t service_id) {
 
 CephxAuthorizerServer::CephxAuthorizerServer(std::shared_ptr<const CephxServiceSecrets> secrets, uint32_t service_id)
     : secrets_(std::move(secrets)), service_id_(service_id) {}
+
+namespace {
+// What sealed_ticket wrote, opened with the service's secret.
+struct OpenedTicket {
+  uint64_t global_id = 0;
+  CephxEntity holder;
+  std::chrono::system_clock::time_point expires;
+  CephxKey session_key;
+
+  // "12 s ago" (whole seconds, at least 0).
+  std::string expired_ago() const {
+    return std::to_string(
+               std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - expires).count()) +
+           " s ago";
+  }
+};
+
+OpenedTicket open_ticket(const CephxServiceSecrets& secrets, uint32_t service_id, uint64_t secret_id,
+                         const std::string& blob) {
+  if (secret_id != CephxServiceSecrets::kSecretId)
+    throw AuthError("cephx: a ticket sealed with secret " + std::to_string(secret_id) + ", not one of ours");
+  const std::string ticket_info = open_envelope(secrets.secret(service_id), blob, "the service ticket");
+  wire::Decoder info(ticket_info, "AuthTicket");
+  info.u8("CephXServiceTicketInfo.struct_v");
+  info.u8("AuthTicket.struct_v");
+  OpenedTicket t;
+  t.global_id = info.u64("AuthTicket.global_id");
+  t.holder = CephxEntity::decode(info);
+  info.u32("created.sec");
+  info.u32("created.nsec");
+  const uint32_t expires_sec = info.u32("expires.sec");
+  const uint32_t expires_nsec = info.u32("expires.nsec");
+  t.expires = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::seconds(expires_sec) +
+                                                                     std::chrono::nanoseconds(expires_nsec)));
+  info.u8("AuthCapsInfo.struct_v");
+  info.u8("allow_all");
+  info.blob("caps");
+  info.u32("flags");
+  t.session_key = CephxKey::decode(info);
+  return t;
+}
+}  // namespace
 
 // The authorizer (see CephxAuthorizerClient::authorizer): the ticket is opened with our service
 // secret (what sealed_ticket wrote), the CephXAuthorize with the session key found in it.
@@ -208,30 +266,15 @@ CephxAuthorizerServer::Authorizer CephxAuthorizerServer::open_authorizer(wire::D
   if (service_id != service_id_)
     throw AuthError("cephx: a ticket for service " + std::to_string(service_id) + " presented to " +
                     service_label(service_id_));
-  if (secret_id != CephxServiceSecrets::kSecretId)
-    throw AuthError("cephx: a ticket sealed with secret " + std::to_string(secret_id) + ", not one of ours");
-  const std::string ticket_info = open_envelope(secrets_->secret(service_id_), blob, "the service ticket");
-  wire::Decoder info(ticket_info, "AuthTicket");
-  info.u8("CephXServiceTicketInfo.struct_v");
-  info.u8("AuthTicket.struct_v");
-  const uint64_t ticket_global_id = info.u64("AuthTicket.global_id");
-  CephxEntity holder = CephxEntity::decode(info);
-  info.u32("created.sec");
-  info.u32("created.nsec");
-  const uint32_t expires = info.u32("expires.sec");
-  info.u32("expires.nsec");
-  info.u8("AuthCapsInfo.struct_v");
-  info.u8("allow_all");
-  info.blob("caps");
-  info.u32("flags");
-  CephxKey session_key = CephxKey::decode(info);
-  const int64_t now = static_cast<int64_t>(::time(nullptr));
-  if (now >= expires)
-    throw AuthError("cephx: " + holder.to_string() + "'s ticket for " + service_label(service_id_) + " expired " +
-                    std::to_string(now - expires) + " s ago");
-  if (ticket_global_id != global_id)
-    throw AuthError("cephx: " + holder.to_string() + " presented the ticket of global id " +
-                    std::to_string(ticket_global_id) + " as global id " + std::to_string(global_id));
+  OpenedTicket ticket = open_ticket(*secrets_, service_id_, secret_id, blob);
+  if (std::chrono::system_clock::now() >= ticket.expires)
+    throw AuthError("cephx: " + ticket.holder.to_string() + "'s ticket for " + service_label(service_id_) +
+                    " expired " + ticket.expired_ago());
+  if (ticket.global_id != global_id)
+    throw AuthError("cephx: " + ticket.holder.to_string() + " presented the ticket of global id " +
+                    std::to_string(ticket.global_id) + " as global id " + std::to_string(global_id));
+  const CephxKey& session_key = ticket.session_key;
+  CephxEntity holder = std::move(ticket.holder);
   const std::string authorize = decode_sealed(dec, session_key, "the authorizer");
   wire::Decoder body(authorize, "CephXAuthorize");
   body.u8("struct_v");
@@ -287,7 +330,11 @@ std::string cephx_principal_reply(const std::shared_ptr<const CephxServiceSecret
   CephxAuthorizerServer auth_service(secrets, kServiceAuth);
   auth_service.open_authorizer(dec);
   dec.u8("CephXServiceTicketRequest.struct_v");
-  const uint32_t services = dec.u32("keys");
+  const uint32_t asked = dec.u32("keys");
+  const uint32_t services = asked & ~kServiceAuth;
+  if (services == 0 && asked != 0)
+    throw AuthError("cephx: " + auth_service.peer_.to_string() + " asked for an auth ticket with " +
+                    "GET_PRINCIPAL_SESSION_KEY; it is renewed with GET_AUTH_SESSION_KEY");
   *global_id = auth_service.global_id_;
   BufferList bl;
   wire::Encoder enc(bl);
@@ -295,6 +342,62 @@ std::string cephx_principal_reply(const std::shared_ptr<const CephxServiceSecret
   enc.i32(0);
   encode_ticket_reply(enc, *secrets, ticket_ttl, auth_service.session_key_, services, auth_service.peer_,
                       auth_service.global_id_, nullptr);
+  return bl.to_string();
+}
+
+std::string cephx_auth_renewal_reply(const Keyring& keyring, const CephxServiceSecrets& secrets,
+                                     std::chrono::seconds ticket_ttl, const CephxMonSession& session,
+                                     std::string_view request) {
+  if (session.server_challenge == 0)
+    throw AuthError("cephx: GET_AUTH_SESSION_KEY on a session that did not authenticate monitor-style");
+  wire::Decoder dec(request, "cephx GET_AUTH_SESSION_KEY");
+  const uint16_t type = dec.u16("request_type");
+  if (type != kCephxGetAuthSessionKey)
+    throw AuthError("cephx: request type " + std::to_string(type) + " where GET_AUTH_SESSION_KEY (256) belongs");
+  dec.u8("CephXAuthenticate.struct_v");
+  const uint64_t client_challenge = dec.u64("client_challenge");
+  const uint64_t proof = dec.u64("key");
+  dec.u8("old_ticket.struct_v");
+  const uint64_t secret_id = dec.u64("old_ticket.secret_id");
+  const std::string old_blob = dec.blob("old_ticket.blob");
+  const uint32_t other_keys = dec.remaining() >= 4 ? dec.u32("other_keys") : 0;
+  // As CephxServiceHandler::handle_request: the session's entity proves its key against the
+  // challenge of this session, then verify_old_ticket: on an authenticated session the global id
+  // is being reclaimed, so the old auth ticket must be presented, open with the auth service's
+  // secret and carry the session's global id. Our secrets never rotate, so an expired ticket is
+  // refused outright (a Ceph monitor can open it until its rotating secret is gone).
+  const std::string who = session.entity.to_string();
+  const CephxKey* key = keyring.find(session.entity);
+  if (key == nullptr) throw AuthError("cephx: " + who + " is not in keyring '" + keyring.path() + "'");
+  if (proof != cephx_challenge_proof(*key, session.server_challenge, client_challenge))
+    throw AuthError("cephx: " + who + " failed the challenge of its session (its key differs from keyring '" +
+                    keyring.path() + "')");
+  if (old_blob.empty()) throw AuthError("cephx: " + who + " asked to renew its auth ticket without presenting it");
+  const OpenedTicket old = open_ticket(secrets, kServiceAuth, secret_id, old_blob);
+  if (std::chrono::system_clock::now() >= old.expires)
+    throw AuthError("cephx: " + who + "'s auth ticket expired " + old.expired_ago() +
+                    "; it authenticates afresh on a new session");
+  if (old.global_id != session.global_id || !(old.holder == session.entity))
+    throw AuthError("cephx: " + who + " presented the auth ticket of " + old.holder.to_string() + " (global id " +
+                    std::to_string(old.global_id) + ") on the session of global id " +
+                    std::to_string(session.global_id));
+
+  BufferList bl;
+  wire::Encoder enc(bl);
+  enc.u16(kCephxGetAuthSessionKey);
+  enc.i32(0);
+  CephxKey session_key;
+  encode_ticket_reply(enc, secrets, ticket_ttl, *key, kServiceAuth, session.entity, session.global_id, &session_key,
+                      &old.session_key);
+  if (other_keys != 0) {
+    // An MAuth carries no connection secret (AuthMonitor::prep_auth asks for none): an empty one,
+    // then the other services' tickets sealed with the new session key.
+    enc.blob(std::string_view{});
+    BufferList extra;
+    wire::Encoder e(extra);
+    encode_ticket_reply(e, secrets, ticket_ttl, session_key, other_keys, session.entity, session.global_id, nullptr);
+    enc.blob(extra);
+  }
   return bl.to_string();
 }
 

@@ -60,6 +60,7 @@ class CephxMonServer {
   std::string authenticate(std::string_view request_more, bool secure, SessionKeys* keys);
   const CephxEntity& peer() const { return peer_; }
   uint64_t global_id() const { return global_id_; }
+  uint64_t server_challenge() const { return server_challenge_; }
 
  private:
   std::shared_ptr<const Keyring> keyring_;
@@ -77,11 +78,22 @@ CephxTicket issue_ticket(const CephxServiceSecrets& secrets, std::chrono::second
 
 // GET_PRINCIPAL_SESSION_KEY (in an MAuth on an authenticated session): checks the authorizer built
 // from the auth ticket and returns the reply with fresh tickets for the services asked for, sealed
-// with the auth ticket's session key; `global_id` gets the requester's. Unlike a Ceph monitor it
-// also renews the auth ticket itself when asked (a Ceph monitor skips CEPH_ENTITY_TYPE_AUTH there).
-// Throws AuthError (expired or foreign ticket) and wire::DecodeError.
+// with the auth ticket's session key; `global_id` gets the requester's. Like a Ceph monitor (16.2,
+// seen in ceph_interop_test) it hands out no auth ticket there, whatever the request asks for: the
+// auth ticket is renewed with GET_AUTH_SESSION_KEY (cephx_auth_renewal_reply). Throws AuthError
+// (expired or foreign ticket, or only the auth ticket asked for) and wire::DecodeError.
 std::string cephx_principal_reply(const std::shared_ptr<const CephxServiceSecrets>& secrets,
                                   std::chrono::seconds ticket_ttl, std::string_view request, uint64_t* global_id);
+
+// GET_AUTH_SESSION_KEY (in an MAuth) on a session that authenticated monitor-style: the client
+// renews its auth ticket, as Ceph's MonClient does on its monitor session. Checks the proof against
+// the session's challenge and the old auth ticket against the session's global id, and returns the
+// reply: a new auth ticket for `session.entity` (its session key sealed with the entity's key, the
+// ticket sealed with the old ticket's session key) and the tickets for `other_keys` sealed with the
+// new session key. Throws AuthError naming the entity, and wire::DecodeError.
+std::string cephx_auth_renewal_reply(const Keyring& keyring, const CephxServiceSecrets& secrets,
+                                     std::chrono::seconds ticket_ttl, const CephxMonSession& session,
+                                     std::string_view request);
 
 // A service checking the tickets a monitor-style server of this process handed out.
 class CephxAuthorizerServer {

@@ -26,7 +26,10 @@
 
 #include "config/config.h"
 #include "config/json_reader.h"
+#include "msgr/auth/cephx_client.h"
 #include "msgr/messenger.h"
+#include "msgr/mon_auth.h"
+#include "msgr/wire/control_frames.h"
 #include "msgr/mon_get_version.h"
 #include "tests/support/subprocess.h"
 
@@ -53,11 +56,13 @@ struct Mon {
   bool up = false;
   // auth "none" or "cephx" (then dir/keyring holds mon. and client.admin).
   // with_osd: also osd.0 (memstore); its address is then in osd_addr.
-  explicit Mon(const std::string& auth = "none", bool with_osd = false) {
-    dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid()) + "-" + auth + (with_osd ? "-osd" : "");
+  // extra_conf: more [global] lines for its ceph.conf; `tag` tells its directory from the others'.
+  explicit Mon(const std::string& auth = "none", bool with_osd = false, const std::string& extra_conf = "",
+               const std::string& tag = "") {
+    dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid()) + "-" + auth + (with_osd ? "-osd" : "") + tag;
     // The script picks a free port (and another one if that is taken) and writes it into ceph.conf.
-    std::string out = run("AUTH=" + auth + (with_osd ? " OSD=1 " : " ") + std::string(BYPASS_CEPH_MON_UP) + " " +
-                          dir + " auto 2>&1");
+    std::string out = run("AUTH=" + auth + (with_osd ? " OSD=1 " : " ") + "EXTRA_CONF='" + extra_conf + "' " +
+                          std::string(BYPASS_CEPH_MON_UP) + " " + dir + " auto 2>&1");
     conf = dir + "/ceph.conf";
     if (out.find(conf) != std::string::npos) port = mon_port(conf);
     up = port > 0;
@@ -351,6 +356,131 @@ TEST(CephxOsd, OsdAcceptsTheAuthorizerAndAnswersServerIdent) {
                                              " --set ms.workers=1 ceph-mon-version --mon " + cluster.msgr2_addr() +
                                              " --osd " + cluster.osd_addr + " --timeout 20s 2>&1");
   EXPECT_NE(none.out.find("the monitor requires cephx"), std::string::npos) << none.out;
+}
+
+// Keeps the MAuthReplies a client receives (the messenger reads them for tickets, then dispatches).
+class AuthReplyCollector : public Dispatcher {
+ public:
+  bool ms_dispatch(const MessageRef& m) override {
+    if (m->type() != kMsgAuthReply) return true;
+    auto reply = std::make_shared<MonAuthReply>();
+    reply->front() = m->front();
+    reply->decode_payload();
+    std::lock_guard<std::mutex> guard(lock);
+    replies.push_back(reply);
+    cv.notify_all();
+    return true;
+  }
+  // The first reply of `request_type` (or refusal) from index `from` on, or null after `timeout`.
+  std::shared_ptr<MonAuthReply> wait_reply(uint16_t request_type, size_t from, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> guard(lock);
+    std::shared_ptr<MonAuthReply> found;
+    cv.wait_for(guard, timeout, [&] {
+      for (size_t i = from; i < replies.size() && !found; ++i)
+        if (auth::cephx_request_type(replies[i]->result_bl) == request_type || replies[i]->result != 0)
+          found = replies[i];
+      return found != nullptr;
+    });
+    return found;
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> guard(lock);
+    return replies.size();
+  }
+  std::mutex lock;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<MonAuthReply>> replies;
+};
+
+long perf_counter(const std::string& perf, const std::string& name) {
+  const size_t at = perf.find("\"" + name + "\":");
+  return at == std::string::npos ? -1L : std::stol(perf.substr(at + name.size() + 3));
+}
+
+double seconds_between(std::chrono::system_clock::time_point from, std::chrono::system_clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// A real monitor whose auth tickets live 16 s (`auth mon ticket ttl`; Ceph's default is 12 h) and
+// its secret for them rotates as often. One client session is kept past the first auth ticket's
+// expiry: the client renews the auth ticket on that session at half-life (GET_AUTH_SESSION_KEY
+// with the old ticket, as MonClient::_check_auth_tickets does), each renewed ticket valid the
+// monitor's auth ttl (a ticket asked for through GET_PRINCIPAL_SESSION_KEY would be valid the
+// service ttl, 1 h), and after the first ticket's expiry the monitor still hands out service
+// tickets for the renewed one.
+TEST(CephxAuthTicket, RealMonitorRenewsItOnTheSessionPastItsTtl) {
+  constexpr int kAuthTtl = 16;
+  Mon cluster("cephx", false, "auth mon ticket ttl = " + std::to_string(kAuthTtl), "-auth-ttl");
+  ASSERT_TRUE(cluster.up);
+  config::Config conf = conf_for_interop();
+  conf.set("ms.auth", "cephx");
+  conf.set("ms.keyring", cluster.keyring());
+  conf.set("ms.mode", "secure");
+  EntityAddr addr;
+  ASSERT_TRUE(EntityAddr::parse(cluster.msgr2_addr(), &addr));
+  AuthReplyCollector d;
+  MonClient client = connect_mon_client(conf, addr, d);
+  ASSERT_NE(client.messenger, nullptr) << client.error;
+  client.connection->send_message(std::make_shared<MonGetVersion>(1, "osdmap"));
+  auto store = client.messenger->cephx_tickets();
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 200 && !store->get(auth::kServiceAuth); ++i) std::this_thread::sleep_for(100ms);
+  const auto first = store->get(auth::kServiceAuth);
+  ASSERT_TRUE(first.has_value()) << client.connection->last_fault();
+  const auto start = std::chrono::system_clock::now();
+  const uint64_t global_id = store->global_id();
+  EXPECT_NEAR(2 * seconds_between(first->renew_after, first->expires), kAuthTtl, 1.0);
+
+  // 3 s past the first auth ticket's expiry (renewed at 8 s and 16 s by then).
+  std::this_thread::sleep_until(first->expires + 3s);
+  ASSERT_TRUE(client.connection->is_connected()) << client.connection->last_fault();
+  const auto renewed = store->get(auth::kServiceAuth);
+  ASSERT_TRUE(renewed.has_value());
+  const auto now = std::chrono::system_clock::now();
+  const std::string perf = client.messenger->perf_dump_json();
+  std::printf("auth ticket: the first (secret_id %llu) expired %.1f s after the session began; the one held %.1f s "
+              "after it (secret_id %llu) expires %.1f s later, valid %.1f s; %ld renewals on the session\n",
+              static_cast<unsigned long long>(first->secret_id), seconds_between(start, first->expires),
+              seconds_between(start, now), static_cast<unsigned long long>(renewed->secret_id),
+              seconds_between(now, renewed->expires), 2 * seconds_between(renewed->renew_after, renewed->expires),
+              perf_counter(perf, "cephx_auth_renewals"));
+  EXPECT_GT(renewed->expires, now);
+  EXPECT_GT(renewed->expires, first->expires + 5s);
+  EXPECT_NE(renewed->blob, first->blob);
+  EXPECT_NEAR(2 * seconds_between(renewed->renew_after, renewed->expires), kAuthTtl, 1.0)
+      << "the auth ticket held is not one GET_AUTH_SESSION_KEY renewed (valid the auth mon ticket ttl)";
+  EXPECT_GE(perf_counter(perf, "cephx_auth_renewals"), 2) << perf;
+  EXPECT_EQ(store->global_id(), global_id);
+
+  // A service ticket renewal with the renewed auth ticket, after the first one expired.
+  const size_t seen = d.count();
+  const auto auth_ticket = store->get(auth::kServiceAuth);
+  constexpr uint32_t kServiceOsd = 0x04;
+  client.connection->send_message(std::make_shared<MonAuth>(
+      wire::kAuthCephx, auth::principal_request(*auth_ticket, store->global_id(), kServiceOsd)));
+  std::shared_ptr<MonAuthReply> reply = d.wait_reply(auth::kCephxGetPrincipalSessionKey, seen, 20s);
+  ASSERT_NE(reply, nullptr) << "no answer to GET_PRINCIPAL_SESSION_KEY";
+  ASSERT_EQ(reply->result, 0) << reply->result_msg;
+  const auto tickets = auth::principal_reply(reply->result_bl, auth_ticket->session_key);
+  ASSERT_EQ(tickets.size(), 1u);
+  EXPECT_EQ(tickets[0].service_id, kServiceOsd);
+  EXPECT_GT(tickets[0].expires, std::chrono::system_clock::now() + 60s);
+  EXPECT_GT(std::chrono::system_clock::now(), first->expires);
+
+  // GET_PRINCIPAL_SESSION_KEY hands out no auth ticket, even when asked for one (what Bypass
+  // clients did before they renewed it with GET_AUTH_SESSION_KEY, so their auth ticket expired);
+  // a Bypass server answers the same way.
+  const size_t seen_again = d.count();
+  client.connection->send_message(std::make_shared<MonAuth>(
+      wire::kAuthCephx, auth::principal_request(*auth_ticket, store->global_id(), auth::kServiceAuth | kServiceOsd)));
+  reply = d.wait_reply(auth::kCephxGetPrincipalSessionKey, seen_again, 20s);
+  ASSERT_NE(reply, nullptr) << "no answer to GET_PRINCIPAL_SESSION_KEY for auth and osd";
+  ASSERT_EQ(reply->result, 0) << reply->result_msg;
+  const auto asked_auth = auth::principal_reply(reply->result_bl, auth_ticket->session_key);
+  ASSERT_EQ(asked_auth.size(), 1u);
+  EXPECT_EQ(asked_auth[0].service_id, kServiceOsd);
+  client.messenger->shutdown();
+  client.messenger->wait();
 }
 
 // A port nothing listens on: the probe must fail fast with a reason, not wait out its timeout.

@@ -4,12 +4,14 @@
 #   [AUTH=cephx] ceph_mon_up.sh DIR PORT|auto [IP]
 # AUTH=cephx requires cephx everywhere; $D/keyring then holds mon. and client.admin (all caps).
 # OSD=1 also starts osd.0 (memstore) once the monitor is up; its address is in $D/osd.addr.
+# EXTRA_CONF: more [global] lines for ceph.conf ("auth mon ticket ttl = 20").
 # Based on shared/notes/ceph-mini-cluster-up.sh, with its own port and directory so several test
 # runs and engineers do not collide. "auto" picks a random port below the kernel's ephemeral range
 # (so no client socket of a parallel test holds it) and tries another one when it is taken anyway.
 # Prints the ceph.conf path; its "mon host" line has the port. Stop with: kill $(cat $D/mon.pid)
 set -euo pipefail
 D=${1:?dir}; PORT_ARG=${2:?port or auto}; IP=${3:-127.0.0.1}; AUTH=${AUTH:-none}; OSD=${OSD:-0}
+EXTRA_CONF=${EXTRA_CONF:-}
 case "$AUTH" in none|cephx) ;; *) echo "AUTH must be none or cephx, not '$AUTH'" >&2; exit 2;; esac
 
 # Starts the monitor on $PORT; returns 0 once it answers, 2 when it exited (its port was taken).
@@ -33,6 +35,7 @@ log file = $D/log/\$cluster-\$name.log
 pid file = $D/run/\$cluster-\$name.pid
 mon allow pool size one = true
 osd pool default size = 1
+$EXTRA_CONF
 [mon.a]
 mon data = $D/mon.a
 [osd]

@@ -19,7 +19,9 @@
 #include "config/config.h"
 #include "msgr/auth/cephx_client.h"
 #include "msgr/messenger.h"
+#include "msgr/mon_auth.h"
 #include "msgr/wire/banner.h"
+#include "msgr/wire/control_frames.h"
 #include "stack/network_stack.h"
 #include "tests/unit/socket/socket_test_harness.h"
 
@@ -936,6 +938,105 @@ TEST_F(MessengerSuite, CephxTicketsAreRenewedBeforeTheyExpire) {
   const auto renewed = client->cephx_tickets()->get(0x04);
   ASSERT_TRUE(renewed.has_value());
   EXPECT_GT(renewed->expires, first->expires + 4s);
+  client->shutdown();
+  osd->shutdown();
+  mon->shutdown();
+}
+
+// Keeps the cephx replies (MAuthReply) a client receives; the messenger reads them for their
+// tickets first and still dispatches them.
+class AuthReplyCollector : public NullDispatcher {
+ public:
+  bool ms_dispatch(const MessageRef& m) override {
+    if (m->type() != kMsgAuthReply) return true;
+    auto reply = std::make_shared<MonAuthReply>();
+    reply->front() = m->front();
+    reply->decode_payload();
+    std::lock_guard<std::mutex> guard(lock);
+    replies.push_back(reply);
+    cv.notify_all();
+    return true;
+  }
+  // The first GET_PRINCIPAL_SESSION_KEY answer (or refusal) from index `from` on, or null after
+  // `timeout`.
+  std::shared_ptr<MonAuthReply> wait_principal_reply(size_t from, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> guard(lock);
+    std::shared_ptr<MonAuthReply> found;
+    cv.wait_for(guard, timeout, [&] {
+      for (size_t i = from; i < replies.size() && !found; ++i)
+        if (auth::cephx_request_type(replies[i]->result_bl) == auth::kCephxGetPrincipalSessionKey ||
+            replies[i]->result != 0)
+          found = replies[i];
+      return found != nullptr;
+    });
+    return found;
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> guard(lock);
+    return replies.size();
+  }
+  std::mutex lock;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<MonAuthReply>> replies;
+};
+
+// The auth ticket itself (2 s here) is renewed at half-life on the monitor session, with
+// GET_AUTH_SESSION_KEY presenting the old ticket, as Ceph's MonClient does: well past the first
+// auth ticket's expiry the client holds a valid one, the monitor still hands out service tickets
+// for it (a Bypass monitor refuses an expired auth ticket), and the osd ticket that came along
+// opens an osd session. Without that renewal the auth ticket expired after 2 s (a Bypass monitor,
+// like a Ceph one, hands out none through GET_PRINCIPAL_SESSION_KEY).
+TEST_F(MessengerSuite, CephxAuthTicketIsRenewedOnTheMonitorSession) {
+  TempKeyring keyring({"client.admin"}, "auth-renew");
+  auto conf = make_conf({{"ms.auth", "cephx"}, {"ms.keyring", keyring.path.c_str()}, {"ms.mode", "secure"},
+                         {"ms.cephx_ticket_ttl", "2s"}, {"ms.keepalive_interval", "0s"}});
+  start_stack(conf);
+  SeqChecker mon_d(true), osd_d(true);
+  auto mon = make_server(conf, &mon_d, Policy::stateful_server(), EntityType::Mon);
+  auto osd = make_server(conf, &osd_d, Policy::stateless_server(), EntityType::Osd);
+  AuthReplyCollector client_d;
+  auto client = make_client(conf, &client_d, Policy::lossless_client(), 13);
+  client->set_policy(EntityType::Osd, Policy::lossy_client());
+  ConnectionRef mon_con = client->connect_to(EntityType::Mon, mon->my_addrs());
+  ASSERT_TRUE(mon_con->send_message(make_msg(1, 1)));
+  ASSERT_TRUE(wait_for([&] { return mon_d.received.load() == 1; }, 10s)) << mon_con->last_fault();
+  auto store = client->cephx_tickets();
+  const auto first = store->get(auth::kServiceAuth);
+  ASSERT_TRUE(first.has_value());
+  const uint64_t global_id = store->global_id();
+
+  // 1.5 s past the first auth ticket's expiry: renewed at least twice by then.
+  std::this_thread::sleep_until(first->expires + 1500ms);
+  const auto renewed = store->get(auth::kServiceAuth);
+  ASSERT_TRUE(renewed.has_value());
+  EXPECT_GT(renewed->expires, std::chrono::system_clock::now());
+  EXPECT_GT(renewed->expires, first->expires + 1s);
+  EXPECT_NE(renewed->session_key.secret, first->session_key.secret);
+  EXPECT_EQ(store->global_id(), global_id) << "the renewal keeps the session's global id";
+  EXPECT_GE(perf_counter(*client, "cephx_auth_renewals"), 2u) << client->perf_dump_json();
+  EXPECT_GE(perf_counter(*mon, "cephx_auth_renewals_served"), 2u) << mon->perf_dump_json();
+
+  // A service ticket renewal with the renewed auth ticket succeeds; asked for the auth service's
+  // ticket too, the monitor leaves it out, as a Ceph monitor does.
+  const size_t seen = client_d.count();
+  const auto auth_ticket = store->get(auth::kServiceAuth);
+  ASSERT_TRUE(mon_con->send_message(std::make_shared<MonAuth>(
+      wire::kAuthCephx, auth::principal_request(*auth_ticket, store->global_id(), auth::kServiceAuth | 0x04))));
+  std::shared_ptr<MonAuthReply> reply = client_d.wait_principal_reply(seen, 10s);
+  ASSERT_NE(reply, nullptr) << "no answer to GET_PRINCIPAL_SESSION_KEY";
+  EXPECT_EQ(reply->result, 0) << reply->result_msg;
+  if (reply->result == 0) {
+    const auto tickets = auth::principal_reply(reply->result_bl, auth_ticket->session_key);
+    ASSERT_EQ(tickets.size(), 1u);
+    EXPECT_EQ(tickets[0].service_id, 0x04u);
+  }
+
+  // The osd ticket held now (renewed along with the auth ticket, or just now) opens a session.
+  ConnectionRef osd_con = client->connect_to(EntityType::Osd, osd->my_addrs());
+  ASSERT_TRUE(osd_con->send_message(make_msg(2, 1)));
+  EXPECT_TRUE(wait_for([&] { return osd_d.received.load() == 1; }, 10s)) << osd_con->last_fault();
+  EXPECT_TRUE(mon_con->is_connected());
+  EXPECT_EQ(mon_d.errors.load(), 0u);
   client->shutdown();
   osd->shutdown();
   mon->shutdown();
