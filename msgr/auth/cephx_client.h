@@ -45,7 +45,8 @@ struct CephxTicket {
   uint64_t secret_id = 0;
   std::string blob;
   std::chrono::system_clock::time_point expires{};
-  // Half-way through its validity, as Ceph's MonClient renews (CephXTicketHandler::renew_after).
+  // Half-way through its validity (Ceph's CephXTicketHandler renews later, at three quarters:
+  // expires - validity / 4 in verify_service_ticket_reply; half-way leaves more room for a retry).
   std::chrono::system_clock::time_point renew_after{};
 
   void encode_blob(wire::Encoder& enc) const;  // CephXTicketBlob
