@@ -32,6 +32,7 @@
 #include "msgr/wire/control_frames.h"
 #include "msgr/mon_get_version.h"
 #include "tests/support/subprocess.h"
+#include "tests/unit/msgr/auth_reply_collector.h"
 
 namespace bypass::msgr {
 namespace {
@@ -358,40 +359,6 @@ TEST(CephxOsd, OsdAcceptsTheAuthorizerAndAnswersServerIdent) {
   EXPECT_NE(none.out.find("the monitor requires cephx"), std::string::npos) << none.out;
 }
 
-// Keeps the MAuthReplies a client receives (the messenger reads them for tickets, then dispatches).
-class AuthReplyCollector : public Dispatcher {
- public:
-  bool ms_dispatch(const MessageRef& m) override {
-    if (m->type() != kMsgAuthReply) return true;
-    auto reply = std::make_shared<MonAuthReply>();
-    reply->front() = m->front();
-    reply->decode_payload();
-    std::lock_guard<std::mutex> guard(lock);
-    replies.push_back(reply);
-    cv.notify_all();
-    return true;
-  }
-  // The first reply of `request_type` (or refusal) from index `from` on, or null after `timeout`.
-  std::shared_ptr<MonAuthReply> wait_reply(uint16_t request_type, size_t from, std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> guard(lock);
-    std::shared_ptr<MonAuthReply> found;
-    cv.wait_for(guard, timeout, [&] {
-      for (size_t i = from; i < replies.size() && !found; ++i)
-        if (auth::cephx_request_type(replies[i]->result_bl) == request_type || replies[i]->result != 0)
-          found = replies[i];
-      return found != nullptr;
-    });
-    return found;
-  }
-  size_t count() {
-    std::lock_guard<std::mutex> guard(lock);
-    return replies.size();
-  }
-  std::mutex lock;
-  std::condition_variable cv;
-  std::vector<std::shared_ptr<MonAuthReply>> replies;
-};
-
 long perf_counter(const std::string& perf, const std::string& name) {
   const size_t at = perf.find("\"" + name + "\":");
   return at == std::string::npos ? -1L : std::stol(perf.substr(at + name.size() + 3));
@@ -418,7 +385,7 @@ TEST(CephxAuthTicket, RealMonitorRenewsItOnTheSessionPastItsTtl) {
   conf.set("ms.mode", "secure");
   EntityAddr addr;
   ASSERT_TRUE(EntityAddr::parse(cluster.msgr2_addr(), &addr));
-  AuthReplyCollector d;
+  test::AuthReplyCollector d;
   MonClient client = connect_mon_client(conf, addr, d);
   ASSERT_NE(client.messenger, nullptr) << client.error;
   client.connection->send_message(std::make_shared<MonGetVersion>(1, "osdmap"));

@@ -23,6 +23,7 @@
 #include "msgr/wire/banner.h"
 #include "msgr/wire/control_frames.h"
 #include "stack/network_stack.h"
+#include "tests/unit/msgr/auth_reply_collector.h"
 #include "tests/unit/socket/socket_test_harness.h"
 
 namespace bypass::msgr {
@@ -943,43 +944,6 @@ TEST_F(MessengerSuite, CephxTicketsAreRenewedBeforeTheyExpire) {
   mon->shutdown();
 }
 
-// Keeps the cephx replies (MAuthReply) a client receives; the messenger reads them for their
-// tickets first and still dispatches them.
-class AuthReplyCollector : public NullDispatcher {
- public:
-  bool ms_dispatch(const MessageRef& m) override {
-    if (m->type() != kMsgAuthReply) return true;
-    auto reply = std::make_shared<MonAuthReply>();
-    reply->front() = m->front();
-    reply->decode_payload();
-    std::lock_guard<std::mutex> guard(lock);
-    replies.push_back(reply);
-    cv.notify_all();
-    return true;
-  }
-  // The first GET_PRINCIPAL_SESSION_KEY answer (or refusal) from index `from` on, or null after
-  // `timeout`.
-  std::shared_ptr<MonAuthReply> wait_principal_reply(size_t from, std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> guard(lock);
-    std::shared_ptr<MonAuthReply> found;
-    cv.wait_for(guard, timeout, [&] {
-      for (size_t i = from; i < replies.size() && !found; ++i)
-        if (auth::cephx_request_type(replies[i]->result_bl) == auth::kCephxGetPrincipalSessionKey ||
-            replies[i]->result != 0)
-          found = replies[i];
-      return found != nullptr;
-    });
-    return found;
-  }
-  size_t count() {
-    std::lock_guard<std::mutex> guard(lock);
-    return replies.size();
-  }
-  std::mutex lock;
-  std::condition_variable cv;
-  std::vector<std::shared_ptr<MonAuthReply>> replies;
-};
-
 // The auth ticket itself (2 s here) is renewed at half-life on the monitor session, with
 // GET_AUTH_SESSION_KEY presenting the old ticket, as Ceph's MonClient does: well past the first
 // auth ticket's expiry the client holds a valid one, the monitor still hands out service tickets
@@ -994,7 +958,7 @@ TEST_F(MessengerSuite, CephxAuthTicketIsRenewedOnTheMonitorSession) {
   SeqChecker mon_d(true), osd_d(true);
   auto mon = make_server(conf, &mon_d, Policy::stateful_server(), EntityType::Mon);
   auto osd = make_server(conf, &osd_d, Policy::stateless_server(), EntityType::Osd);
-  AuthReplyCollector client_d;
+  test::AuthReplyCollector client_d;
   auto client = make_client(conf, &client_d, Policy::lossless_client(), 13);
   client->set_policy(EntityType::Osd, Policy::lossy_client());
   ConnectionRef mon_con = client->connect_to(EntityType::Mon, mon->my_addrs());
@@ -1022,7 +986,7 @@ TEST_F(MessengerSuite, CephxAuthTicketIsRenewedOnTheMonitorSession) {
   const auto auth_ticket = store->get(auth::kServiceAuth);
   ASSERT_TRUE(mon_con->send_message(std::make_shared<MonAuth>(
       wire::kAuthCephx, auth::principal_request(*auth_ticket, store->global_id(), auth::kServiceAuth | 0x04))));
-  std::shared_ptr<MonAuthReply> reply = client_d.wait_principal_reply(seen, 10s);
+  std::shared_ptr<MonAuthReply> reply = client_d.wait_reply(auth::kCephxGetPrincipalSessionKey, seen, 10s);
   ASSERT_NE(reply, nullptr) << "no answer to GET_PRINCIPAL_SESSION_KEY";
   EXPECT_EQ(reply->result, 0) << reply->result_msg;
   if (reply->result == 0) {
