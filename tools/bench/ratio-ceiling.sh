@@ -40,16 +40,22 @@ command -v openssl >/dev/null || { echo "ratio-ceiling: openssl missing (apt-get
 work=$(mktemp -d /tmp/ratio-ceiling.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# The profile starts after start-up and warm-up (1 s) and ends before the run does.
+# profile TRANSPORT: runs the job at depth 128 over TRANSPORT and records every CPU meanwhile into
+# $work/TRANSPORT.data (results in $work/TRANSPORT.json). The profile starts after start-up (the dpdk
+# link takes a moment longer) and warm-up (1 s) and ends before the run does.
 duration=$((profiled + 5))
-"$bench" -c "$root/config/examples/default.yaml" --set bench.transports=posix --set bench.iodepth=128 \
-  --set bench.message_size="$size" --set bench.duration="${duration}s" --set bench.progress=off \
-  --set bench.output="$work/posix.json" run >"$work/bench.log" 2>&1 &
-bench_pid=$!
-sleep 3
-perf record -a -F 999 -e cpu-clock -o "$work/perf.data" -- sleep "$profiled" >/dev/null 2>&1
-wait "$bench_pid" || { cat "$work/bench.log" >&2; echo "ratio-ceiling: the posix run failed" >&2; exit 1; }
-perf report -i "$work/perf.data" --stdio --no-children --sort comm,dso,sym -g none 2>/dev/null >"$work/report.txt"
+profile() {
+  local transport=$1 settle=$2
+  "$bench" -c "$root/config/examples/default.yaml" --set bench.transports="$transport" --set bench.iodepth=128 \
+    --set bench.message_size="$size" --set bench.duration="${duration}s" --set bench.progress=off \
+    --set bench.output="$work/$transport.json" run >"$work/$transport.log" 2>&1 &
+  local bench_pid=$!
+  sleep "$settle"
+  perf record -a -F 999 -e cpu-clock -o "$work/$transport.data" -- sleep "$profiled" >/dev/null 2>&1
+  wait "$bench_pid" || { cat "$work/$transport.log" >&2; echo "ratio-ceiling: the $transport run failed" >&2; exit 1; }
+}
+profile posix 3
+perf report -i "$work/posix.data" --stdio --no-children --sort comm,dso,sym -g none 2>/dev/null >"$work/report.txt"
 openssl speed -evp aes-128-gcm -bytes 4096 -seconds 2 2>/dev/null >"$work/aes.txt"
 
 /usr/bin/python3 - "$work/report.txt" "$work/posix.json" "$work/aes.txt" <<'PY'
@@ -107,18 +113,12 @@ PY
 
 # Where the dpdk run's time goes (same job over net_memif), by library and by symbol.
 [ "${DPDK:-1}" = 0 ] && exit 0
-"$bench" -c "$root/config/examples/default.yaml" --set bench.transports=dpdk --set bench.iodepth=128 \
-  --set bench.message_size="$size" --set bench.duration="${duration}s" --set bench.progress=off \
-  --set bench.output="$work/dpdk.json" run >"$work/bench-dpdk.log" 2>&1 &
-bench_pid=$!
-sleep 4
-perf record -a -F 999 -e cpu-clock -o "$work/perf-dpdk.data" -- sleep "$profiled" >/dev/null 2>&1
-wait "$bench_pid" || { cat "$work/bench-dpdk.log" >&2; echo "ratio-ceiling: the dpdk run failed" >&2; exit 1; }
+profile dpdk 4
 msgs=$(/usr/bin/python3 - "$work/dpdk.json" <<'PY'
 import json, sys
 print(f"{json.load(open(sys.argv[1]))['cases'][0]['totals']['messages_per_second']:,.0f}")
 PY
 )
 echo "dpdk (net_memif), depth 128: $msgs msgs/s; both processes' profile (share of all samples) by library, then the top symbols:"
-perf report -i "$work/perf-dpdk.data" --stdio --no-children --sort comm,dso -g none 2>/dev/null | grep -E '^ +[0-9.]+% +bypass' | head -8
-perf report -i "$work/perf-dpdk.data" --stdio --no-children --sort comm,sym -g none 2>/dev/null | grep -E '^ +[0-9.]+% +bypass' | head -15
+perf report -i "$work/dpdk.data" --stdio --no-children --sort comm,dso -g none 2>/dev/null | grep -E '^ +[0-9.]+% +bypass' | head -8
+perf report -i "$work/dpdk.data" --stdio --no-children --sort comm,sym -g none 2>/dev/null | grep -E '^ +[0-9.]+% +bypass' | head -15
