@@ -104,6 +104,11 @@ auth::CephxMonSession AsyncConnection::cephx_mon_session() const {
   return cephx_mon_session_;
 }
 
+auth::CephxMonSession cephx_mon_session_of(const Connection& connection) {
+  const auto* async = dynamic_cast<const AsyncConnection*>(&connection);
+  return async ? async->cephx_mon_session() : auth::CephxMonSession{};
+}
+
 // The EventCenter copies a callback each time it runs it. Two raw pointers fit std::function's
 // inline storage, so that copy allocates nothing (a lambda holding two shared_ptrs did, on every
 // event). They are safe: a link's file events are deleted (drop_link, handshake_done) before the

@@ -42,7 +42,8 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
     return last_fault_;
   }
   void mark_down() override;
-  auth::CephxMonSession cephx_mon_session() const override;
+  // The monitor-style cephx authentication of the session's current link (see auth::CephxMonSession).
+  auth::CephxMonSession cephx_mon_session() const;
 
   // Worker thread.
   void start_connect(const EntityAddrVec& addrs);
@@ -137,5 +138,9 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   std::optional<EventCenter::TimerId> standby_timer_;  // on worker()'s center
   EntityAddr target_;
 };
+
+// cephx_mon_session() of a connection reached through the public interface, which keeps cephx's
+// internals out of the installed headers (empty for a connection that is not an AsyncConnection).
+auth::CephxMonSession cephx_mon_session_of(const Connection& connection);
 
 }  // namespace bypass::msgr

@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "base/log.h"
+#include "msgr/async_connection.h"
 #include "msgr/auth/cephx_server.h"
-#include "msgr/connection.h"
 #include "msgr/mon_auth.h"
 
 namespace bypass::msgr {
@@ -119,7 +119,7 @@ bool CephxKeeper::request_auth_renewal(const ConnectionRef& mon, const auth::Cep
                                        uint32_t other_keys) {
   const std::string me = auth_.cephx_name.to_string();
   const auth::CephxKey* key = auth_.keyring ? auth_.keyring->find(auth_.cephx_name) : nullptr;
-  const auth::CephxMonSession session = mon->cephx_mon_session();
+  const auth::CephxMonSession session = cephx_mon_session_of(*mon);
   // The monitor checks the proof against the challenge of the session the request arrives on and
   // the old ticket against that session's global id (CephxServiceHandler::verify_old_ticket). Our
   // tickets are those of the last monitor session that authenticated; a session that is not it
@@ -177,8 +177,8 @@ void CephxKeeper::answer_request(const MessageRef& m) {
     if (auth::cephx_request_type(request.auth_payload()) == auth::kCephxGetAuthSessionKey) {
       // The auth ticket's renewal on this session (CephxServiceHandler::handle_request).
       what = "GET_AUTH_SESSION_KEY";
-      const auth::CephxMonSession session = m->connection() ? m->connection()->cephx_mon_session()
-                                                            : auth::CephxMonSession{};
+      const auth::CephxMonSession session =
+          m->connection() ? cephx_mon_session_of(*m->connection()) : auth::CephxMonSession{};
       reply->global_id = session.global_id;
       reply->result_bl = auth::cephx_auth_renewal_reply(*auth_.keyring, *auth_.cephx_secrets, auth_.cephx_ticket_ttl,
                                                         session, request.auth_payload());

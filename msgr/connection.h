@@ -4,7 +4,6 @@
 #include <memory>
 #include <string>
 
-#include "msgr/auth/cephx_client.h"
 #include "msgr/entity.h"
 #include "msgr/message.h"
 
@@ -32,8 +31,6 @@ class Connection {
   virtual std::string last_fault() const = 0;
   // Close the session now: queued and unacknowledged messages are dropped, no reconnect.
   virtual void mark_down() = 0;
-  // The monitor-style cephx authentication of the session's current link (see auth::CephxMonSession).
-  virtual auth::CephxMonSession cephx_mon_session() const { return {}; }
 };
 
 }  // namespace bypass::msgr
