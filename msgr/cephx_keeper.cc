@@ -58,7 +58,8 @@ void CephxKeeper::renew_loop() {
     SysClock::time_point next = renew_if_due();
     guard.lock();
     const auto limit = SysClock::now() + kIdleLook;
-    wake_.wait_until(guard, std::min(next, limit), [this] { return stop_; });
+    wake_.wait_until(guard, std::min(next, limit), [this] { return stop_ || replied_; });
+    replied_ = false;
   }
 }
 
@@ -253,6 +254,10 @@ void CephxKeeper::take_reply(const MessageRef& m) {
     }
   } catch (const std::exception& e) {
     BYPASS_LOG(Warn, "msgr", "cephx: unusable ticket renewal reply: %s", e.what());
+  }
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    replied_ = true;
   }
   wake_.notify_all();
 }

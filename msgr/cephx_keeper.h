@@ -64,6 +64,7 @@ class CephxKeeper {
   std::mutex lock_;
   std::condition_variable wake_;
   bool stop_ = false;
+  bool replied_ = false;  // a reply arrived: the loop looks at the new tickets' times at once
   std::chrono::system_clock::time_point request_sent_{};  // an unanswered request (or epoch)
   Request pending_ = Request::None;
   // After the monitor refused to renew the auth ticket expiring at auth_retry_for_, the next try

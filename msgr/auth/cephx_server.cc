@@ -364,8 +364,12 @@ std::string cephx_auth_renewal_reply(const Keyring& keyring, const CephxServiceS
   // As CephxServiceHandler::handle_request: the session's entity proves its key against the
   // challenge of this session, then verify_old_ticket: on an authenticated session the global id
   // is being reclaimed, so the old auth ticket must be presented, open with the auth service's
-  // secret and carry the session's global id. Our secrets never rotate, so an expired ticket is
-  // refused outright (a Ceph monitor can open it until its rotating secret is gone).
+  // secret and carry the session's global id. verify_old_ticket does not look at the expiry: a Ceph
+  // monitor renews an expired auth ticket for as long as it still holds the rotating secret that
+  // sealed it (KeyServer keeps three: previous, current and next, each one ticket period). Our
+  // secrets never rotate, so the same grace is one ticket lifetime past the expiry; later, the
+  // client authenticates afresh on a new session. (A renewal answered late, as on a slow host with
+  // short tickets, must not cost the session its tickets.)
   const std::string who = session.entity.to_string();
   const CephxKey* key = keyring.find(session.entity);
   if (key == nullptr) throw AuthError("cephx: " + who + " is not in keyring '" + keyring.path() + "'");
@@ -374,7 +378,7 @@ std::string cephx_auth_renewal_reply(const Keyring& keyring, const CephxServiceS
                     keyring.path() + "')");
   if (old_blob.empty()) throw AuthError("cephx: " + who + " asked to renew its auth ticket without presenting it");
   const OpenedTicket old = open_ticket(secrets, kServiceAuth, secret_id, old_blob);
-  if (std::chrono::system_clock::now() >= old.expires)
+  if (std::chrono::system_clock::now() >= old.expires + ticket_ttl)
     throw AuthError("cephx: " + who + "'s auth ticket expired " + old.expired_ago() +
                     "; it authenticates afresh on a new session");
   if (old.global_id != session.global_id || !(old.holder == session.entity))

@@ -201,9 +201,17 @@ TEST(CephxAuthRenewal, RefusesAnotherSessionsChallengeAMissingTicketAndAForeignO
   EXPECT_NE(refusal(s, auth_renewal_request(s.key(), 0, s.auth_ticket, 0), CephxMonSession{})
                 .find("did not authenticate monitor-style"),
             std::string::npos);
-  // A ticket that has expired is not renewed: the client authenticates afresh.
+  // A ticket that expired within one ticket lifetime (60 s here) is still renewed, as a Ceph
+  // monitor renews one it can still open; one that expired longer ago is not: the client
+  // authenticates afresh.
+  MonSession late;
+  CephxTicket just_expired = issue_ticket(*late.x.secrets, std::chrono::seconds(0), kServiceAuth, late.x.admin,
+                                          late.session.global_id, CephxKey::random());
+  EXPECT_EQ(cephx_request_type(late.renew(auth_renewal_request(late.key(), late.session.server_challenge,
+                                                                just_expired, 0))),
+            kCephxGetAuthSessionKey);
   MonSession expired;
-  CephxTicket stale = issue_ticket(*expired.x.secrets, std::chrono::seconds(0), kServiceAuth, expired.x.admin,
+  CephxTicket stale = issue_ticket(*expired.x.secrets, std::chrono::seconds(-120), kServiceAuth, expired.x.admin,
                                    expired.session.global_id, CephxKey::random());
   EXPECT_NE(refusal(expired, auth_renewal_request(expired.key(), expired.session.server_challenge, stale, 0), expired.session)
                 .find("auth ticket expired"),
