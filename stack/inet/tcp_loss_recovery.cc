@@ -61,6 +61,15 @@ void TcpConnection::on_reorder_timeout() {
 }
 
 void TcpConnection::enter_rto_recovery() {
+  // Recovery ends once SND.UNA reaches the recovery point (RFC 6675 §5, RFC 6582 §3.2 step 3), a
+  // test made when an ACK advances it. F-RTO's verdict comes after that test, on the same ACK:
+  // when that ACK already covered the recovery point nothing is left to recover, and recovery
+  // entered then would never end (found by the inet fuzzer: with a zero-window probe's octet in
+  // RACK's pipe, SACK recovery then sent nothing and no timer ran).
+  if (!seq_lt(snd_una_, recover_)) {
+    rto_recovery_ = false;
+    return;
+  }
   // RFC 6675 §5.1 and RFC 8985 §6.3: every segment not SACKed counts as lost and is resent as
   // cwnd regrows; what the peer SACKed is not sent again.
   rack_.mark_all_lost();
