@@ -734,26 +734,36 @@ TEST_F(MessengerSuite, ShutdownWithoutLingerDropsWhatThePeerHasNotAcknowledged) 
 // A lossless session keeps its unacknowledged messages for replay while shutdown lingers: links
 // that fail (injected socket failures) are re-established and what the server has not
 // acknowledged is sent again, so all of the burst arrives, once each and in order.
+// Faults strike one socket call in 40, and how many calls a 48 MiB burst takes depends on the
+// transport and the load (on rdma in secure mode a busy sender posts large sends: in the soft-RoCE
+// guest a whole burst once went by without a fault). So the scenario runs again, from a fresh
+// client and server, until a fault has struck the established session, at most five times;
+// every run must deliver the whole burst.
 TEST_F(MessengerSuite, ShutdownLingerReplaysALosslessSessionAcrossFaults) {
   auto conf = make_conf({{"ms.shutdown_linger", "60s"}, {"ms.inject_socket_failures", "40"},
                          {"ms.keepalive_interval", "0s"}});
   start_stack(conf);
-  SeqChecker server_d(true);
-  auto server = make_server(conf, &server_d, Policy::stateful_server());
-  NullDispatcher client_d;
-  auto client = make_client(conf, &client_d, Policy::lossless_client(), 22);
   constexpr uint64_t kCount = 3000;
-  std::atomic<uint64_t> acked{0}, dropped{0};
-  // 48 MiB: hundreds of socket calls each way, so faults (1 call in 40) hit the established session.
-  queue_burst(client->connect_to(EntityType::Osd, server->my_addrs()), 5, kCount, 16 * 1024, acked, dropped);
-  client->shutdown();
-  EXPECT_EQ(acked.load(), kCount);
-  EXPECT_EQ(dropped.load(), 0u);
-  EXPECT_EQ(server_d.received.load(), kCount);
-  EXPECT_EQ(server_d.last_of(5), kCount);
-  EXPECT_EQ(server_d.errors.load(), 0u);
-  EXPECT_GT(perf_counter(*client, "sessions_reconnected"), 0u) << "no fault hit the burst: nothing was replayed";
-  server->shutdown();
+  uint64_t reconnected = 0;
+  for (int run = 0; run < 5 && reconnected == 0 && !HasFailure(); ++run) {
+    SCOPED_TRACE("run " + std::to_string(run + 1));
+    SeqChecker server_d(true);
+    auto server = make_server(conf, &server_d, Policy::stateful_server());
+    NullDispatcher client_d;
+    auto client = make_client(conf, &client_d, Policy::lossless_client(), 22 + run);
+    std::atomic<uint64_t> acked{0}, dropped{0};
+    // 48 MiB: hundreds of socket calls each way, so faults are likely to hit the established session.
+    queue_burst(client->connect_to(EntityType::Osd, server->my_addrs()), 5, kCount, 16 * 1024, acked, dropped);
+    client->shutdown();
+    EXPECT_EQ(acked.load(), kCount);
+    EXPECT_EQ(dropped.load(), 0u);
+    EXPECT_EQ(server_d.received.load(), kCount);
+    EXPECT_EQ(server_d.last_of(5), kCount);
+    EXPECT_EQ(server_d.errors.load(), 0u);
+    reconnected = perf_counter(*client, "sessions_reconnected");
+    server->shutdown();
+  }
+  EXPECT_GT(reconnected, 0u) << "in five runs no fault hit the burst: nothing was replayed";
 }
 
 // ms.connection_idle_timeout: a lossless server session whose client left without coming back
