@@ -12,10 +12,15 @@ bool sent_after(TimePoint a_time, uint32_t a_end, TimePoint b_time, uint32_t b_e
   return a_time > b_time || (a_time == b_time && seq_gt(a_end, b_end));
 }
 constexpr size_t kCompactAbove = 256;  // dead records kept before the vector is shifted down
+// The first array holds a short flight plus the splits a probe or a retransmission makes, so a
+// request/reply connection's record never grows on the data path: a growth takes a larger pool
+// block, whose class may not be warm yet (one heap call in the middle of a run).
+constexpr size_t kFirstCapacity = 16;
 }  // namespace
 
 void RackTlp::on_transmit(uint32_t start, uint32_t stop, TimePoint now, uint32_t tsval) {
   if (!seq_lt(start, stop)) return;
+  if (segments_.capacity() == 0) segments_.reserve(kFirstCapacity);
   if (head_ == segments_.size() || seq_geq(start, segments_.back().end)) {
     segments_.push_back({start, stop, now, tsval});
     return;
