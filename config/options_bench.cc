@@ -48,7 +48,7 @@ void register_bench_options(Registry& r) {
          .help = "Client messengers: one shared by every connection, or one per client worker thread.",
          .enum_values = {"shared", "per-thread"}});
   r.add({.name = "bench.server_address", .type = OptionType::String, .default_value = "",
-         .help = "Server IP:port. The server listens there (empty: 127.0.0.1, or dpdk.host_ip for "
+         .help = "Server IP:port or [IPv6]:port (posix, rdma). The server listens there (empty: 127.0.0.1, or dpdk.host_ip for "
                  "dpdk, on a free port); the client connects there (`run` fills it in)."});
   r.add({.name = "bench.output", .type = OptionType::String, .default_value = "",
          .help = "Write the results as JSON (schema bypass-bench/1) to this file; empty = none."});

@@ -165,10 +165,14 @@ std::string EntityAddr::ip_string() const {
   return text;
 }
 
+std::string EntityAddr::ip_port_string() const {
+  const std::string host = family() == AF_INET6 ? "[" + ip_string() + "]" : ip_string();
+  return host + ":" + std::to_string(port());
+}
+
 std::string EntityAddr::to_string() const {
   const char* prefix = type == kLegacy ? "v1:" : type == kMsgr2 ? "v2:" : type == kAny ? "any:" : "-:";
-  std::string host = family() == AF_INET6 ? "[" + ip_string() + "]" : ip_string();
-  return prefix + host + ":" + std::to_string(port()) + "/" + std::to_string(nonce);
+  return prefix + ip_port_string() + "/" + std::to_string(nonce);
 }
 
 bool EntityAddr::operator==(const EntityAddr& other) const {

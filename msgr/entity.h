@@ -77,6 +77,7 @@ struct EntityAddr {
   // Same address and port (ignores nonce and type).
   bool same_ip_port(const EntityAddr& other) const;
   std::string ip_string() const;  // "127.0.0.1" or "::1" (no port); "-" without an address
+  std::string ip_port_string() const;  // "127.0.0.1:6800" or "[::1]:6800" (SocketAddress::parse's form)
   std::string to_string() const;  // "v2:127.0.0.1:3300/0"
   bool operator==(const EntityAddr& other) const;  // type, nonce, family, IP and port all equal
 

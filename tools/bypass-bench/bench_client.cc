@@ -119,8 +119,8 @@ std::string read_server_address(std::chrono::seconds timeout) {
     if (line.size() > 200) break;
   }
   SocketAddress parsed;
-  if (!SocketAddress::parse(line, &parsed) || !parsed.is_ipv4() || parsed.port() == 0)
-    throw std::runtime_error("client: --server-address-from stdin: expected one line IPv4:PORT within " +
+  if (!SocketAddress::parse(line, &parsed) || parsed.port() == 0)
+    throw std::runtime_error("client: --server-address-from stdin: expected one line IPv4:PORT or [IPv6]:PORT within " +
                              config::format_duration(timeout) + ", got '" + line + "'");
   return line;
 }

@@ -125,8 +125,13 @@ BenchJob BenchJob::from_config(const config::Config& conf) {
     fail(conf, "bench.think_time", "think time needs bench.mode reqrep (a stream has no reply to wait for)");
   if (!job.server_address.empty()) {
     SocketAddress parsed;
-    if (!SocketAddress::parse(job.server_address, &parsed) || !parsed.is_ipv4())
-      fail(conf, "bench.server_address", "'" + job.server_address + "' is not IPv4:port (e.g. 127.0.0.1:6800)");
+    if (!SocketAddress::parse(job.server_address, &parsed))
+      fail(conf, "bench.server_address",
+           "'" + job.server_address + "' is not IPv4:port or [IPv6]:port (e.g. 127.0.0.1:6800, [::1]:6800)");
+    // The userspace stack speaks IPv4 only so far; posix and rdma take either family.
+    if (!parsed.is_ipv4() && std::find(job.transports.begin(), job.transports.end(), "dpdk") != job.transports.end())
+      fail(conf, "bench.server_address",
+           "'" + job.server_address + "' is IPv6, and the dpdk transport's userspace stack speaks IPv4 only");
   }
   for (const std::string& transport : job.transports) {
     for (Side side : {Side::Server, Side::Client}) {

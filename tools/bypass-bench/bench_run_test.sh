@@ -1,7 +1,7 @@
 #!/bin/bash
 # `bypass-bench run` end to end on one transport: a 2 s job (queue depth 1 and 8, plus a stream
 # case) must exit 0 with non-zero messages and no errors in the table, and its JSON must pass
-# check_result_json.py and be readable by `bypass-bench compare`. A bad job must fail before anything starts, in one line.
+# check_result_json.py and be readable by `bypass-bench compare`; on posix once more over [::1]. A bad job must fail before anything starts, in one line.
 #   bench_run_test.sh BYPASS_BENCH CHECKER posix|dpdk
 # dpdk runs server and client as two DPDK processes over net_memif (needs root).
 set -u
@@ -65,4 +65,9 @@ run() {  # NAME EXPECTED_CASES [--set ...]
 }
 run reqrep 2
 run stream 1 --set bench.mode=stream --set bench.iodepth=1 --set bench.duration=1s
+if [ "$transport" = posix ]; then
+  # Over IPv6 loopback: the server listens on [::1] and the client reaches it there.
+  run ipv6 1 --set "bench.server_address=[::1]:0" --set bench.iodepth=1 --set bench.duration=1s
+  grep -q "^== posix: server ready at \[::1\]:[0-9]" "$work/ipv6.out" || fail "ipv6: the server is not on [::1]"
+fi
 echo "PASS: $transport run"

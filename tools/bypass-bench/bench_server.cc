@@ -50,7 +50,7 @@ msgr::EntityAddr listen_address(const config::Config& side, const BenchJob& job,
   if (text.empty()) text = (transport == "dpdk" ? side.get_ipv4("dpdk.host_ip").to_string() : "127.0.0.1") + ":0";
   msgr::EntityAddr addr;
   if (!msgr::EntityAddr::parse("v2:" + text, &addr))
-    throw config::ConfigError("bench.server_address: '" + text + "' is not IPv4:port");
+    throw config::ConfigError("bench.server_address: '" + text + "' is not IPv4:port or [IPv6]:port");
   return addr;
 }
 
@@ -94,7 +94,7 @@ int run_bench_server(const config::Config& conf, std::ostream& out) {
   const msgr::EntityAddrVec bound_addrs = messenger->my_addrs();
   const msgr::EntityAddr* bound = bound_addrs.msgr2_addr();
   if (bound == nullptr) throw std::runtime_error("server: the messenger has no msgr2 address");
-  out << kReadyPrefix << bound->ip_string() << ":" << bound->port() << " " << transport << std::endl;
+  out << kReadyPrefix << bound->ip_port_string() << " " << transport << std::endl;
 
   int signal_number = 0;
   while (sigwait(&stop_signals, &signal_number) == 0 && signal_number == SIGUSR1) print_status(out);

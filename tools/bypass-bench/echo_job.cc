@@ -45,8 +45,12 @@ void EchoJob::start_server() {
     }
   }
   server_address_ = addr;
+  // A wildcard listener is reached on loopback of its family.
   if (addr.is_ipv4() && addr.ipv4_host_order() == INADDR_ANY) {
     server_address_ = SocketAddress::ipv4(INADDR_LOOPBACK, addr.port());
+  } else if (addr.family() == AF_INET6 &&
+             IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(addr.sockaddr_ptr())->sin6_addr)) {
+    SocketAddress::parse("[::1]:" + std::to_string(addr.port()), &server_address_);
   }
 }
 

@@ -15,6 +15,10 @@ constexpr uint64_t kMaxPingCount = 1'000'000;
 
 uint32_t ipv4_arg(const std::string& where, const std::string& text) {
   in_addr addr{};
+  in6_addr addr6{};
+  const std::string bare = text.size() > 2 && text.front() == '[' && text.back() == ']' ? text.substr(1, text.size() - 2) : text;
+  if (inet_pton(AF_INET6, bare.c_str(), &addr6) == 1)
+    throw UsageError(where + ": '" + text + "' is an IPv6 address, and the userspace stack speaks IPv4 only so far");
   if (inet_pton(AF_INET, text.c_str(), &addr) != 1)
     throw UsageError(where + ": '" + text + "' is not an IPv4 address (dotted quad, e.g. 10.67.0.1)");
   const uint32_t ip = ntohl(addr.s_addr);

@@ -51,6 +51,7 @@ uint64_t json_epoch(const std::string& json) {
 }
 
 struct Mon {
+  std::string host;  // as it appears in an address: 127.0.0.1, [::1]
   std::string dir;
   int port = 0;
   std::string conf;
@@ -58,12 +59,14 @@ struct Mon {
   // auth "none" or "cephx" (then dir/keyring holds mon. and client.admin).
   // with_osd: also osd.0 (memstore); its address is then in osd_addr.
   // extra_conf: more [global] lines for its ceph.conf; `tag` tells its directory from the others'.
+  // ip: the daemons' address; "::1" makes an IPv6-only cluster (ms_bind_ipv6).
   explicit Mon(const std::string& auth = "none", bool with_osd = false, const std::string& extra_conf = "",
-               const std::string& tag = "") {
+               const std::string& tag = "", const std::string& ip = "127.0.0.1")
+      : host(ip.find(':') == std::string::npos ? ip : "[" + ip + "]") {
     dir = "/tmp/bypass-msgr-interop-" + std::to_string(::getpid()) + "-" + auth + (with_osd ? "-osd" : "") + tag;
     // The script picks a free port (and another one if that is taken) and writes it into ceph.conf.
     std::string out = run("AUTH=" + auth + (with_osd ? " OSD=1 " : " ") + "EXTRA_CONF='" + extra_conf + "' " +
-                          std::string(BYPASS_CEPH_MON_UP) + " " + dir + " auto 2>&1");
+                          std::string(BYPASS_CEPH_MON_UP) + " " + dir + " auto " + ip + " 2>&1");
     conf = dir + "/ceph.conf";
     if (out.find(conf) != std::string::npos) port = mon_port(conf);
     up = port > 0;
@@ -94,7 +97,7 @@ struct Mon {
     }
     run("rm -rf " + dir);
   }
-  std::string msgr2_addr() const { return "v2:127.0.0.1:" + std::to_string(port); }
+  std::string msgr2_addr() const { return "v2:" + host + ":" + std::to_string(port); }
   std::string keyring() const { return dir + "/keyring"; }
   std::string osd_addr;
 };
@@ -357,6 +360,23 @@ TEST(CephxOsd, OsdAcceptsTheAuthorizerAndAnswersServerIdent) {
                                              " --set ms.workers=1 ceph-mon-version --mon " + cluster.msgr2_addr() +
                                              " --osd " + cluster.osd_addr + " --timeout 20s 2>&1");
   EXPECT_NE(none.out.find("the monitor requires cephx"), std::string::npos) << none.out;
+}
+
+// An IPv6-only cluster (Ceph's ms_bind_ipv6, monitor and OSD on [::1]): the bench tool reaches
+// the monitor and the OSD at their IPv6 addresses, authenticates with cephx and talks secure mode.
+TEST(CephxOsd, IPv6OnlyClusterAnswersOverIPv6) {
+  if (std::system("command -v ceph-osd >/dev/null 2>&1") != 0) GTEST_SKIP() << "ceph-osd is not installed";
+  Mon cluster("cephx", true, "", "-v6", "::1");
+  ASSERT_TRUE(cluster.up);
+  ASSERT_EQ(cluster.osd_addr.rfind("v2:[::1]:", 0), 0u) << cluster.osd_addr;
+  const CommandResult r = run_with_status(std::string("timeout 60 ") + BYPASS_BENCH +
+                                          " --set ms.workers=1 --set ms.auth=cephx --set ms.keyring=" +
+                                          cluster.keyring() + " --set ms.mode=secure ceph-mon-version --mon " +
+                                          cluster.msgr2_addr() + " --osd " + cluster.osd_addr + " --timeout 20s 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("monmap "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("osd.0 " + cluster.osd_addr + ": session established (SERVER_IDENT)"), std::string::npos)
+      << r.out;
 }
 
 long perf_counter(const std::string& perf, const std::string& name) {

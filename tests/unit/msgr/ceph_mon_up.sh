@@ -1,6 +1,6 @@
 #!/bin/bash
-# Starts one Ceph monitor (msgr2 only, auth none) on $IP:$PORT (IP defaults to 127.0.0.1) in $D,
-# in the background.
+# Starts one Ceph monitor (msgr2 only, auth none) on $IP:$PORT (IP defaults to 127.0.0.1; an IPv6
+# address such as ::1 makes an IPv6-only monitor, Ceph's ms_bind_ipv6) in $D, in the background.
 #   [AUTH=cephx] ceph_mon_up.sh DIR PORT|auto [IP]
 # AUTH=cephx requires cephx everywhere; $D/keyring then holds mon. and client.admin (all caps).
 # OSD=1 also starts osd.0 (memstore) once the monitor is up; its address is in $D/osd.addr.
@@ -12,6 +12,9 @@
 set -euo pipefail
 D=${1:?dir}; PORT_ARG=${2:?port or auto}; IP=${3:-127.0.0.1}; AUTH=${AUTH:-none}; OSD=${OSD:-0}
 EXTRA_CONF=${EXTRA_CONF:-}
+# An IPv6 address goes in brackets in a Ceph address, and the daemons bind IPv6 only.
+if [[ $IP == *:* ]]; then HOST="[$IP]" FAMILY="ms bind ipv6 = true
+ms bind ipv4 = false"; else HOST=$IP FAMILY=""; fi
 case "$AUTH" in none|cephx) ;; *) echo "AUTH must be none or cephx, not '$AUTH'" >&2; exit 2;; esac
 
 # Starts the monitor on $PORT; returns 0 once it answers, 2 when it exited (its port was taken).
@@ -21,8 +24,9 @@ start_mon() {
   cat > "$D/ceph.conf" <<CONF
 [global]
 fsid = $FSID
-mon host = v2:$IP:$PORT
+mon host = v2:$HOST:$PORT
 public addr = $IP
+$FAMILY
 auth cluster required = $AUTH
 auth service required = $AUTH
 auth client required = $AUTH
@@ -52,7 +56,7 @@ CONF
       --cap mgr 'allow *' --cap mds 'allow *' >/dev/null || return 1
     mkfs_keyring=(--keyring "$D/keyring")
   fi
-  monmaptool --create --fsid "$FSID" --addv a "[v2:$IP:$PORT]" --set-min-mon-release pacific "$D/monmap" >/dev/null || return 1
+  monmaptool --create --fsid "$FSID" --addv a "[v2:$HOST:$PORT]" --set-min-mon-release pacific "$D/monmap" >/dev/null || return 1
   ceph-mon $C --mkfs -i a --monmap "$D/monmap" "${mkfs_keyring[@]}" || return 1
   setsid ceph-mon $C -i a -f > "$D/log/mon.a.out" 2>&1 < /dev/null &
   local pid=$!
@@ -81,7 +85,7 @@ start_osd() {
   for _ in $(seq 1 300); do
     local addr
     # "osd.0 up in ... v2:IP:PORT/NONCE v2:IP:PORT/NONCE exists,up UUID": the first is the public address.
-    addr=$(timeout 5 ceph $C osd dump 2>/dev/null | grep "^osd\.$id up " | grep -o 'v2:[0-9.]*:[0-9]*/[0-9]*' | head -1)
+    addr=$(timeout 5 ceph $C osd dump 2>/dev/null | grep "^osd\.$id up " | grep -oE 'v2:([0-9.]+|\[[0-9a-f:]+\]):[0-9]+/[0-9]+' | head -1)
     if [ -n "$addr" ]; then echo "$addr" > "$D/osd.addr"; return 0; fi
     sleep 0.2
   done
@@ -109,6 +113,6 @@ for attempt in 1 2 3 4 5; do
   fi
   break
 done
-echo "monitor did not come up on $IP:$PORT; last lines of its output:" >&2
+echo "monitor did not come up on $HOST:$PORT; last lines of its output:" >&2
 tail -5 "$D/log/mon.a.out" >&2
 exit 1

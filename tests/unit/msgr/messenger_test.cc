@@ -333,6 +333,10 @@ class MessengerSuite : public ::testing::Test {
     m->add_dispatcher(d);
     EXPECT_EQ(m->bind(bind_addr()), 0);
     EXPECT_EQ(m->start(), 0);
+    // It listens in the family asked for (IPv6 when BYPASS_TEST_ADDR is [IPv6]:port).
+    const EntityAddrVec addrs = m->my_addrs();
+    const EntityAddr* bound = addrs.msgr2_addr();
+    EXPECT_TRUE(bound != nullptr && bound->family() == bind_addr().family()) << addrs.to_string();
     return m;
   }
 
