@@ -1,0 +1,102 @@
+// IPv6 fixed header (RFC 8200 §3) and a bounded walk over its extension headers (RFC 8200 §4).
+// Groundwork: nothing in the running stack parses IPv6 yet (it speaks IPv4 only).
+#pragma once
+
+#include <cstddef>
+
+#include "stack/inet/wire/bytes.h"
+
+namespace bypass::inet {
+
+// Next Header values (IANA "Assigned Internet Protocol Numbers", RFC 8200 §4.1 for the extension
+// headers). The upper-layer ones share their numbers with IPv4's Protocol field.
+enum Ipv6NextHeader : uint8_t {
+  kIpv6HopByHop = 0,
+  kIpv6Tcp = 6,
+  kIpv6Udp = 17,
+  kIpv6Routing = 43,
+  kIpv6Fragment = 44,
+  kIpv6Esp = 50,
+  kIpv6Ah = 51,
+  kIpv6Icmpv6 = 58,
+  kIpv6NoNextHeader = 59,
+  kIpv6DestinationOptions = 60,
+};
+
+struct Ipv6Header {
+  static constexpr size_t kLength = 40;
+  static constexpr uint8_t kVersion = 6;
+  static constexpr uint32_t kFlowLabelMask = 0xfffff;
+  // RFC 8200 §5: every link an IPv6 packet crosses carries at least 1280 bytes.
+  static constexpr size_t kMinimumMtu = 1280;
+
+  uint8_t traffic_class = 0;
+  uint32_t flow_label = 0;      // 20 bits
+  uint16_t payload_length = 0;  // bytes after this header, extension headers included
+  uint8_t next_header = 0;
+  uint8_t hop_limit = 64;
+  Ipv6Address source;
+  Ipv6Address destination;
+
+  // `len` is the bytes available after the link header, which may hold link padding beyond the
+  // payload length. A payload length of 0 is taken literally: jumbograms (RFC 2675, Hop-by-Hop
+  // Jumbo Payload option) are not supported, and a Hop-by-Hop header then fails the walk below.
+  static const char* parse(const uint8_t* data, size_t len, Ipv6Header& out);
+  // Writes the 40-byte header.
+  void emit(uint8_t* out) const;
+};
+
+// The Fragment header (RFC 8200 §4.5).
+struct Ipv6FragmentHeader {
+  static constexpr size_t kLength = 8;
+  static constexpr uint16_t kOffsetMask = 0xfff8;  // offset in 8-byte units, in the top 13 bits
+  static constexpr uint16_t kMoreFragments = 0x0001;
+
+  uint8_t next_header = 0;
+  uint16_t offset_bytes = 0;  // a multiple of 8
+  bool more_fragments = false;
+  uint32_t identification = 0;
+
+  // RFC 6946: offset 0 without M is an "atomic fragment", to be processed as a whole packet.
+  bool is_atomic() const { return offset_bytes == 0 && !more_fragments; }
+  static const char* parse(const uint8_t* data, size_t len, Ipv6FragmentHeader& out);
+  void emit(uint8_t* out) const;
+};
+
+// What the sender of a packet is to be told with an ICMPv6 Parameter Problem (RFC 4443 §3.4): the
+// code and the offset, from the start of the IPv6 header, of the octet at fault.
+struct Ipv6ParameterProblem {
+  enum Code : uint8_t { kErroneousHeaderField = 0, kUnrecognizedNextHeader = 1, kUnrecognizedOption = 2 };
+  uint8_t code = 0;
+  uint32_t pointer = 0;
+};
+
+struct Ipv6Extensions {
+  // Headers walked before giving up (RFC 8200 §4 sets no limit; RFC 7045 lets a node drop what it
+  // cannot afford to walk). Every header is at least 8 bytes, so the walk always ends, but a
+  // 64 KiB chain of empty Destination Options would otherwise cost thousands of steps per packet.
+  static constexpr size_t kMaxHeaders = 8;
+
+  uint8_t upper_protocol = 0;  // Next Header of the last header walked (kIpv6NoNextHeader: none)
+  size_t upper_offset = 0;     // where that protocol's bytes start, from the start of the IPv6 header
+  uint8_t header_count = 0;    // extension headers walked
+  bool has_fragment = false;
+  Ipv6FragmentHeader fragment;     // valid with has_fragment
+  size_t fragment_header_offset = 0;  // where the Fragment header starts (end of the unfragmentable part)
+  // Set together with an error when RFC 8200 asks for an ICMPv6 Parameter Problem to the source
+  // (the caller sends it, subject to RFC 4443 §2.4 (e): not for a multicast destination unless
+  // the option type says so, and rate limited); otherwise the packet is dropped silently.
+  bool has_parameter_problem = false;
+  Ipv6ParameterProblem parameter_problem;
+};
+
+// Walks the extension headers of `packet` (the IPv6 header and its payload, `header` parsed from
+// it; bytes beyond 40 + payload_length are ignored). Hop-by-Hop and Destination Options are read
+// option by option (§4.2 action bits), Routing and Fragment checked and skipped; the walk stops at
+// the first other Next Header value (the upper layer, or one the caller does not know: RFC 8200 §4
+// has it answer with a Parameter Problem of code 1 if so), or at a Fragment header that is not
+// atomic (what follows is a fragment of the rest, for reassembly).
+const char* walk_ipv6_extensions(const uint8_t* packet, size_t len, const Ipv6Header& header,
+                                 Ipv6Extensions& out);
+
+}  // namespace bypass::inet
