@@ -241,4 +241,19 @@ uint16_t internet_checksum(const void* data, size_t len) {
   return acc.finish();
 }
 
+void add_ipv6_pseudo_header(ChecksumAccumulator& sum, const Ipv6Address& source,
+                            const Ipv6Address& destination, uint32_t upper_length, uint8_t next_header) {
+  sum.add(source.bytes.data(), Ipv6Address::kLength);
+  sum.add(destination.bytes.data(), Ipv6Address::kLength);
+  sum.add_u32(upper_length);
+  sum.add_u32(next_header);  // zero, zero, zero, Next Header: one 32-bit word
+}
+
+uint16_t ipv6_pseudo_header_sum(const Ipv6Address& source, const Ipv6Address& destination,
+                                uint32_t upper_length, uint8_t next_header) {
+  ChecksumAccumulator sum;
+  add_ipv6_pseudo_header(sum, source, destination, upper_length, next_header);
+  return sum.folded();
+}
+
 }  // namespace bypass::inet

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "base/buffer_list.h"
+#include "stack/inet/wire/bytes.h"
 
 namespace bypass::inet {
 
@@ -34,6 +35,16 @@ class ChecksumAccumulator {
 };
 
 uint16_t internet_checksum(const void* data, size_t len);
+
+// The IPv6 pseudo-header (RFC 8200 §8.1) that every upper-layer checksum over IPv6 covers (TCP,
+// UDP, and ICMPv6 too, unlike ICMPv4: RFC 4443 §2.3): source, destination, the upper-layer packet
+// length as 32 bits, three zero octets and the Next Header value of the upper layer (not of the
+// first extension header). `destination` is the final one: with a Routing header, its last address.
+void add_ipv6_pseudo_header(ChecksumAccumulator& sum, const Ipv6Address& source,
+                            const Ipv6Address& destination, uint32_t upper_length, uint8_t next_header);
+// Its folded sum (not inverted), the form offloading NICs expect in the checksum field.
+uint16_t ipv6_pseudo_header_sum(const Ipv6Address& source, const Ipv6Address& destination,
+                                uint32_t upper_length, uint8_t next_header);
 
 namespace detail {
 

@@ -8,6 +8,8 @@ namespace {
 enum OptionKind : uint8_t {
   kEnd = 0, kNop = 1, kMss = 2, kWindowScale = 3, kSackPermitted = 4, kSack = 5, kTimestamp = 8,
 };
+// TCP's number as IPv6 Next Header in the pseudo-header (the same as IPv4's Protocol).
+constexpr uint8_t kTcpProtocol = 6;
 }  // namespace
 
 size_t TcpOptions::emitted_length() const {
@@ -140,6 +142,17 @@ uint16_t tcp_checksum(Ipv4Address source, Ipv4Address destination, const BufferL
   sum.add_u32(destination.value);
   sum.add_u16(6);
   sum.add_u16(static_cast<uint16_t>(segment.length()));
+  sum.add(segment, 0, segment.length());
+  return sum.finish();
+}
+
+uint16_t tcp_pseudo_header_sum(const Ipv6Address& source, const Ipv6Address& destination, size_t tcp_length) {
+  return ipv6_pseudo_header_sum(source, destination, static_cast<uint32_t>(tcp_length), kTcpProtocol);
+}
+
+uint16_t tcp_checksum(const Ipv6Address& source, const Ipv6Address& destination, const BufferList& segment) {
+  ChecksumAccumulator sum;
+  add_ipv6_pseudo_header(sum, source, destination, static_cast<uint32_t>(segment.length()), kTcpProtocol);
   sum.add(segment, 0, segment.length());
   return sum.finish();
 }

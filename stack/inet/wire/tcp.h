@@ -62,5 +62,8 @@ struct TcpHeader {
 uint16_t tcp_pseudo_header_sum(Ipv4Address source, Ipv4Address destination, size_t tcp_length);
 // Full checksum over pseudo-header and `segment` (header + payload, checksum field included).
 uint16_t tcp_checksum(Ipv4Address source, Ipv4Address destination, const BufferList& segment);
+// The same over the IPv6 pseudo-header (RFC 9293 §3.1 defers to RFC 8200 §8.1 for IPv6).
+uint16_t tcp_pseudo_header_sum(const Ipv6Address& source, const Ipv6Address& destination, size_t tcp_length);
+uint16_t tcp_checksum(const Ipv6Address& source, const Ipv6Address& destination, const BufferList& segment);
 
 }  // namespace bypass::inet
