@@ -72,9 +72,10 @@ struct Ipv6ParameterProblem {
 };
 
 struct Ipv6Extensions {
-  // Headers walked before giving up (RFC 8200 §4 sets no limit; RFC 7045 lets a node drop what it
-  // cannot afford to walk). Every header is at least 8 bytes, so the walk always ends, but a
-  // 64 KiB chain of empty Destination Options would otherwise cost thousands of steps per packet.
+  // Headers walked before giving up. RFC 8200 §4 sets no limit, and RFC 8883 defines the ICMPv6
+  // errors of nodes that discard packets over such processing limits. Every header is at least 8
+  // bytes, so the walk always ends, but a 64 KiB chain of empty Destination Options would otherwise
+  // cost thousands of steps per packet.
   static constexpr size_t kMaxHeaders = 8;
 
   uint8_t upper_protocol = 0;  // Next Header of the last header walked (kIpv6NoNextHeader: none)
