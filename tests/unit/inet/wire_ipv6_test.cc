@@ -4,6 +4,8 @@
 // pseudo-header, in Python) so the code is held to bytes it did not produce.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -779,6 +781,69 @@ TEST(NdWire, RouterSolicitationValidation) {
   EXPECT_STREQ(validate_router_solicitation(ip, rs.size(), coded), "nd: router solicitation code is not 0");
   ASSERT_EQ(RouterSolicitation::parse(rs.data(), 8, out), nullptr);
   EXPECT_EQ(validate_router_solicitation(nd_ip(Ipv6Address{}, Ipv6Address::all_routers(), 8), 8, out), nullptr);
+}
+
+// Random bytes through every parser, each input in a buffer of exactly its length so that ASan
+// (the sanitizer build) catches any read past it. Extension-header types are made likely so the
+// walk goes deep; whatever is accepted must stay inside the packet.
+TEST(Ipv6WireFuzz, RandomInputsStayInBounds) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&state] { return static_cast<uint32_t>((state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33); };
+  const uint8_t headers[] = {kIpv6HopByHop, kIpv6DestinationOptions, kIpv6Routing, kIpv6Fragment, kIpv6Tcp};
+  size_t accepted = 0, deepest = 0, problems = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<uint8_t> bytes;
+    if (round % 2 == 0) {  // random bytes
+      bytes.resize(next() % 200);
+      for (auto& b : bytes) b = static_cast<uint8_t>(next() % 4 == 0 ? headers[next() % 5] : next() % 8);
+    } else {  // a chain of 8-byte headers (mostly Pad1 inside), then a byte or two changed
+      bytes.resize(Ipv6Header::kLength);
+      const size_t count = next() % 11;
+      for (size_t i = 0; i < count; ++i) {
+        bytes.push_back(headers[next() % 5]);
+        for (int j = 0; j < 7; ++j) bytes.push_back(next() % 8 == 0 ? static_cast<uint8_t>(next()) : 0);
+      }
+      bytes.resize(bytes.size() + next() % 24);
+      for (uint32_t m = next() % 3; m > 0; --m) bytes[next() % bytes.size()] = static_cast<uint8_t>(next());
+    }
+    const size_t len = bytes.size();
+    if (len >= Ipv6Header::kLength) {  // a valid fixed header, the payload length at most 2 short
+      bytes[0] = 0x60;
+      store_be16(bytes.data() + 4, static_cast<uint16_t>(len - Ipv6Header::kLength - next() % 3 * (len > 42)));
+      bytes[6] = headers[next() % 5];
+    }
+    Ipv6Header ip;
+    if (Ipv6Header::parse(bytes.data(), bytes.size(), ip) == nullptr) {
+      Ipv6Extensions e;
+      if (walk_ipv6_extensions(bytes.data(), bytes.size(), ip, e) == nullptr) {
+        ++accepted;
+        EXPECT_LE(e.upper_offset, Ipv6Header::kLength + ip.payload_length);
+        EXPECT_LE(e.header_count, Ipv6Extensions::kMaxHeaders);
+        deepest = std::max<size_t>(deepest, e.header_count);
+      } else if (e.has_parameter_problem) {
+        ++problems;
+        EXPECT_LT(e.parameter_problem.pointer, Ipv6Header::kLength + ip.payload_length);
+      }
+    }
+    NdOptions options;
+    NdOptions::parse(bytes.data(), bytes.size(), options);
+    EXPECT_LE(options.prefix_count, NdOptions::kMaxPrefixes);
+    NeighborSolicitation ns;
+    NeighborSolicitation::parse(bytes.data(), bytes.size(), ns);
+    NeighborAdvertisement na;
+    NeighborAdvertisement::parse(bytes.data(), bytes.size(), na);
+    RouterSolicitation rs;
+    RouterSolicitation::parse(bytes.data(), bytes.size(), rs);
+    RouterAdvertisement ra;
+    RouterAdvertisement::parse(bytes.data(), bytes.size(), ra);
+    Icmpv6Header icmp;
+    Icmpv6Header::parse(list_of(bytes), Ipv6Address{}, Ipv6Address{}, icmp);
+  }
+  // The walk was reached, got through chains of several headers, and reported problems.
+  EXPECT_GT(accepted, 100u);
+  EXPECT_GE(deepest, 3u);
+  EXPECT_GT(problems, 10u);
+  std::printf("accepted %zu, deepest %zu, parameter problems %zu\n", accepted, deepest, problems);
 }
 
 }  // namespace
