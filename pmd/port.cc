@@ -397,10 +397,7 @@ unsigned ipv6_owner(const RssSteering& steering, const rte_mbuf* pkt) {
       return steering.worker_for_ipv6(src, dst, static_cast<uint16_t>(ports[0] << 8 | ports[1]),
                                       static_cast<uint16_t>(ports[2] << 8 | ports[3]));
   }
-  uint8_t addrs[32];
-  std::copy(src.begin(), src.end(), addrs);
-  std::copy(dst.begin(), dst.end(), addrs + 16);
-  return steering.worker_for_hash(toeplitz_hash(steering.key(), addrs));
+  return steering.worker_for_ipv6_addresses(src, dst);
 }
 
 }  // namespace
@@ -432,9 +429,7 @@ unsigned Port::default_owner(const rte_mbuf* pkt, void* context) {
     }
   }
   // Fragments and other protocols hash on the addresses only, as NICs do (RTE_ETH_RSS_IPV4).
-  const uint8_t addrs[8] = {uint8_t(src >> 24), uint8_t(src >> 16), uint8_t(src >> 8), uint8_t(src),
-                            uint8_t(dst >> 24), uint8_t(dst >> 16), uint8_t(dst >> 8), uint8_t(dst)};
-  return port.steering_.worker_for_hash(toeplitz_hash(port.steering_.key(), addrs));
+  return port.steering_.worker_for_ipv4_addresses(src, dst);
 }
 
 uint16_t Port::rx_from_queue(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count) {

@@ -47,6 +47,20 @@ uint32_t toeplitz_ipv6_tuple(std::span<const uint8_t> key, std::span<const uint8
   return toeplitz_hash(key, input);
 }
 
+uint32_t toeplitz_ipv4_addresses(std::span<const uint8_t> key, uint32_t src_addr, uint32_t dst_addr) {
+  const uint8_t input[8] = {uint8_t(src_addr >> 24), uint8_t(src_addr >> 16), uint8_t(src_addr >> 8), uint8_t(src_addr),
+                            uint8_t(dst_addr >> 24), uint8_t(dst_addr >> 16), uint8_t(dst_addr >> 8), uint8_t(dst_addr)};
+  return toeplitz_hash(key, input);
+}
+
+uint32_t toeplitz_ipv6_addresses(std::span<const uint8_t> key, std::span<const uint8_t, 16> src_addr,
+                                 std::span<const uint8_t, 16> dst_addr) {
+  uint8_t input[32];
+  std::copy(src_addr.begin(), src_addr.end(), input);
+  std::copy(dst_addr.begin(), dst_addr.end(), input + 16);
+  return toeplitz_hash(key, input);
+}
+
 RssSteering::RssSteering(unsigned workers, size_t reta_size, size_t key_length)
     : workers_(workers ? workers : 1), key_(symmetric_rss_key(key_length)), reta_(reta_size ? reta_size : 1) {
   for (size_t i = 0; i < reta_.size(); ++i) reta_[i] = static_cast<uint16_t>(i % workers_);

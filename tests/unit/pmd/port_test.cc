@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <set>
 #include <thread>
@@ -155,10 +154,7 @@ TEST_F(RingPortTest, Ipv6FlowsGoToTheWorkerOfTheirHash) {
   const RssSteering& steering = port_->steering();
   const uint8_t client[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
   const uint8_t server[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-  uint8_t addrs[32];
-  std::memcpy(addrs, client, 16);
-  std::memcpy(addrs + 16, server, 16);
-  const unsigned by_addresses = steering.worker_for_hash(toeplitz_hash(steering.key(), addrs));
+  const unsigned by_addresses = steering.worker_for_ipv6_addresses(client, server);
   std::map<uint16_t, unsigned> want;  // TCP source port -> worker
   for (uint16_t sport = 3000; sport < 3100; ++sport) {
     feed(0, ipv6_packet(port_->mempool(), client, server, IPPROTO_TCP, sport, 80));
