@@ -1,9 +1,10 @@
 // The rdma transport on real verbs (run inside tools/rxe-vm, suite 'rdma'): resources come back
 // after 10,000 connect/close cycles, an empty chunk pool is backpressure (bounded memory, then
 // every byte arrives), a connection whose reader stalls holds no more than its receive window and
-// cannot starve the other connections of its worker (credit flow control), the death of the peer process surfaces as a reset, per-QP receive
-// queues (rdma.srq=false) carry data as the SRQ does, and two processes on two rxe devices joined
-// by a veth pair (tests/rdma/rxe_veth_pair.sh) exchange data across it in both connect modes.
+// cannot starve the other connections of its worker (credit flow control), the death of the peer
+// process surfaces as a reset, per-QP receive queues (rdma.srq=false) carry data as the SRQ does,
+// and two processes on two rxe devices joined by a veth pair (tests/rdma/rxe_veth_pair.sh)
+// exchange data across it in both connect modes.
 // BYPASS_RDMA_CONNECT_MODE=rdma_cm (with BYPASS_TEST_ADDR on the rxe netdev) runs them over rdma_cm.
 #include <gtest/gtest.h>
 #include <signal.h>
