@@ -18,6 +18,13 @@ void register_rdma_options(Registry& r) {
          .min = 4096, .max = int64_t{1} << 30});
   r.add({.name = "rdma.chunk_count", .type = OptionType::Int, .default_value = "1024",
          .help = "Chunks in each registered buffer pool.", .min = 16, .max = 1 << 20});
+  r.add({.name = "rdma.rx_window", .type = OptionType::Int, .default_value = "32",
+         .help = "Receive window per connection, in messages (receive chunks): the peer may send "
+                 "this many before we hand them to the application, then waits for credits. A "
+                 "worker's connections share one pool of rdma.chunk_count receive chunks; the "
+                 "window bounds what one connection whose application reads slowly can hold, so "
+                 "it cannot starve the others. Capped at a quarter of rdma.chunk_count.",
+         .min = 2, .max = 1 << 20});
   r.add({.name = "rdma.srq", .type = OptionType::Bool, .default_value = "true",
          .help = "Share one receive queue among a worker's connections."});
   r.add({.name = "rdma.busy_poll", .type = OptionType::Duration, .default_value = "20us",

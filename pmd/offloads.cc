@@ -95,7 +95,8 @@ OffloadPlan negotiate(const DeviceCapabilities& caps, const OffloadRequest& requ
   if (e.multi_seg) plan.tx_offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   if (e.rss)
     plan.rss_hf = caps.flow_type_rss_offloads &
-                  (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP);
+                  (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_IPV6 |
+                   RTE_ETH_RSS_NONFRAG_IPV6_TCP | RTE_ETH_RSS_NONFRAG_IPV6_UDP);
   return plan;
 }
 

@@ -378,6 +378,30 @@ void Port::set_owner_function(OwnerFunction function, void* context) {
   owner_context_ = function ? context : this;
 }
 
+namespace {
+
+// IPv6 as NICs hash it (RTE_ETH_RSS_NONFRAG_IPV6_TCP/UDP, RTE_ETH_RSS_IPV6): TCP or UDP right
+// after the fixed header (RFC 8200 §3) hashes its 4-tuple; anything else (an extension header, a
+// fragment, ICMPv6) hashes the two addresses only, so all of a fragmented datagram and the
+// neighbour discovery between two hosts land on one worker.
+unsigned ipv6_owner(const RssSteering& steering, const rte_mbuf* pkt) {
+  uint8_t copy[sizeof(rte_ipv6_hdr)];
+  const auto* ip6 = static_cast<const rte_ipv6_hdr*>(rte_pktmbuf_read(pkt, RTE_ETHER_HDR_LEN, sizeof(copy), copy));
+  if (!ip6) return kKeepOnReceiver;
+  const std::span<const uint8_t, 16> src(ip6->src_addr, 16), dst(ip6->dst_addr, 16);
+  if (ip6->proto == IPPROTO_TCP || ip6->proto == IPPROTO_UDP) {
+    uint8_t ports_copy[4];
+    const auto* ports = static_cast<const uint8_t*>(
+        rte_pktmbuf_read(pkt, RTE_ETHER_HDR_LEN + sizeof(rte_ipv6_hdr), 4, ports_copy));
+    if (ports)
+      return steering.worker_for_ipv6(src, dst, static_cast<uint16_t>(ports[0] << 8 | ports[1]),
+                                      static_cast<uint16_t>(ports[2] << 8 | ports[3]));
+  }
+  return steering.worker_for_ipv6_addresses(src, dst);
+}
+
+}  // namespace
+
 unsigned Port::default_owner(const rte_mbuf* pkt, void* context) {
   const Port& port = *static_cast<const Port*>(context);
   if (port.info_.offloads.enabled.rss && (pkt->ol_flags & RTE_MBUF_F_RX_RSS_HASH))
@@ -385,6 +409,7 @@ unsigned Port::default_owner(const rte_mbuf* pkt, void* context) {
   // Ethernet + IPv4 (no options needed for the addresses) + the first 4 bytes of TCP/UDP.
   uint8_t copy[RTE_ETHER_HDR_LEN + 60 + 4];
   const auto* eth = static_cast<const rte_ether_hdr*>(rte_pktmbuf_read(pkt, 0, RTE_ETHER_HDR_LEN, copy));
+  if (eth && eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)) return ipv6_owner(port.steering_, pkt);
   if (!eth || eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) return kKeepOnReceiver;
   const auto* ip = static_cast<const rte_ipv4_hdr*>(
       rte_pktmbuf_read(pkt, RTE_ETHER_HDR_LEN, sizeof(rte_ipv4_hdr), copy + RTE_ETHER_HDR_LEN));
@@ -404,9 +429,7 @@ unsigned Port::default_owner(const rte_mbuf* pkt, void* context) {
     }
   }
   // Fragments and other protocols hash on the addresses only, as NICs do (RTE_ETH_RSS_IPV4).
-  const uint8_t addrs[8] = {uint8_t(src >> 24), uint8_t(src >> 16), uint8_t(src >> 8), uint8_t(src),
-                            uint8_t(dst >> 24), uint8_t(dst >> 16), uint8_t(dst >> 8), uint8_t(dst)};
-  return port.steering_.worker_for_hash(toeplitz_hash(port.steering_.key(), addrs));
+  return port.steering_.worker_for_ipv4_addresses(src, dst);
 }
 
 uint16_t Port::rx_from_queue(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count) {

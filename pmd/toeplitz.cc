@@ -1,5 +1,6 @@
 #include "pmd/toeplitz.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace bypass::pmd {
@@ -31,6 +32,32 @@ uint32_t toeplitz_ipv4_tuple(std::span<const uint8_t> key, uint32_t src_addr, ui
       uint8_t(src_addr >> 24), uint8_t(src_addr >> 16), uint8_t(src_addr >> 8), uint8_t(src_addr),
       uint8_t(dst_addr >> 24), uint8_t(dst_addr >> 16), uint8_t(dst_addr >> 8), uint8_t(dst_addr),
       uint8_t(src_port >> 8),  uint8_t(src_port),       uint8_t(dst_port >> 8), uint8_t(dst_port)};
+  return toeplitz_hash(key, input);
+}
+
+uint32_t toeplitz_ipv6_tuple(std::span<const uint8_t> key, std::span<const uint8_t, 16> src_addr,
+                             std::span<const uint8_t, 16> dst_addr, uint16_t src_port, uint16_t dst_port) {
+  uint8_t input[36];
+  std::copy(src_addr.begin(), src_addr.end(), input);
+  std::copy(dst_addr.begin(), dst_addr.end(), input + 16);
+  input[32] = uint8_t(src_port >> 8);
+  input[33] = uint8_t(src_port);
+  input[34] = uint8_t(dst_port >> 8);
+  input[35] = uint8_t(dst_port);
+  return toeplitz_hash(key, input);
+}
+
+uint32_t toeplitz_ipv4_addresses(std::span<const uint8_t> key, uint32_t src_addr, uint32_t dst_addr) {
+  const uint8_t input[8] = {uint8_t(src_addr >> 24), uint8_t(src_addr >> 16), uint8_t(src_addr >> 8), uint8_t(src_addr),
+                            uint8_t(dst_addr >> 24), uint8_t(dst_addr >> 16), uint8_t(dst_addr >> 8), uint8_t(dst_addr)};
+  return toeplitz_hash(key, input);
+}
+
+uint32_t toeplitz_ipv6_addresses(std::span<const uint8_t> key, std::span<const uint8_t, 16> src_addr,
+                                 std::span<const uint8_t, 16> dst_addr) {
+  uint8_t input[32];
+  std::copy(src_addr.begin(), src_addr.end(), input);
+  std::copy(dst_addr.begin(), dst_addr.end(), input + 16);
   return toeplitz_hash(key, input);
 }
 

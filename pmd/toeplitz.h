@@ -25,6 +25,17 @@ uint32_t toeplitz_hash(std::span<const uint8_t> key, std::span<const uint8_t> in
 uint32_t toeplitz_ipv4_tuple(std::span<const uint8_t> key, uint32_t src_addr, uint32_t dst_addr, uint16_t src_port,
                              uint16_t dst_port);
 
+// The same for IPv6 (RFC 8200 addresses, 16 bytes each in network order): 36 bytes of input, so
+// the key must be at least 40 bytes.
+uint32_t toeplitz_ipv6_tuple(std::span<const uint8_t> key, std::span<const uint8_t, 16> src_addr,
+                             std::span<const uint8_t, 16> dst_addr, uint16_t src_port, uint16_t dst_port);
+
+// Addresses only, source then destination, as NICs hash fragments and other protocols
+// (RTE_ETH_RSS_IPV4, RTE_ETH_RSS_IPV6).
+uint32_t toeplitz_ipv4_addresses(std::span<const uint8_t> key, uint32_t src_addr, uint32_t dst_addr);
+uint32_t toeplitz_ipv6_addresses(std::span<const uint8_t> key, std::span<const uint8_t, 16> src_addr,
+                                 std::span<const uint8_t, 16> dst_addr);
+
 // The redirection table: hash -> worker, spreading entries round-robin over `workers`.
 class RssSteering {
  public:
@@ -38,6 +49,16 @@ class RssSteering {
   unsigned worker_for_hash(uint32_t hash) const { return reta_[hash % reta_.size()]; }
   unsigned worker_for_ipv4(uint32_t src_addr, uint32_t dst_addr, uint16_t src_port, uint16_t dst_port) const {
     return worker_for_hash(toeplitz_ipv4_tuple(key_, src_addr, dst_addr, src_port, dst_port));
+  }
+  unsigned worker_for_ipv4_addresses(uint32_t src_addr, uint32_t dst_addr) const {
+    return worker_for_hash(toeplitz_ipv4_addresses(key_, src_addr, dst_addr));
+  }
+  unsigned worker_for_ipv6_addresses(std::span<const uint8_t, 16> src_addr, std::span<const uint8_t, 16> dst_addr) const {
+    return worker_for_hash(toeplitz_ipv6_addresses(key_, src_addr, dst_addr));
+  }
+  unsigned worker_for_ipv6(std::span<const uint8_t, 16> src_addr, std::span<const uint8_t, 16> dst_addr,
+                           uint16_t src_port, uint16_t dst_port) const {
+    return worker_for_hash(toeplitz_ipv6_tuple(key_, src_addr, dst_addr, src_port, dst_port));
   }
 
  private:

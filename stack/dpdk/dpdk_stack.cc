@@ -391,9 +391,7 @@ unsigned DpdkStack::worker_for_peer(uint32_t peer_ip) {
   pmd::Port& port = ports_->port(0);
   if (port.workers() <= 1) return 0;
   const uint32_t host = dpdk_worker(0).host_ip();
-  const uint8_t addrs[8] = {uint8_t(peer_ip >> 24), uint8_t(peer_ip >> 16), uint8_t(peer_ip >> 8), uint8_t(peer_ip),
-                            uint8_t(host >> 24),    uint8_t(host >> 16),    uint8_t(host >> 8),    uint8_t(host)};
-  return port.steering().worker_for_hash(pmd::toeplitz_hash(port.steering().key(), addrs));
+  return port.steering().worker_for_ipv4_addresses(peer_ip, host);
 }
 
 void release_dpdk_ports() {

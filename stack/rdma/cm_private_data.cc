@@ -27,6 +27,10 @@ std::array<uint8_t, CmPrivateData::kWireSize> CmPrivateData::encode() const {
   out[9] = static_cast<uint8_t>(receive_chunk_size >> 16);
   out[10] = static_cast<uint8_t>(receive_chunk_size >> 8);
   out[11] = static_cast<uint8_t>(receive_chunk_size);
+  out[12] = static_cast<uint8_t>(rx_window >> 24);
+  out[13] = static_cast<uint8_t>(rx_window >> 16);
+  out[14] = static_cast<uint8_t>(rx_window >> 8);
+  out[15] = static_cast<uint8_t>(rx_window);
   return out;
 }
 
@@ -41,7 +45,8 @@ std::optional<CmPrivateData> CmPrivateData::decode(const void* data, size_t len,
     return fail(std::to_string(len) + " bytes, expected at least " + std::to_string(kWireSize));
   if (std::memcmp(p, kMagic, 4) != 0) return fail("bad magic at offset 0 (not a Bypass RDMA peer?)");
   if (p[4] != kVersion)
-    return fail("unsupported version " + std::to_string(p[4]) + " at offset 4 (expected 1)");
+    return fail("unsupported version " + std::to_string(p[4]) + " at offset 4 (expected " +
+                std::to_string(kVersion) + ")");
   if (p[5] != static_cast<uint8_t>(expected))
     return fail("kind " + std::to_string(p[5]) + " (" + kind_name(p[5]) + ") at offset 5, expected " +
                 kind_name(static_cast<uint8_t>(expected)));
@@ -49,9 +54,14 @@ std::optional<CmPrivateData> CmPrivateData::decode(const void* data, size_t len,
   if (chunk < kMinChunk || chunk > kMaxChunk)
     return fail("receive chunk size " + std::to_string(chunk) + " at offset 8 is outside 4096.." +
                 std::to_string(kMaxChunk));
+  const uint32_t window = uint32_t{p[12]} << 24 | uint32_t{p[13]} << 16 | uint32_t{p[14]} << 8 | p[15];
+  if (window == 0 || window > kMaxWindow)
+    return fail("receive window " + std::to_string(window) + " at offset 12 is outside 1.." +
+                std::to_string(kMaxWindow));
   CmPrivateData out;
   out.kind = expected;
   out.receive_chunk_size = chunk;
+  out.rx_window = window;
   return out;
 }
 

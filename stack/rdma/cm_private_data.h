@@ -1,11 +1,14 @@
 // What the rdma_cm connect mode (rdma.connect_mode: rdma_cm) adds to the CM's own REQ/REP: the CM
 // carries the QP number, starting PSN, path and MTU itself (what the TCP side channel's QpInfo
 // carries), but not that the peer speaks Bypass, nor the size of the peer's receive chunks, which
-// bounds every SEND we post (a larger SEND would fail the peer's receive with a length error).
-// Fixed 12-byte big-endian layout, well inside the 56 bytes rdma_cm leaves in an IB CM REQ:
+// bounds every SEND we post (a larger SEND would fail the peer's receive with a length error), nor
+// its receive window (flow_credits.h). Fixed 16-byte big-endian layout, well inside the 56 bytes
+// rdma_cm leaves in an IB CM REQ:
 //
-//   0  magic "BYCM"   4  version (1)   5  kind (1 connect request, 2 accept)   6  reserved (0, 0)
+//   0  magic "BYCM"   4  version (2)   5  kind (1 connect request, 2 accept)   6  reserved (0, 0)
 //   8  receive chunk size in bytes (4096 .. 1 GiB, rdma.chunk_size's range)
+//   12 receive window in messages (1 .. kMaxWindow)
+// Version 2 added the window: a version-1 peer returns no credits, so it is refused.
 #pragma once
 
 #include <array>
@@ -20,9 +23,11 @@ struct CmPrivateData {
   enum class Kind : uint8_t { ConnectRequest = 1, Accept = 2 };
   Kind kind = Kind::ConnectRequest;
   uint32_t receive_chunk_size = 0;
+  uint32_t rx_window = 0;
 
-  static constexpr size_t kWireSize = 12;
-  static constexpr uint8_t kVersion = 1;
+  static constexpr size_t kWireSize = 16;
+  static constexpr uint8_t kVersion = 2;
+  static constexpr uint32_t kMaxWindow = 1u << 20;  // rdma.chunk_count's maximum
   static constexpr uint32_t kMinChunk = 4096;      // rdma.chunk_size's minimum
   static constexpr uint32_t kMaxChunk = 1u << 30;  // and maximum
 

@@ -50,6 +50,7 @@ std::array<uint8_t, QpInfo::kWireSize> QpInfo::encode() const {
   out[16] = static_cast<uint8_t>(lid >> 8);
   out[17] = static_cast<uint8_t>(lid);
   std::memcpy(&out[20], gid.data(), gid.size());
+  put32(&out[36], rx_window);
   return out;
 }
 
@@ -68,7 +69,8 @@ std::optional<QpInfo> QpInfo::decode(const uint8_t* data, size_t len, std::strin
     return std::nullopt;
   }
   if (data[4] != kVersion) {
-    fail(error, "unsupported version " + std::to_string(data[4]) + " at offset 4 (expected 1)");
+    fail(error, "unsupported version " + std::to_string(data[4]) + " at offset 4 (expected " +
+                    std::to_string(kVersion) + ")");
     return std::nullopt;
   }
   if (data[5] < 1 || data[5] > 3) {
@@ -95,15 +97,21 @@ std::optional<QpInfo> QpInfo::decode(const uint8_t* data, size_t len, std::strin
   }
   info.lid = static_cast<uint16_t>(data[16] << 8 | data[17]);
   std::memcpy(info.gid.data(), &data[20], info.gid.size());
+  info.rx_window = get32(&data[36]);
+  if (info.kind != Kind::Ready && (info.rx_window == 0 || info.rx_window > kMaxWindow)) {
+    fail(error, "receive window " + std::to_string(info.rx_window) + " at offset 36 is outside 1.." +
+                    std::to_string(kMaxWindow));
+    return std::nullopt;
+  }
   return info;
 }
 
 std::string QpInfo::describe() const {
   char gidtext[INET6_ADDRSTRLEN] = "?";
   inet_ntop(AF_INET6, gid.data(), gidtext, sizeof(gidtext));
-  char b[160];
-  std::snprintf(b, sizeof(b), "%s qpn 0x%x psn 0x%x lid %u mtu %d gid %s", to_string(kind), qp_num,
-                psn, lid, mtu_bytes(mtu), gidtext);
+  char b[192];
+  std::snprintf(b, sizeof(b), "%s qpn 0x%x psn 0x%x lid %u mtu %d gid %s window %u", to_string(kind),
+                qp_num, psn, lid, mtu_bytes(mtu), gidtext, rx_window);
   return b;
 }
 

@@ -1,10 +1,14 @@
 // The queue-pair description two peers exchange over the TCP side channel before an RC QP can be
 // moved to RTR/RTS (what rdma_cm carries in its CM REQ/REP): QP number, starting PSN, LID (IB) or
-// GID (RoCE), path MTU. Fixed 40-byte big-endian layout:
+// GID (RoCE), path MTU, and the sender's receive window (flow_credits.h). Fixed 40-byte
+// big-endian layout:
 //
-//   0  magic "BYRD"     4  version (1)   5  kind (Request/Reply/Ready)   6  mtu (ibv_mtu enum)
+//   0  magic "BYRD"     4  version (2)   5  kind (Request/Reply/Ready)   6  mtu (ibv_mtu enum)
 //   7  reserved (0)     8  qp_num (24 significant bits)   12 psn (24 bits)   16 lid   18 reserved
-//   20 gid[16]          36 reserved (0)
+//   20 gid[16]          36 rx_window (messages the sender can queue; 1..kMaxWindow, 0 in Ready)
+//
+// Version 2 added rx_window: a version-1 peer returns no credits, so it is refused rather than
+// stalled after one window.
 //
 // Connection flow: the client sends Request; the server moves its QP to RTS and answers Reply; the
 // client moves its QP to RTS and sends Ready, after which both may post sends (the server waits for
@@ -27,9 +31,11 @@ struct QpInfo {
   uint32_t psn = 0;
   uint16_t lid = 0;
   std::array<uint8_t, 16> gid{};
+  uint32_t rx_window = 0;   // Request and Reply: how many data messages we let the peer send ahead
 
   static constexpr size_t kWireSize = 40;
-  static constexpr uint8_t kVersion = 1;
+  static constexpr uint8_t kVersion = 2;
+  static constexpr uint32_t kMaxWindow = 1u << 20;  // rdma.chunk_count's maximum
 
   std::array<uint8_t, kWireSize> encode() const;
   // Parses one message; on malformed input returns nullopt and sets *error to a one-line reason

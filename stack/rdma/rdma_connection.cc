@@ -39,6 +39,7 @@ RdmaConnection::RdmaConnection(RdmaWorker& worker, int side_fd, bool is_client,
       is_client_(is_client),
       server_(server),
       state_(is_client ? ConnState::Connecting : ConnState::Handshaking),
+      recv_credits_(worker.tuning().rx_window),
       send_limit_(worker.tuning().chunk_size) {}
 
 RdmaConnection::RdmaConnection(RdmaWorker& worker, rdma_cm_id* cm_id, bool is_client,
@@ -130,6 +131,7 @@ void RdmaConnection::side_connected() {
   request.psn = local_psn_;
   request.lid = worker_.device().lid();
   std::memcpy(request.gid.data(), worker_.device().gid().raw, 16);
+  request.rx_window = recv_credits_.window();
   write_side(request);
 }
 
@@ -196,6 +198,7 @@ int RdmaConnection::handle_peer_info(const QpInfo& info) {
   }
   if (!is_client_ && info.kind == QpInfo::Kind::Request) {
     if (int rc = move_qp_to_rts(info); rc < 0) return rc;
+    send_credits_.reset(info.rx_window);
     QpInfo reply;
     reply.kind = QpInfo::Kind::Reply;
     reply.mtu = static_cast<uint8_t>(worker_.device().active_mtu());
@@ -203,10 +206,12 @@ int RdmaConnection::handle_peer_info(const QpInfo& info) {
     reply.psn = local_psn_;
     reply.lid = worker_.device().lid();
     std::memcpy(reply.gid.data(), worker_.device().gid().raw, 16);
+    reply.rx_window = recv_credits_.window();
     return write_side(reply) ? 0 : -EPIPE;
   }
   if (is_client_ && info.kind == QpInfo::Kind::Reply) {
     if (int rc = move_qp_to_rts(info); rc < 0) return rc;
+    send_credits_.reset(info.rx_window);
     QpInfo ready;
     ready.kind = QpInfo::Kind::Ready;
     ready.mtu = static_cast<uint8_t>(worker_.device().active_mtu());
@@ -292,7 +297,8 @@ void RdmaConnection::update_events() {
   if (event_id_ < 0) return;
   int ready = 0;
   if (rx_bytes_ > 0 || fin_received_ || side_eof_ || state_ == ConnState::Failed) ready |= kEventReadable;
-  if ((state_ == ConnState::Established && !want_writable_) || state_ == ConnState::Failed)
+  // A sender waiting for room or credits from a peer that is gone is told too: send() says EPIPE.
+  if ((state_ == ConnState::Established && (!want_writable_ || side_eof_)) || state_ == ConnState::Failed)
     ready |= kEventWritable;
   if (ready) worker_.poller().notify(event_id_, ready);
   const int not_ready = (kEventReadable | kEventWritable) & ~ready;
@@ -301,6 +307,7 @@ void RdmaConnection::update_events() {
 
 ssize_t RdmaConnection::read(char* buf, size_t len) {
   size_t copied = 0;
+  uint32_t messages = 0;
   while (copied < len && !rx_.empty()) {
     BufferSegment& seg = rx_.front();
     const size_t n = std::min(len - copied, seg.length());
@@ -308,11 +315,13 @@ ssize_t RdmaConnection::read(char* buf, size_t len) {
     copied += n;
     if (n == seg.length()) {
       rx_.pop_front();  // the chunk goes back to the receive queue
+      ++messages;
     } else {
       seg.trim_front(n);
     }
   }
   rx_bytes_ -= copied;
+  if (messages > 0) consumed(messages);
   if (copied > 0 || len == 0) {
     update_events();
     return static_cast<ssize_t>(copied);
@@ -326,12 +335,14 @@ ssize_t RdmaConnection::read(char* buf, size_t len) {
 
 ssize_t RdmaConnection::zero_copy_read(BufferList& out, size_t max_len) {
   size_t moved = 0;
+  uint32_t messages = 0;
   while (moved < max_len && !rx_.empty()) {
     BufferSegment& seg = rx_.front();
     if (seg.length() <= max_len - moved) {
       moved += seg.length();
       out.append(std::move(seg));
       rx_.pop_front();
+      ++messages;
     } else {
       const size_t n = max_len - moved;
       out.append(seg.sub(0, n));
@@ -340,6 +351,9 @@ ssize_t RdmaConnection::zero_copy_read(BufferList& out, size_t max_len) {
     }
   }
   rx_bytes_ -= moved;
+  // The owner holds these chunks now: they left the window (the pool's other users are bounded by
+  // their own windows, the owner by what it chooses to keep).
+  if (messages > 0) consumed(messages);
   if (moved > 0 || max_len == 0) {
     update_events();
     return static_cast<ssize_t>(moved);
@@ -358,13 +372,16 @@ ssize_t RdmaConnection::send(BufferList& data) {
   const size_t max_message = send_limit_;
   const uint32_t depth = worker_.tuning().qp_depth;
   size_t accepted = 0;
-  // One send slot per QP stays free for the FIN.
-  while (!data.empty() && sends_outstanding_ + 1 < depth && worker_.send_budget_left() > 1) {
+  // Two send slots per QP stay free: the FIN's and a credit-only message's. Every data SEND takes
+  // one of the peer's credits.
+  while (!data.empty() && send_credits_.can_send() && sends_outstanding_ + 2 < depth &&
+         worker_.send_budget_left() > 1) {
     const BufferSegment& front = data.segments().front();
     const size_t piece = std::min(front.length(), max_message);
     if (piece > 0 && worker_.lkey_for(front.data(), piece) != 0) {
       // Already registered (a received chunk being forwarded, say): post it in place.
-      if (!post_send(nullptr, front.data(), static_cast<uint32_t>(piece), front.sub(0, piece), false))
+      if (!post_send(nullptr, front.data(), static_cast<uint32_t>(piece), front.sub(0, piece),
+                     SendKind::Data))
         break;
       data.trim_front(piece);
       accepted += piece;
@@ -382,7 +399,7 @@ ssize_t RdmaConnection::send(BufferList& data) {
       fill += n;
       if (n < seg.length()) break;
     }
-    if (!post_send(chunk, chunk, static_cast<uint32_t>(fill), {}, false)) break;
+    if (!post_send(chunk, chunk, static_cast<uint32_t>(fill), {}, SendKind::Data)) break;
     data.trim_front(fill);
     accepted += fill;
   }
@@ -390,7 +407,8 @@ ssize_t RdmaConnection::send(BufferList& data) {
   if (accepted == 0 && !data.empty()) {
     want_writable_ = true;
     worker_.count_send_eagain();
-    worker_.wait_for_send_room(this);
+    // Out of credits: on_credits() wakes us. Out of slots or chunks: a completion does.
+    if (!blocked_on_credits()) worker_.wait_for_send_room(this);
     update_events();
     return -EAGAIN;
   }
@@ -398,11 +416,22 @@ ssize_t RdmaConnection::send(BufferList& data) {
 }
 
 bool RdmaConnection::post_send(char* chunk, const char* data, uint32_t len, BufferSegment held,
-                               bool fin) {
-  const int64_t slot = worker_.acquire_send_slot(this, chunk, std::move(held));
+                               SendKind kind) {
+  const int64_t slot = worker_.acquire_send_slot(this, chunk, std::move(held), kind == SendKind::Credit);
   if (slot < 0) {
     if (chunk) worker_.tx_pool().put(chunk);
     return false;
+  }
+  // Immediate data (flow_credits.h): the FIN's marker, or what we owe the peer. A data SEND with
+  // nothing owed stays a plain SEND.
+  uint32_t imm = 0;
+  bool with_imm = true;
+  if (kind == SendKind::Fin) {
+    imm = kFinImmediate;
+  } else {
+    const uint32_t returned = recv_credits_.take();
+    imm = credit_immediate(returned);
+    with_imm = returned > 0 || kind == SendKind::Credit;
   }
   ibv_sge sge{};
   sge.addr = reinterpret_cast<uintptr_t>(data);
@@ -412,8 +441,8 @@ bool RdmaConnection::post_send(char* chunk, const char* data, uint32_t len, Buff
   wr.wr_id = static_cast<uint64_t>(slot);
   wr.sg_list = len > 0 ? &sge : nullptr;
   wr.num_sge = len > 0 ? 1 : 0;
-  wr.opcode = fin ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-  wr.imm_data = htonl(kFinImmediate);
+  wr.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+  wr.imm_data = htonl(imm);
   wr.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
   const int rc = ibv_post_send(qp_, &wr, &bad);
@@ -423,6 +452,8 @@ bool RdmaConnection::post_send(char* chunk, const char* data, uint32_t len, Buff
     return false;
   }
   ++sends_outstanding_;
+  if (kind == SendKind::Data) send_credits_.consume();
+  if (kind == SendKind::Credit) recv_credits_.credit_message_posted();
   return true;
 }
 
@@ -441,9 +472,37 @@ void RdmaConnection::try_post_fin() {
     worker_.wait_for_send_room(this);
     return;
   }
-  if (post_send(nullptr, nullptr, 0, {}, true)) {
+  if (post_send(nullptr, nullptr, 0, {}, SendKind::Fin)) {
     fin_sent_ = true;
     fin_wanted_ = false;
+  }
+}
+
+void RdmaConnection::consumed(uint32_t n) {
+  recv_credits_.on_consumed(n);
+  try_post_credits();
+}
+
+void RdmaConnection::try_post_credits() {
+  // Nothing to return to a peer that sends no more (its FIN or close arrived, or it is gone), nor
+  // from a connection being closed or failed.
+  if (!recv_credits_.credit_message_due() || state_ != ConnState::Established || fin_received_ ||
+      side_eof_ || qp_ == nullptr)
+    return;
+  // The FIN's slot stays free; a completion of ours retries (on_send_complete).
+  if (sends_outstanding_ + 1 >= worker_.tuning().qp_depth) return;
+  if (worker_.send_budget_left() == 0) {
+    worker_.wait_for_send_room(this);  // as try_post_fin: no completion of ours may be pending
+    return;
+  }
+  post_send(nullptr, nullptr, 0, {}, SendKind::Credit);
+}
+
+void RdmaConnection::on_credits(uint32_t n) {
+  if (!send_credits_.add(n)) return fail(-EPROTO, "peer returned more credits than it was given");
+  if (want_writable_ && state_ == ConnState::Established && send_credits_.can_send()) {
+    want_writable_ = false;
+    update_events();
   }
 }
 
@@ -506,6 +565,7 @@ void RdmaConnection::fail(int error, const char* why) {
 void RdmaConnection::on_receive(BufferSegment segment, bool fin) {
   if (owner_closed_) return;  // dropping the segment returns its chunk
   if (!segment.empty()) {
+    if (!recv_credits_.on_message()) return fail(-EPROTO, "peer overran our receive window");
     rx_bytes_ += segment.length();
     rx_.push_back(std::move(segment));
   }
@@ -513,16 +573,21 @@ void RdmaConnection::on_receive(BufferSegment segment, bool fin) {
   update_events();
 }
 
-void RdmaConnection::on_send_complete(bool ok, ibv_wc_status status) {
+void RdmaConnection::on_send_complete(bool ok, ibv_wc_status status, bool credit_only) {
   --sends_outstanding_;
-  if (!ok && status != IBV_WC_WR_FLUSH_ERR) {
+  if (credit_only) recv_credits_.credit_message_completed();
+  // A credit return that failed because the peer had finished sending (and closed) is no error
+  // of the stream: the peer needed no more credits.
+  const bool harmless = credit_only && (fin_received_ || side_eof_ || owner_closed_);
+  if (!ok && status != IBV_WC_WR_FLUSH_ERR && !harmless) {
     fail(-ECONNRESET, ibv_wc_status_str(status));
   }
-  if (want_writable_ && state_ == ConnState::Established) {
+  if (want_writable_ && state_ == ConnState::Established && !blocked_on_credits()) {
     want_writable_ = false;
     update_events();
   }
   try_post_fin();
+  try_post_credits();
   maybe_finish_drain();
 }
 
@@ -531,7 +596,8 @@ void RdmaConnection::on_send_complete_room() {
     try_post_fin();
     maybe_finish_drain();
   }
-  if (!want_writable_) return;
+  try_post_credits();
+  if (!want_writable_ || blocked_on_credits()) return;
   want_writable_ = false;
   update_events();
 }
@@ -539,7 +605,9 @@ void RdmaConnection::on_send_complete_room() {
 void RdmaConnection::maybe_finish_drain() {
   if (!owner_closed_ || state_ == ConnState::Destroyed) return;
   if (state_ == ConnState::Draining) {
-    if (sends_outstanding_ > 0) return;  // data still in flight
+    // Data still in flight. A credit-only message need not arrive: the peer may be gone already,
+    // leaving it to retry until the transport gives up; moving the QP to error flushes it.
+    if (sends_outstanding_ > (recv_credits_.credit_message_in_flight() ? 1u : 0u)) return;
     if (fin_wanted_ && !fin_sent_ && !side_eof_) return;  // waiting for a send slot
     // Everything we sent was acknowledged by the peer's HCA: it is in the peer's CQ, which the
     // peer polls before it acts on the side channel (or on our disconnect). So the close marker

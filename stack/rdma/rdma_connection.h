@@ -13,8 +13,12 @@
 // zero-length SEND with immediate data kFinImmediate, which the peer reads as end of stream;
 // close() waits for its sends to complete, then sends kCloseMarker on the side channel and closes it
 // (rdma_cm mode: posts the FIN, waits for it to complete, then disconnects).
-// Receive backpressure is the RC transport's own: an empty receive queue makes the peer's HCA
-// retry (RNR, infinitely), so sends stay outstanding and the sender's chunks run out.
+// Flow control is per connection, by credits (flow_credits.h): the peer may send at most our
+// advertised window of data messages ahead of what our owner consumed, so a connection whose owner
+// stops reading holds at most its window of the worker's shared receive pool and the others keep
+// receiving. Credits come back in the immediate data of data SENDs, or in a zero-length
+// credit-only SEND. Below that, the RC transport's own backpressure remains: an empty receive
+// queue makes the peer's HCA retry (RNR, infinitely).
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -32,6 +36,7 @@
 #include "stack/rdma/cm_listener.h"
 #include "stack/rdma/cm_private_data.h"
 #include "stack/rdma/connection_state.h"
+#include "stack/rdma/flow_credits.h"
 #include "stack/rdma/handshake.h"
 
 namespace bypass::rdma {
@@ -41,7 +46,6 @@ class RdmaServerSocket;
 
 class RdmaConnection final : public CmEventTarget, public std::enable_shared_from_this<RdmaConnection> {
  public:
-  static constexpr uint32_t kFinImmediate = 0x46494e21;  // "FIN!"
   // Sent on the side channel by close() once every send completed; the peer reads end of stream.
   static constexpr char kCloseMarker = 'F';
 
@@ -83,7 +87,10 @@ class RdmaConnection final : public CmEventTarget, public std::enable_shared_fro
   uint32_t qp_num() const { return qp_ ? qp_->qp_num : 0; }
   ibv_qp* qp() { return qp_; }
   void on_receive(BufferSegment segment, bool fin);
-  void on_send_complete(bool ok, ibv_wc_status status);
+  // `credit_only`: the completion of our credit-only message (flow_credits.h).
+  void on_send_complete(bool ok, ibv_wc_status status, bool credit_only);
+  // The peer returned `n` send credits (in a SEND's immediate data).
+  void on_credits(uint32_t n);
   // Some send slot or chunk came back after this connection's send() returned -EAGAIN.
   void on_send_complete_room();
   // Per-QP receive mode: one of our posted receives came back (data or flushed). A closed
@@ -112,8 +119,17 @@ class RdmaConnection final : public CmEventTarget, public std::enable_shared_fro
   void move_qp_to_error();
   void established();
   void update_events();
-  bool post_send(char* chunk, const char* data, uint32_t len, BufferSegment held, bool fin);
+  // What a SEND is: data (consumes a send credit, carries owed credits back), our FIN, or a
+  // zero-length credit return.
+  enum class SendKind { Data, Fin, Credit };
+  bool post_send(char* chunk, const char* data, uint32_t len, BufferSegment held, SendKind kind);
   void try_post_fin();
+  // The owner consumed `n` received messages: owe them to the peer, and return them now when
+  // enough are owed (see ReceiveCredits::credit_message_due).
+  void consumed(uint32_t n);
+  void try_post_credits();
+  // Nothing to send until the peer returns credits (not a lack of slots or chunks).
+  bool blocked_on_credits() const { return !send_credits_.can_send(); }
   void maybe_finish_drain();
   void close_side_channel();
   // ---- rdma_cm mode (rdma_connection_cm.cc) ----
@@ -149,6 +165,8 @@ class RdmaConnection final : public CmEventTarget, public std::enable_shared_fro
   size_t side_have_ = 0;
   std::deque<BufferSegment> rx_;
   size_t rx_bytes_ = 0;
+  SendCredits send_credits_;      // set from the peer's advertised window at setup
+  ReceiveCredits recv_credits_;   // our window: rdma.rx_window (RdmaTuning)
   uint64_t connect_timer_ = 0;
   uint64_t drain_timer_ = 0;
   SocketAddress local_, peer_;

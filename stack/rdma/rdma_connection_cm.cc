@@ -91,6 +91,7 @@ bool RdmaConnection::cm_take_peer_limits(const uint8_t* private_data, size_t len
     return false;
   }
   send_limit_ = std::min<size_t>(worker_.tuning().chunk_size, peer->receive_chunk_size);
+  send_credits_.reset(peer->rx_window);
   return true;
 }
 
@@ -141,6 +142,7 @@ void RdmaConnection::cm_route_resolved() {
   CmPrivateData mine;
   mine.kind = CmPrivateData::Kind::ConnectRequest;
   mine.receive_chunk_size = static_cast<uint32_t>(worker_.tuning().chunk_size);
+  mine.rx_window = recv_credits_.window();
   const auto data = mine.encode();
   rdma_conn_param param = conn_param(worker_.tuning(), qp_num(), data);
   set_state(ConnState::Handshaking);
@@ -165,6 +167,7 @@ void RdmaConnection::cm_accept_request() {
   CmPrivateData mine;
   mine.kind = CmPrivateData::Kind::Accept;
   mine.receive_chunk_size = static_cast<uint32_t>(worker_.tuning().chunk_size);
+  mine.rx_window = recv_credits_.window();
   const auto data = mine.encode();
   rdma_conn_param param = conn_param(worker_.tuning(), qp_num(), data);
   if (rdma_accept(cm_id_, &param) != 0) fail(-errno, "rdma_accept failed");

@@ -36,6 +36,9 @@ RdmaTuning RdmaTuning::from(const config::Config& conf) {
   RdmaTuning t;
   t.chunk_size = conf.get_size("rdma.chunk_size");
   t.chunk_count = static_cast<size_t>(conf.get_int("rdma.chunk_count"));
+  // A quarter of the pool at most: a few stalled connections can then hold only part of it.
+  t.rx_window = static_cast<uint32_t>(std::min<int64_t>(
+      conf.get_int("rdma.rx_window"), std::max<int64_t>(2, static_cast<int64_t>(t.chunk_count / 4))));
   t.hugepages = conf.get_bool("rdma.hugepages");
   t.use_srq = conf.get_bool("rdma.srq");
   t.qp_depth = static_cast<uint32_t>(conf.get_int("rdma.qp_depth"));
@@ -171,6 +174,7 @@ RdmaWorkerStats RdmaWorker::stats() const {
   s.rx_chunks_held = rx_pool_->chunk_count() - rx_free_snapshot_.load() - s.rx_chunks_posted;
   s.sends_outstanding = sends_snapshot_.load();
   s.send_eagain = send_eagain_;
+  s.rx_window = tuning_.rx_window;
   s.memory_regions = (rx_mr_ ? 1 : 0) + (tx_mr_ ? 1 : 0);
   return s;
 }
@@ -302,11 +306,12 @@ uint32_t RdmaWorker::lkey_for(const void* p, size_t len) const {
   return 0;
 }
 
-int64_t RdmaWorker::acquire_send_slot(RdmaConnection* conn, char* tx_chunk, BufferSegment held) {
+int64_t RdmaWorker::acquire_send_slot(RdmaConnection* conn, char* tx_chunk, BufferSegment held,
+                                      bool credit_only) {
   if (free_send_slots_.empty()) return -1;
   const uint32_t index = free_send_slots_.back();
   free_send_slots_.pop_back();
-  send_slots_[index] = SendSlot{conn, tx_chunk, std::move(held)};
+  send_slots_[index] = SendSlot{conn, tx_chunk, std::move(held), credit_only};
   return index;
 }
 
@@ -395,7 +400,10 @@ void RdmaWorker::handle_completion(const ibv_wc& wc) {
         BYPASS_LOG(Debug, "rdma", "receive on qp 0x%x failed: %s", wc.qp_num, ibv_wc_status_str(wc.status));
       return;
     }
-    const bool fin = (wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == RdmaConnection::kFinImmediate;
+    // Immediate data (flow_credits.h): the FIN, or credits returned (with or without data).
+    const uint32_t imm = (wc.wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc.imm_data) : 0;
+    const bool fin = (wc.wc_flags & IBV_WC_WITH_IMM) && imm == kFinImmediate;
+    if (is_credit_immediate(imm)) conn->on_credits(credits_of(imm));
     if (wc.byte_len == 0) {
       release_rx_chunk(chunk);
       conn->on_receive({}, fin);
@@ -408,10 +416,11 @@ void RdmaWorker::handle_completion(const ibv_wc& wc) {
   }
   SendSlot& slot = send_slots_[wc.wr_id];
   RdmaConnection* conn = slot.conn;
+  const bool credit_only = slot.credit_only;
   if (slot.tx_chunk) tx_pool_->put(slot.tx_chunk);
   slot = {};
   free_send_slots_.push_back(static_cast<uint32_t>(wc.wr_id));
-  if (conn) conn->on_send_complete(ok, wc.status);
+  if (conn) conn->on_send_complete(ok, wc.status, credit_only);
   if (!blocked_senders_.empty()) {
     std::vector<RdmaConnection*> waiting;
     waiting.swap(blocked_senders_);

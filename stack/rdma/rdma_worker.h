@@ -37,13 +37,15 @@ struct RdmaWorkerStats {
   size_t rx_chunks_total = 0;
   size_t tx_chunks_total = 0;
   size_t sends_outstanding = 0;
-  uint64_t send_eagain = 0;      // sends refused for lack of chunks or send slots (backpressure)
+  uint64_t send_eagain = 0;      // sends refused for lack of chunks, send slots or credits (backpressure)
+  uint32_t rx_window = 0;        // receive window each connection advertises (messages)
   int memory_regions = 0;
 };
 
 struct RdmaTuning {
   size_t chunk_size = 32768;
   size_t chunk_count = 1024;
+  uint32_t rx_window = 32;         // rdma.rx_window, capped at a quarter of chunk_count (flow_credits.h)
   bool hugepages = false;
   bool use_srq = true;
   uint32_t qp_depth = 64;          // send WRs per QP (and receive WRs per QP without SRQ)
@@ -89,7 +91,9 @@ class RdmaWorker final : public Worker {
   // The lkey for memory inside one of the registered pools, or 0 when p..p+len is not registered.
   uint32_t lkey_for(const void* p, size_t len) const;
   // A send slot for a work request (wr_id), or -1 when the worker's send budget is spent.
-  int64_t acquire_send_slot(RdmaConnection* conn, char* tx_chunk, BufferSegment held);
+  // `credit_only`: the completion is reported as that of the connection's credit-only message.
+  int64_t acquire_send_slot(RdmaConnection* conn, char* tx_chunk, BufferSegment held,
+                            bool credit_only = false);
   void cancel_send_slot(int64_t slot);  // the post failed: release the slot and its chunk
   // The connection's send() hit backpressure: tell it (writable) when send room comes back.
   void wait_for_send_room(RdmaConnection* conn);
@@ -107,6 +111,7 @@ class RdmaWorker final : public Worker {
     RdmaConnection* conn = nullptr;
     char* tx_chunk = nullptr;   // from tx_pool_, or null
     BufferSegment held;         // zero-copy: registered memory kept alive until completion
+    bool credit_only = false;   // a zero-length credit return (flow_credits.h)
   };
 
   int poll_hook();

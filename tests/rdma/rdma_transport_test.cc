@@ -1,8 +1,10 @@
 // The rdma transport on real verbs (run inside tools/rxe-vm, suite 'rdma'): resources come back
 // after 10,000 connect/close cycles, an empty chunk pool is backpressure (bounded memory, then
-// every byte arrives), the death of the peer process surfaces as a reset, per-QP receive
-// queues (rdma.srq=false) carry data as the SRQ does, and two processes on two rxe devices joined
-// by a veth pair (tests/rdma/rxe_veth_pair.sh) exchange data across it in both connect modes.
+// every byte arrives), a connection whose reader stalls holds no more than its receive window and
+// cannot starve the other connections of its worker (credit flow control), the death of the peer
+// process surfaces as a reset, per-QP receive queues (rdma.srq=false) carry data as the SRQ does,
+// and two processes on two rxe devices joined by a veth pair (tests/rdma/rxe_veth_pair.sh)
+// exchange data across it in both connect modes.
 // BYPASS_RDMA_CONNECT_MODE=rdma_cm (with BYPASS_TEST_ADDR on the rxe netdev) runs them over rdma_cm.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -88,9 +90,11 @@ class PatternSink final : public StreamHandler {
               std::atomic<size_t>* received, std::atomic<int>* result, Completion* done)
       : StreamHandler(pool, worker, std::move(socket)), delay_(delay), received_(received), result_(result),
         done_(done) {}
+  // A negative delay: not until resume() (on the worker's thread).
   void start() override {
-    worker_.center().create_timer(delay_, [this] { set_interest(kEventReadable); });
+    if (delay_ >= 0ms) worker_.center().create_timer(delay_, [this] { resume(); });
   }
+  void resume() { set_interest(kEventReadable); }
 
  private:
   void on_readable() override {
@@ -117,6 +121,49 @@ class PatternSink final : public StreamHandler {
   std::atomic<size_t>* received_;
   std::atomic<int>* result_;
   Completion* done_;
+};
+
+// Echoes with copying read() and send(): unlike EchoServer (zero_copy_read) it never holds received
+// chunks itself, so the receive pool only holds what the transport queues.
+class CopyingEchoServer final : public StreamHandler {
+ public:
+  using StreamHandler::StreamHandler;
+  void start() override { set_interest(kEventReadable); }
+
+ private:
+  void on_readable() override {
+    char buf[16384];
+    for (int i = 0; i < 16 && pending_.length() < kMaxPending; ++i) {
+      const ssize_t n = socket_.read(buf, sizeof(buf));
+      if (n == -EAGAIN) break;
+      if (n < 0) return finish();
+      if (n == 0) {
+        eof_ = true;
+        break;
+      }
+      pending_.append_copy(std::string_view(buf, static_cast<size_t>(n)));
+    }
+    flush();
+  }
+  void on_writable() override { flush(); }
+  void flush() {
+    if (!pending_.empty()) {
+      const ssize_t n = socket_.send(pending_, false);
+      if (n < 0 && n != -EAGAIN) return finish();
+    }
+    if (pending_.empty() && eof_) {
+      socket_.shutdown();
+      return finish();
+    }
+    int mask = kEventNone;
+    if (!pending_.empty()) mask |= kEventWritable;
+    if (!eof_ && pending_.length() < kMaxPending) mask |= kEventReadable;
+    set_interest(mask);
+  }
+
+  static constexpr size_t kMaxPending = 256 * 1024;
+  BufferList pending_;
+  bool eof_ = false;
 };
 
 // Connects and closes `cycles` times in a row on one worker.
@@ -270,7 +317,8 @@ TEST_F(RdmaTransport, ConnectCloseCyclesLeaveNoQueuePairsChunksOrRegions) {
 }
 
 TEST_F(RdmaTransport, EmptyChunkPoolIsBackpressureNotGrowth) {
-  // 16 chunks of 4 KiB each way: the receiver holds its 16, the sender's 16 wait in RNR retry.
+  // 16 chunks of 4 KiB each way: the receiver holds its window (4, a quarter of the pool), then
+  // the sender has no credits and send() refuses.
   start({"ms.workers=2", "rdma.chunk_count=16", "rdma.chunk_size=4K"});
   constexpr size_t kTotal = 8 << 20;
   std::atomic<size_t> received{0};
@@ -350,6 +398,85 @@ TEST_F(RdmaTransport, PerQpReceiveQueuesCarryDataLikeTheSrq) {
   ASSERT_TRUE(done.wait_for(kClients, 240s));
   for (int i = 0; i < kClients; ++i)
     EXPECT_TRUE(results[i].verified) << i << ": " << socket_error_name(results[i].error) << " " << results[i].detail;
+  pool_->clear();
+  EXPECT_TRUE(wait_idle(30s));
+}
+
+TEST_F(RdmaTransport, StalledReaderCannotStarveOtherConnectionsOfItsWorker) {
+  // One worker, one pool of 64 receive chunks shared by all four ends of A and B. A's receiver
+  // stops reading while A's sender keeps sending; without per-connection flow control A soaks up
+  // every receive chunk and B (on the same SRQ) never receives again. With credits A may hold at
+  // most its window (rdma.rx_window's 32, capped at a quarter of the pool: 16).
+  start({"ms.workers=1", "rdma.chunk_count=64", "rdma.chunk_size=4K"});
+  constexpr size_t kWindow = 16;
+  constexpr size_t kStalledBytes = 8 << 20;
+  constexpr size_t kEchoBytes = 16 << 20;
+  std::atomic<size_t> a_received{0};
+  std::atomic<int> a_result{0}, a_send_result{-1}, a_eagains{0};
+  Completion a_sink_done, a_source_done, b_done;
+  std::atomic<PatternSink*> a_sink{nullptr};
+  std::atomic<int> accepted{0};
+  StopFirst stop_first{this};
+  const SocketAddress addr = listen([&](Worker& w, ConnectedSocket s) {
+    if (accepted.fetch_add(1) == 0) {
+      a_sink = pool_->spawn<PatternSink>(w, std::move(s), -1ms, &a_received, &a_result, &a_sink_done);
+    } else {
+      pool_->spawn<CopyingEchoServer>(w, std::move(s));
+    }
+  });
+  Worker& w = *stack_->worker(0);
+  run_on(w, [&] {
+    ConnectedSocket s;
+    ASSERT_EQ(w.connect(addr, SocketOptions{}, &s), 0);
+    pool_->spawn<PatternSource>(w, std::move(s), kStalledBytes, &a_eagains, &a_source_done, &a_send_result);
+  });
+  // A's sender runs into backpressure while its receiver reads nothing.
+  for (int i = 0; i < 500 && a_eagains.load() == 0; ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_GT(a_eagains.load(), 0) << "A's sender was never refused";
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(a_received.load(), 0u);
+
+  // B: 16 MiB out and echoed back on the same worker, bounded in time.
+  auto blob = std::make_shared<std::string>(kEchoBytes, '\0');
+  for (size_t i = 0; i < blob->size(); ++i) (*blob)[i] = pattern_byte(i * 7 + 3);
+  ClientResult b_result;
+  const auto b_start = std::chrono::steady_clock::now();
+  run_on(w, [&] {
+    ClientSpec spec;
+    spec.payload.append(BufferSegment::borrow(blob->data(), blob->size()));
+    spec.expected = blob;
+    spec.expected_length = blob->size();
+    pool_->spawn<StreamClient>(w, addr, std::move(spec), &b_result, &b_done);
+  });
+  const bool b_finished = b_done.wait_for(1, 120s);
+  const auto during = rdma().worker_stats(0);
+  ASSERT_TRUE(b_finished) << "B stalled behind A (cross-connection starvation): rx chunks held "
+                          << during.rx_chunks_held << " of " << during.rx_chunks_total << ", posted "
+                          << during.rx_chunks_posted << ", sends outstanding " << during.sends_outstanding;
+  EXPECT_TRUE(b_result.verified) << socket_error_name(b_result.error) << " " << b_result.detail;
+  std::fprintf(stderr, "B echoed %zu MiB in %.1f s while A's reader was stalled\n", kEchoBytes >> 20,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - b_start).count());
+
+  // B is gone (its echo server finished at EOF): what the worker still holds is A's queue, within
+  // its window.
+  for (int i = 0; i < 500 && rdma().worker_stats(0).live_connections > 2; ++i)
+    std::this_thread::sleep_for(20ms);
+  const auto held = rdma().worker_stats(0);
+  EXPECT_EQ(held.live_connections, 2u);
+  EXPECT_EQ(held.rx_window, kWindow);
+  std::fprintf(stderr, "A's stalled receiver holds %zu receive chunks (window %u, pool %zu)\n",
+               held.rx_chunks_held, held.rx_window, held.rx_chunks_total);
+  EXPECT_GT(held.rx_chunks_held, 0u);
+  EXPECT_LE(held.rx_chunks_held, kWindow) << "A's receiver holds more than its window";
+  EXPECT_EQ(a_received.load(), 0u);
+
+  // A resumes: every byte arrives, in order (PatternSink checks), then EOF.
+  run_on(w, [&] { a_sink.load()->resume(); });
+  ASSERT_TRUE(a_sink_done.wait_for(1, 240s)) << a_received.load() << " of " << kStalledBytes << " bytes";
+  EXPECT_EQ(a_result.load(), 1) << "sink ended with " << socket_error_name(a_result.load());
+  EXPECT_EQ(a_received.load(), kStalledBytes);
+  EXPECT_TRUE(a_source_done.wait_for(1, 10s));
+  EXPECT_EQ(a_send_result.load(), 0) << socket_error_name(a_send_result.load());
   pool_->clear();
   EXPECT_TRUE(wait_idle(30s));
 }

@@ -15,7 +15,8 @@ DeviceCapabilities everything() {
                       RTE_ETH_RX_OFFLOAD_TCP_LRO | RTE_ETH_RX_OFFLOAD_SCATTER | RTE_ETH_RX_OFFLOAD_RSS_HASH;
   c.tx_offload_capa = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM |
                       RTE_ETH_TX_OFFLOAD_TCP_TSO | RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-  c.flow_type_rss_offloads = RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP;
+  c.flow_type_rss_offloads = RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_IPV6 |
+                             RTE_ETH_RSS_NONFRAG_IPV6_TCP | RTE_ETH_RSS_NONFRAG_IPV6_UDP | RTE_ETH_RSS_L2_PAYLOAD;
   c.reta_size = 128;
   c.hash_key_size = 40;
   c.max_rx_queues = c.max_tx_queues = 8;
@@ -40,7 +41,16 @@ TEST(Offloads, FullDeviceEnablesEverythingRequested) {
   EXPECT_TRUE(plan.rx_offloads & RTE_ETH_RX_OFFLOAD_TCP_LRO);
   EXPECT_TRUE(plan.rx_offloads & RTE_ETH_RX_OFFLOAD_RSS_HASH);
   EXPECT_TRUE(plan.tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_TSO);
-  EXPECT_EQ(plan.rss_hf, RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP);
+  EXPECT_EQ(plan.rss_hf, RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP |
+                            RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_NONFRAG_IPV6_TCP | RTE_ETH_RSS_NONFRAG_IPV6_UDP);
+}
+
+// A device that hashes IPv4 TCP only is asked for what it has, not for IPv6 it cannot hash.
+TEST(Offloads, RssAsksOnlyForTheFlowTypesTheDeviceHashes) {
+  DeviceCapabilities caps = everything();
+  caps.flow_type_rss_offloads = RTE_ETH_RSS_NONFRAG_IPV4_TCP;
+  const OffloadPlan plan = negotiate(caps, all_requested(), 4, "nic");
+  EXPECT_EQ(plan.rss_hf, RTE_ETH_RSS_NONFRAG_IPV4_TCP);
 }
 
 TEST(Offloads, NotRequestedIsNotEnabledAndNotAFallback) {

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "pmd/error.h"
@@ -19,6 +21,7 @@ namespace bypass::pmd {
 namespace {
 
 using testing_packets::arp_packet;
+using testing_packets::ipv6_packet;
 using testing_packets::udp_packet;
 using testing_packets::udp_source_port;
 
@@ -141,6 +144,50 @@ TEST_F(RingPortTest, TwoWorkersOnOneQueueGetTheirOwnFlows) {
   rte_mbuf* out = udp_packet(port_->mempool(), kServer, kClient, 80, 2000);
   EXPECT_EQ(port_->tx_burst(1, &out, 1), 1);
   EXPECT_EQ(rte_ring_count(tx_rings_[0]), 1u);
+}
+
+// IPv6 is steered as NICs hash it: a TCP segment by its 4-tuple (both directions alike), a
+// fragment or an ICMPv6 message by the two addresses.
+TEST_F(RingPortTest, Ipv6FlowsGoToTheWorkerOfTheirHash) {
+  open(2, 1);
+  ASSERT_TRUE(port_->info().software_redirect);
+  const RssSteering& steering = port_->steering();
+  const uint8_t client[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+  const uint8_t server[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  const unsigned by_addresses = steering.worker_for_ipv6_addresses(client, server);
+  std::map<uint16_t, unsigned> want;  // TCP source port -> worker
+  for (uint16_t sport = 3000; sport < 3100; ++sport) {
+    feed(0, ipv6_packet(port_->mempool(), client, server, IPPROTO_TCP, sport, 80));
+    want[sport] = steering.worker_for_ipv6(client, server, sport, 80);
+    EXPECT_EQ(want[sport], steering.worker_for_ipv6(server, client, 80, sport));
+  }
+  feed(0, ipv6_packet(port_->mempool(), client, server, 44));  // a Fragment header
+  feed(0, ipv6_packet(port_->mempool(), client, server, 58));  // ICMPv6
+  std::set<unsigned> workers_used;
+  unsigned got = 0, others = 0;
+  rte_mbuf* pkts[64];
+  for (int round = 0; round < 100 && got + others < 102; ++round) {
+    for (unsigned w = 0; w < 2; ++w) {
+      const uint16_t n = port_->rx_burst(w, pkts, 64);
+      for (uint16_t i = 0; i < n; ++i) {
+        const auto* ip6 = rte_pktmbuf_mtod_offset(pkts[i], const rte_ipv6_hdr*, sizeof(rte_ether_hdr));
+        if (ip6->proto == IPPROTO_TCP) {
+          const auto* ports = reinterpret_cast<const uint8_t*>(ip6 + 1);
+          const uint16_t sport = static_cast<uint16_t>(ports[0] << 8 | ports[1]);
+          EXPECT_EQ(want.at(sport), w) << "source port " << sport;
+          workers_used.insert(w);
+          ++got;
+        } else {
+          EXPECT_EQ(by_addresses, w) << "next header " << int(ip6->proto);
+          ++others;
+        }
+        rte_pktmbuf_free(pkts[i]);
+      }
+    }
+  }
+  EXPECT_EQ(got, 100u);
+  EXPECT_EQ(others, 2u);
+  EXPECT_EQ(workers_used.size(), 2u) << "100 flows all hashed to one worker";
 }
 
 TEST_F(RingPortTest, WorkersOnTheirOwnThreadsReceiveEveryPacketOnce) {

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <rte_thash.h>
 
+#include <arpa/inet.h>
+
+#include <array>
 #include <random>
 
 #include "pmd/toeplitz.h"
@@ -24,8 +27,44 @@ TEST(Toeplitz, MicrosoftVerificationVectors) {
   // input is source then destination.
   EXPECT_EQ(toeplitz_ipv4_tuple(kMicrosoftKey, ip(66, 9, 149, 187), ip(161, 142, 100, 80), 2794, 1766), 0x51ccc178u);
   EXPECT_EQ(toeplitz_ipv4_tuple(kMicrosoftKey, ip(199, 92, 111, 2), ip(65, 69, 140, 83), 14230, 4739), 0xc626b0eau);
-  const uint8_t addrs_only[8] = {66, 9, 149, 187, 161, 142, 100, 80};
-  EXPECT_EQ(toeplitz_hash(kMicrosoftKey, addrs_only), 0x323e8fc2u);
+  EXPECT_EQ(toeplitz_ipv4_addresses(kMicrosoftKey, ip(66, 9, 149, 187), ip(161, 142, 100, 80)), 0x323e8fc2u);
+}
+
+std::array<uint8_t, 16> ip6(const char* text) {
+  std::array<uint8_t, 16> a{};
+  EXPECT_EQ(inet_pton(AF_INET6, text, a.data()), 1) << text;
+  return a;
+}
+
+TEST(Toeplitz, MicrosoftIpv6VerificationVectors) {
+  // The spec's IPv6 rows: destination 3ffe:2501:200:3::1 port 1766, source 3ffe:2501:200:1fff::7
+  // port 2794; with ports (TCP) and addresses only.
+  const auto src = ip6("3ffe:2501:200:1fff::7"), dst = ip6("3ffe:2501:200:3::1");
+  EXPECT_EQ(toeplitz_ipv6_tuple(kMicrosoftKey, src, dst, 2794, 1766), 0x40207d3du);
+  EXPECT_EQ(toeplitz_ipv6_addresses(kMicrosoftKey, src, dst), 0x2cc18cd5u);
+  EXPECT_EQ(toeplitz_ipv6_tuple(kMicrosoftKey, ip6("3ffe:501:8::260:97ff:fe40:efab"), ip6("ff02::1"), 14230, 4739),
+            0xdde51bbfu);
+}
+
+TEST(Toeplitz, Ipv6AgreesWithDpdkSoftRssAndIsSymmetric) {
+  std::mt19937 rng(9);
+  const std::vector<uint8_t> key = symmetric_rss_key(40);
+  for (int i = 0; i < 1000; ++i) {
+    std::array<uint8_t, 16> src, dst;
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+    for (auto& b : dst) b = static_cast<uint8_t>(rng());
+    const uint16_t sport = static_cast<uint16_t>(rng()), dport = static_cast<uint16_t>(rng());
+    // rte_softrss takes host-order words: the addresses as eight big-endian words, then the ports.
+    uint32_t tuple[9];
+    for (int w = 0; w < 4; ++w) {
+      tuple[w] = uint32_t{src[4 * w]} << 24 | uint32_t{src[4 * w + 1]} << 16 | uint32_t{src[4 * w + 2]} << 8 | src[4 * w + 3];
+      tuple[4 + w] = uint32_t{dst[4 * w]} << 24 | uint32_t{dst[4 * w + 1]} << 16 | uint32_t{dst[4 * w + 2]} << 8 | dst[4 * w + 3];
+    }
+    tuple[8] = uint32_t{sport} << 16 | dport;
+    const uint32_t hash = toeplitz_ipv6_tuple(key, src, dst, sport, dport);
+    EXPECT_EQ(hash, rte_softrss(tuple, 9, key.data()));
+    EXPECT_EQ(hash, toeplitz_ipv6_tuple(key, dst, src, dport, sport));
+  }
 }
 
 TEST(Toeplitz, AgreesWithDpdkSoftRss) {

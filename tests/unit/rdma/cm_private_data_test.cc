@@ -15,6 +15,7 @@ CmPrivateData sample() {
   CmPrivateData d;
   d.kind = Kind::Accept;
   d.receive_chunk_size = 0x00012345;
+  d.rx_window = 0x00010203;
   return d;
 }
 
@@ -29,7 +30,8 @@ TEST(CmPrivateData, RoundTrips) {
 TEST(CmPrivateData, LayoutIsBigEndianAndFixed) {
   const auto w = sample().encode();
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(w.data()), 4), "BYCM");
-  EXPECT_EQ(w[4], 1);
+  EXPECT_EQ(w.size(), 16u);
+  EXPECT_EQ(w[4], 2);
   EXPECT_EQ(w[5], 2);
   EXPECT_EQ(w[6], 0);
   EXPECT_EQ(w[7], 0);
@@ -37,6 +39,10 @@ TEST(CmPrivateData, LayoutIsBigEndianAndFixed) {
   EXPECT_EQ(w[9], 0x01);
   EXPECT_EQ(w[10], 0x23);
   EXPECT_EQ(w[11], 0x45);
+  EXPECT_EQ(w[12], 0x00);
+  EXPECT_EQ(w[13], 0x01);
+  EXPECT_EQ(w[14], 0x02);
+  EXPECT_EQ(w[15], 0x03);
 }
 
 TEST(CmPrivateData, AcceptsTheCmsZeroPadding) {
@@ -57,11 +63,13 @@ struct Corruption {
 TEST(CmPrivateData, NamesTheBadFieldAndOffset) {
   const Corruption cases[] = {
       {0, 'X', "rdma_cm private data: bad magic at offset 0 (not a Bypass RDMA peer?)"},
-      {4, 9, "rdma_cm private data: unsupported version 9 at offset 4 (expected 1)"},
+      {4, 9, "rdma_cm private data: unsupported version 9 at offset 4 (expected 2)"},
+      {4, 1, "rdma_cm private data: unsupported version 1 at offset 4 (expected 2)"},
       {5, 1, "rdma_cm private data: kind 1 (connect request) at offset 5, expected accept"},
       {5, 7, "rdma_cm private data: kind 7 (unknown) at offset 5, expected accept"},
       {8, 0x80, "rdma_cm private data: receive chunk size 2147558213 at offset 8 is outside "
                 "4096..1073741824"},
+      {12, 0x80, "rdma_cm private data: receive window 2147549699 at offset 12 is outside 1..1048576"},
   };
   for (const Corruption& c : cases) {
     auto w = sample().encode();
@@ -87,10 +95,20 @@ TEST(CmPrivateData, ChunkBelowTheOptionsMinimumIsAnError) {
 TEST(CmPrivateData, ShortOrMissingDataIsAnError) {
   const auto w = sample().encode();
   std::string error;
-  EXPECT_FALSE(CmPrivateData::decode(w.data(), 11, Kind::Accept, &error));
-  EXPECT_EQ(error, "rdma_cm private data: 11 bytes, expected at least 12");
+  EXPECT_FALSE(CmPrivateData::decode(w.data(), 15, Kind::Accept, &error));
+  EXPECT_EQ(error, "rdma_cm private data: 15 bytes, expected at least 16");
   EXPECT_FALSE(CmPrivateData::decode(nullptr, 0, Kind::ConnectRequest, &error));
-  EXPECT_EQ(error, "rdma_cm private data: 0 bytes, expected at least 12");
+  EXPECT_EQ(error, "rdma_cm private data: 0 bytes, expected at least 16");
+}
+
+TEST(CmPrivateData, ZeroReceiveWindowIsAnError) {
+  // A peer without flow control (or a zero window) would never let us send.
+  CmPrivateData d = sample();
+  d.rx_window = 0;
+  const auto w = d.encode();
+  std::string error;
+  EXPECT_FALSE(CmPrivateData::decode(w.data(), w.size(), Kind::Accept, &error));
+  EXPECT_EQ(error, "rdma_cm private data: receive window 0 at offset 12 is outside 1..1048576");
 }
 
 }  // namespace

@@ -36,6 +36,20 @@ TEST(RdmaTuning, ConfigMapsOntoQueuePairTimeouts) {
   EXPECT_THROW(conf.set("rdma.retry_count", "8"), config::ConfigError);
 }
 
+TEST(RdmaTuning, ReceiveWindowIsCappedAtAQuarterOfThePool) {
+  config::Config conf;
+  EXPECT_EQ(RdmaTuning::from(conf).rx_window, 32u);  // the default: 32 of 1024 chunks
+  conf.set("rdma.chunk_count", "64");
+  EXPECT_EQ(RdmaTuning::from(conf).rx_window, 16u);
+  conf.set("rdma.chunk_count", "16");
+  conf.set("rdma.rx_window", "2");
+  EXPECT_EQ(RdmaTuning::from(conf).rx_window, 2u);
+  conf.set("rdma.chunk_count", "4096");
+  conf.set("rdma.rx_window", "256");
+  EXPECT_EQ(RdmaTuning::from(conf).rx_window, 256u);
+  EXPECT_THROW(conf.set("rdma.rx_window", "1"), config::ConfigError);  // half a window must be >= 1
+}
+
 TEST(RdmaTuning, ConnectModeIsTcpOrRdmaCmAndNothingElse) {
   config::Config conf;
   EXPECT_FALSE(RdmaTuning::from(conf).use_cm);  // the side channel by default

@@ -16,6 +16,7 @@ QpInfo sample() {
   info.psn = 0xabcdef;
   info.lid = 0x0102;
   for (int i = 0; i < 16; ++i) info.gid[i] = static_cast<uint8_t>(0xf0 + i);
+  info.rx_window = 0x00010203;
   return info;
 }
 
@@ -31,7 +32,7 @@ TEST(Handshake, RoundTrips) {
 TEST(Handshake, LayoutIsBigEndianAndFixed) {
   const auto w = sample().encode();
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(w.data()), 4), "BYRD");
-  EXPECT_EQ(w[4], 1);
+  EXPECT_EQ(w[4], 2);
   EXPECT_EQ(w[5], 2);
   EXPECT_EQ(w[6], 3);
   EXPECT_EQ(w[8], 0x00);
@@ -42,6 +43,10 @@ TEST(Handshake, LayoutIsBigEndianAndFixed) {
   EXPECT_EQ(w[17], 0x02);
   EXPECT_EQ(w[20], 0xf0);
   EXPECT_EQ(w[35], 0xff);
+  EXPECT_EQ(w[36], 0x00);
+  EXPECT_EQ(w[37], 0x01);
+  EXPECT_EQ(w[38], 0x02);
+  EXPECT_EQ(w[39], 0x03);
 }
 
 struct Corruption {
@@ -52,10 +57,11 @@ struct Corruption {
 
 TEST(Handshake, MalformedFieldsAreNamed) {
   const Corruption cases[] = {
-      {0, 'X', "magic at offset 0"},       {4, 2, "version 2 at offset 4"},
+      {0, 'X', "magic at offset 0"},       {4, 1, "version 1 at offset 4 (expected 2)"},
       {5, 0, "kind 0 at offset 5"},        {5, 9, "kind 9 at offset 5"},
       {6, 0, "MTU code 0 at offset 6"},    {6, 6, "MTU code 6 at offset 6"},
       {8, 0x01, "QP number 0x1123456 at offset 8"}, {12, 0x01, "PSN 0x1abcdef at offset 12"},
+      {36, 0x80, "receive window 2147549699 at offset 36"},
   };
   for (const Corruption& c : cases) {
     auto wire = sample().encode();
@@ -72,6 +78,18 @@ TEST(Handshake, ZeroQpNumberOnlyAllowedInReady) {
   std::string error;
   auto wire = info.encode();
   EXPECT_FALSE(QpInfo::decode(wire.data(), wire.size(), &error));
+  info.kind = QpInfo::Kind::Ready;
+  wire = info.encode();
+  EXPECT_TRUE(QpInfo::decode(wire.data(), wire.size(), &error)) << error;
+}
+
+TEST(Handshake, ReceiveWindowRequiredExceptInReady) {
+  QpInfo info = sample();
+  info.rx_window = 0;
+  std::string error;
+  auto wire = info.encode();
+  EXPECT_FALSE(QpInfo::decode(wire.data(), wire.size(), &error));
+  EXPECT_NE(error.find("receive window 0 at offset 36 is outside 1..1048576"), std::string::npos) << error;
   info.kind = QpInfo::Kind::Ready;
   wire = info.encode();
   EXPECT_TRUE(QpInfo::decode(wire.data(), wire.size(), &error)) << error;
