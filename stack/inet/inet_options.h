@@ -50,6 +50,37 @@ struct TcpSettings {
   uint16_t ephemeral_port_last = 60999;
 };
 
+// IPv6 (RFC 8200) and Neighbor Discovery (RFC 4861). The address unspecified (::) leaves IPv6
+// off: the stack then drops IPv6 frames as an unsupported EtherType, as it always did.
+struct Ipv6Settings {
+  Ipv6Address address;
+  uint8_t prefix_length = 64;  // on-link prefix of `address` (RFC 4861 §2.1 "on-link")
+  Ipv6Address gateway;         // unspecified: no route off the prefix
+  uint8_t hop_limit = 64;      // RFC 8200 §3 leaves it to the host; 64 as Linux and IPv4's TTL
+  // RFC 4861 §10 protocol constants. REACHABLE_TIME is not randomised (§6.3.2 asks for a factor
+  // of 0.5 to 1.5): one host's entries expiring together costs nothing here.
+  std::chrono::nanoseconds nd_reachable_time = 30s;
+  std::chrono::nanoseconds nd_retrans_timer = 1s;
+  std::chrono::nanoseconds nd_delay_first_probe = 5s;
+  int nd_max_multicast_solicit = 3;
+  int nd_max_unicast_solicit = 3;
+  size_t nd_pending_per_address = 32;  // packets queued while resolving one address
+  size_t nd_pending_total = 1024;
+  size_t nd_max_entries = 1024;        // neighbour cache lines; beyond, no line is created from the wire
+  // RFC 8200 §4.5: a datagram not reassembled within 60 seconds is discarded.
+  std::chrono::nanoseconds reassembly_timeout = 60s;
+  size_t reassembly_max_datagrams = 64;
+  size_t reassembly_max_bytes = 4 << 20;
+  // RFC 4443 §2.4 (f): ICMPv6 errors are rate limited; a token bucket of this many per second
+  // with a burst of `icmp_error_burst`.
+  uint32_t icmp_errors_per_second = 100;
+  uint32_t icmp_error_burst = 10;
+  // RFC 8201 §4: a learned path MTU is raised back to the link MTU after this long (at least 5
+  // minutes, 10 recommended), and never stored below 1280 (RFC 8200 §5).
+  std::chrono::nanoseconds path_mtu_timeout = 600s;
+  size_t path_mtu_max_entries = 256;
+};
+
 struct InetSettings {
   Ipv4Address address;
   Ipv4Address netmask = Ipv4Address::from_octets(255, 255, 255, 0);
@@ -63,6 +94,7 @@ struct InetSettings {
   std::chrono::nanoseconds ip_reassembly_timeout = 30s;  // RFC 791 suggests 15 s as a lower bound
   size_t ip_reassembly_max_datagrams = 64;
   size_t ip_reassembly_max_bytes = 4 << 20;
+  Ipv6Settings ipv6;
   TcpSettings tcp;
 };
 

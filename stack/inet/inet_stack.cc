@@ -10,6 +10,8 @@ InetStack::InetStack(const InetSettings& settings, PacketDevice& device, TimerSe
     : settings_(settings), device_(device), timers_(timers),
       arp_(settings_, timers, device, stats_),
       ipv4_(settings_, timers, device, arp_, stats_),
+      neighbors_(settings_, timers, device, stats_),
+      ipv6_(settings_, timers, device, neighbors_, stats_),
       tcp_(settings_, timers, ipv4_, device, stats_, secret_seed),
       echo_(ipv4_, timers, stats_) {
   ipv4_.set_echo_reply_receiver([this](const Ipv4Header& ip, const IcmpHeader& icmp, const BufferList& message) {
@@ -26,7 +28,15 @@ InetStack::InetStack(const InetSettings& settings, PacketDevice& device, TimerSe
 
 InetStack::~InetStack() = default;
 
-void InetStack::start() { arp_.announce(); }
+void InetStack::start() {
+  arp_.announce();
+  if (ipv6_enabled()) neighbors_.announce();
+}
+
+bool InetStack::is_ipv6_group(const MacAddress& destination) const {
+  return ipv6_enabled() && (destination == settings_.ipv6.address.solicited_node_multicast().multicast_mac() ||
+                            destination == Ipv6Address::all_nodes().multicast_mac());
+}
 
 void InetStack::receive(Packet&& frame) {
   ++stats_.rx_frames;
@@ -42,7 +52,7 @@ void InetStack::receive(Packet&& frame) {
     BYPASS_LOG(Debug, "ethernet", "dropped: %s", error);
     return;
   }
-  if (eth.destination != device_.mac() && !eth.destination.is_broadcast()) {
+  if (eth.destination != device_.mac() && !eth.destination.is_broadcast() && !is_ipv6_group(eth.destination)) {
     ++stats_.rx_not_for_us;
     return;
   }
@@ -52,9 +62,13 @@ void InetStack::receive(Packet&& frame) {
       return ipv4_.receive(std::move(frame));
     case EtherType::Arp:
       return arp_.receive(frame.data);
+    case EtherType::Ipv6:
+      if (ipv6_enabled()) return ipv6_.receive(std::move(frame));
+      break;
     default:
-      ++stats_.rx_unsupported_ethertype;
+      break;
   }
+  ++stats_.rx_unsupported_ethertype;
 }
 
 }  // namespace bypass::inet

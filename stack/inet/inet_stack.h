@@ -1,5 +1,6 @@
 // One userspace TCP/IP stack instance: Ethernet demultiplexing on top of a PacketDevice, with
-// ARP, IPv4/ICMP and TCP. Share-nothing: each worker builds its own instance (own connection
+// ARP, IPv4/ICMP and TCP, and IPv6/ICMPv6/Neighbor Discovery when an IPv6 address is configured
+// (TCP does not run over IPv6 yet). Share-nothing: each worker builds its own instance (own connection
 // table, timers, ARP replica) and feeds it the frames of its own queue.
 #pragma once
 
@@ -11,6 +12,8 @@
 #include "stack/inet/inet_options.h"
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/ipv4_layer.h"
+#include "stack/inet/ipv6_layer.h"
+#include "stack/inet/neighbor_cache.h"
 #include "stack/inet/tcp_layer.h"
 #include "stack/inet/timer_service.h"
 
@@ -25,7 +28,7 @@ class InetStack {
   InetStack(const InetStack&) = delete;
   InetStack& operator=(const InetStack&) = delete;
 
-  // Announce ourselves (gratuitous ARP).
+  // Announce ourselves (gratuitous ARP; an unsolicited Neighbor Advertisement with IPv6).
   void start();
   // A received Ethernet frame.
   void receive(Packet&& frame);
@@ -38,17 +41,25 @@ class InetStack {
   InetStats& stats() { return stats_; }
   ArpResolver& arp() { return arp_; }
   Ipv4Layer& ipv4() { return ipv4_; }
+  NeighborCache& neighbors() { return neighbors_; }
+  Ipv6Layer& ipv6() { return ipv6_; }
+  bool ipv6_enabled() const { return !settings_.ipv6.address.is_unspecified(); }
   TcpLayer& tcp() { return tcp_; }
   IcmpEcho& echo() { return echo_; }
   TimerService& timers() { return timers_; }
 
  private:
+  // The Ethernet groups IPv6 listens to (RFC 2464 §7): our solicited-node group and all-nodes.
+  bool is_ipv6_group(const MacAddress& destination) const;
+
   InetSettings settings_;
   PacketDevice& device_;
   TimerService& timers_;
   InetStats stats_;
   ArpResolver arp_;
   Ipv4Layer ipv4_;
+  NeighborCache neighbors_;
+  Ipv6Layer ipv6_;
   TcpLayer tcp_;
   IcmpEcho echo_;
 };

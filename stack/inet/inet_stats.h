@@ -19,6 +19,17 @@ struct InetStats {
   uint64_t tx_no_route = 0, tx_too_big = 0;
   uint64_t rx_malformed_icmp = 0, icmp_echo_replies_sent = 0, icmp_unreachable_received = 0;
   uint64_t icmp_echo_requests_sent = 0, icmp_echo_replies_received = 0, icmp_echo_replies_unmatched = 0;
+  // IPv6 / ICMPv6 / Neighbor Discovery
+  uint64_t rx_malformed_ipv6 = 0, rx_ipv6_not_for_us = 0, rx_unsupported_next_header = 0;
+  uint64_t ipv6_parameter_problems_sent = 0;
+  uint64_t ipv6_reassembly_completed = 0, ipv6_reassembly_timeouts = 0, ipv6_reassembly_dropped = 0;
+  uint64_t rx_malformed_icmpv6 = 0, icmpv6_echo_replies_sent = 0, icmpv6_errors_sent = 0;
+  uint64_t icmpv6_errors_rate_limited = 0, icmpv6_errors_received = 0, icmpv6_packet_too_big_received = 0;
+  uint64_t ipv6_tx_no_route = 0, ipv6_tx_too_big = 0;
+  uint64_t rx_malformed_nd = 0, nd_solicitations_sent = 0, nd_advertisements_sent = 0;
+  uint64_t nd_pending_dropped = 0, nd_resolution_failed = 0, nd_cache_full = 0;
+  uint64_t nd_target_not_ours = 0;    // solicitations for an address that is not ours
+  uint64_t nd_duplicate_address = 0;  // advertisements for our own address (RFC 4862 §5.4.4)
   // TCP
   uint64_t rx_malformed_tcp = 0, tcp_bad_checksum = 0;
   uint64_t tcp_segments_received = 0, tcp_segments_sent = 0, tcp_retransmitted_segments = 0;
@@ -65,6 +76,29 @@ inline constexpr std::array kInetCounters = {
     InetCounter{"icmp_echo_requests_sent", &InetStats::icmp_echo_requests_sent},
     InetCounter{"icmp_echo_replies_received", &InetStats::icmp_echo_replies_received},
     InetCounter{"icmp_echo_replies_unmatched", &InetStats::icmp_echo_replies_unmatched},
+    InetCounter{"rx_malformed_ipv6", &InetStats::rx_malformed_ipv6},
+    InetCounter{"rx_ipv6_not_for_us", &InetStats::rx_ipv6_not_for_us},
+    InetCounter{"rx_unsupported_next_header", &InetStats::rx_unsupported_next_header},
+    InetCounter{"ipv6_parameter_problems_sent", &InetStats::ipv6_parameter_problems_sent},
+    InetCounter{"ipv6_reassembly_completed", &InetStats::ipv6_reassembly_completed},
+    InetCounter{"ipv6_reassembly_timeouts", &InetStats::ipv6_reassembly_timeouts},
+    InetCounter{"ipv6_reassembly_dropped", &InetStats::ipv6_reassembly_dropped},
+    InetCounter{"rx_malformed_icmpv6", &InetStats::rx_malformed_icmpv6},
+    InetCounter{"icmpv6_echo_replies_sent", &InetStats::icmpv6_echo_replies_sent},
+    InetCounter{"icmpv6_errors_sent", &InetStats::icmpv6_errors_sent},
+    InetCounter{"icmpv6_errors_rate_limited", &InetStats::icmpv6_errors_rate_limited},
+    InetCounter{"icmpv6_errors_received", &InetStats::icmpv6_errors_received},
+    InetCounter{"icmpv6_packet_too_big_received", &InetStats::icmpv6_packet_too_big_received},
+    InetCounter{"ipv6_tx_no_route", &InetStats::ipv6_tx_no_route},
+    InetCounter{"ipv6_tx_too_big", &InetStats::ipv6_tx_too_big},
+    InetCounter{"rx_malformed_nd", &InetStats::rx_malformed_nd},
+    InetCounter{"nd_solicitations_sent", &InetStats::nd_solicitations_sent},
+    InetCounter{"nd_advertisements_sent", &InetStats::nd_advertisements_sent},
+    InetCounter{"nd_pending_dropped", &InetStats::nd_pending_dropped},
+    InetCounter{"nd_resolution_failed", &InetStats::nd_resolution_failed},
+    InetCounter{"nd_cache_full", &InetStats::nd_cache_full},
+    InetCounter{"nd_target_not_ours", &InetStats::nd_target_not_ours},
+    InetCounter{"nd_duplicate_address", &InetStats::nd_duplicate_address},
     InetCounter{"rx_malformed_tcp", &InetStats::rx_malformed_tcp},
     InetCounter{"tcp_bad_checksum", &InetStats::tcp_bad_checksum},
     InetCounter{"tcp_segments_received", &InetStats::tcp_segments_received},

@@ -8,7 +8,7 @@
 
 namespace bypass::inet {
 
-enum class EtherType : uint16_t { Ipv4 = 0x0800, Arp = 0x0806, Vlan = 0x8100 };
+enum class EtherType : uint16_t { Ipv4 = 0x0800, Arp = 0x0806, Vlan = 0x8100, Ipv6 = 0x86dd };
 
 struct EthernetHeader {
   static constexpr size_t kLength = 14;

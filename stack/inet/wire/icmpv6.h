@@ -1,5 +1,5 @@
 // ICMPv6 (RFC 4443) and the Neighbor Discovery messages and options (RFC 4861 §4) IPv6 needs in
-// place of ARP. Groundwork: nothing in the running stack sends or receives these yet.
+// place of ARP. Used by Icmpv6Layer and NeighborCache.
 #pragma once
 
 #include <cstddef>

@@ -186,16 +186,19 @@ const char* walk_ipv6_extensions(const uint8_t* packet, size_t len, const Ipv6He
           // What follows is one piece of the fragmentable part: reassembly walks it later.
           out.upper_protocol = f.next_header;
           out.upper_offset = at + Ipv6FragmentHeader::kLength;
+          out.upper_protocol_field = at;
           return nullptr;
         }
         // RFC 6946 §4: an atomic fragment is processed as a whole packet.
         next = f.next_header;
+        out.upper_protocol_field = at;
         at += Ipv6FragmentHeader::kLength;
         continue;
       }
     }
     ++out.header_count;
     next = packet[at];
+    out.upper_protocol_field = at;  // every extension header's Next Header is its first octet
     at += length;
   }
 }

@@ -1,5 +1,5 @@
 // IPv6 fixed header (RFC 8200 §3) and a bounded walk over its extension headers (RFC 8200 §4).
-// Groundwork: nothing in the running stack parses IPv6 yet (it speaks IPv4 only).
+// Used by Ipv6Layer (ipv6_layer.h), which runs when the stack has an IPv6 address.
 #pragma once
 
 #include <cstddef>
@@ -80,6 +80,9 @@ struct Ipv6Extensions {
 
   uint8_t upper_protocol = 0;  // Next Header of the last header walked (kIpv6NoNextHeader: none)
   size_t upper_offset = 0;     // where that protocol's bytes start, from the start of the IPv6 header
+  // Where the octet holding upper_protocol is, from the start of the IPv6 header: the Parameter
+  // Problem pointer for an unrecognized Next Header (RFC 8200 §4, code 1).
+  size_t upper_protocol_field = 6;
   uint8_t header_count = 0;    // extension headers walked
   bool has_fragment = false;
   Ipv6FragmentHeader fragment;     // valid with has_fragment

@@ -110,6 +110,10 @@ TwoHosts::TwoHosts(uint64_t seed, InetSettings base) : wire(timers, seed) {
   settings_a.address = ip_of(1);
   settings_b = base;
   settings_b.address = ip_of(2);
+  if (!base.ipv6.address.is_unspecified()) {  // IPv6 too: the base address ending in ::1 and ::2
+    settings_a.ipv6.address.bytes[15] = 1;
+    settings_b.ipv6.address.bytes[15] = 2;
+  }
   dev_a = std::make_unique<PipeDevice>(wire, 0, mac_of(1));
   dev_b = std::make_unique<PipeDevice>(wire, 1, mac_of(2));
   a = std::make_unique<InetStack>(settings_a, *dev_a, timers, seed * 31 + 1);

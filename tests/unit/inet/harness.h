@@ -81,7 +81,8 @@ class Wire {
 inline MacAddress mac_of(uint8_t last) { return {{0x02, 0, 0, 0, 0, last}}; }
 inline Ipv4Address ip_of(uint8_t last) { return Ipv4Address::from_octets(10, 0, 0, last); }
 
-// Two hosts, 10.0.0.1 (side 0, "a") and 10.0.0.2 (side 1, "b").
+// Two hosts, 10.0.0.1 (side 0, "a") and 10.0.0.2 (side 1, "b"). With an IPv6 address in `base`,
+// they also have that address with its last octet set to 1 and 2.
 class TwoHosts {
  public:
   explicit TwoHosts(uint64_t seed = 1, InetSettings base = {});

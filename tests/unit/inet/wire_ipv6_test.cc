@@ -181,6 +181,7 @@ TEST(Ipv6Extensions, NoneLeavesTheUpperLayerAt40) {
   ASSERT_EQ(c.walk(e), nullptr);
   EXPECT_EQ(e.upper_protocol, kIpv6Icmpv6);
   EXPECT_EQ(e.upper_offset, 40u);
+  EXPECT_EQ(e.upper_protocol_field, 6u);  // the fixed header's Next Header
   EXPECT_EQ(e.header_count, 0);
   EXPECT_FALSE(e.has_fragment);
   EXPECT_FALSE(e.has_parameter_problem);
@@ -201,6 +202,7 @@ TEST(Ipv6Extensions, WalksEveryKnownHeaderToTheUpperLayer) {
   ASSERT_EQ(c.walk(e), nullptr);
   EXPECT_EQ(e.upper_protocol, kIpv6Tcp);
   EXPECT_EQ(e.upper_offset, 40u + 8 + 16 + 8 + 8);
+  EXPECT_EQ(e.upper_protocol_field, 40u + 8 + 16 + 8);  // the atomic Fragment header's first octet
   EXPECT_EQ(e.header_count, 4);
   ASSERT_TRUE(e.has_fragment);
   EXPECT_TRUE(e.fragment.is_atomic());
@@ -219,6 +221,7 @@ TEST(Ipv6Extensions, StopsAtANonAtomicFragment) {
   ASSERT_EQ(c.walk(e), nullptr);
   EXPECT_EQ(e.upper_protocol, kIpv6Tcp);
   EXPECT_EQ(e.upper_offset, 56u);
+  EXPECT_EQ(e.upper_protocol_field, 48u);
   EXPECT_EQ(e.header_count, 2);
   ASSERT_TRUE(e.has_fragment);
   EXPECT_EQ(e.fragment.offset_bytes, 1232);
@@ -238,6 +241,8 @@ TEST(Ipv6Extensions, UnknownNextHeaderIsLeftToTheCaller) {
   ASSERT_EQ(c.walk(e), nullptr);
   EXPECT_EQ(e.upper_protocol, kIpv6Esp);
   EXPECT_EQ(e.upper_offset, 48u);
+  // RFC 8200 §4: the Parameter Problem for an unknown Next Header points at the octet naming it.
+  EXPECT_EQ(e.upper_protocol_field, 40u);
   Chain none(kIpv6DestinationOptions, padded_options(kIpv6NoNextHeader));
   ASSERT_EQ(none.walk(e), nullptr);
   EXPECT_EQ(e.upper_protocol, kIpv6NoNextHeader);

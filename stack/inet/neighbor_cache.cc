@@ -1,0 +1,342 @@
+#include "stack/inet/neighbor_cache.h"
+
+#include "base/log.h"
+#include "stack/inet/wire/ethernet.h"
+
+namespace bypass::inet {
+
+namespace {
+// RFC 4861 §7.1: ND messages leave with hop limit 255 so a receiver can tell they are on-link.
+constexpr uint8_t kNdHopLimit = 255;
+}  // namespace
+
+const char* to_string(NeighborState state) {
+  switch (state) {
+    case NeighborState::Incomplete: return "incomplete";
+    case NeighborState::Reachable: return "reachable";
+    case NeighborState::Stale: return "stale";
+    case NeighborState::Delay: return "delay";
+    case NeighborState::Probe: return "probe";
+  }
+  return "?";
+}
+
+NeighborCache::NeighborCache(const InetSettings& settings, TimerService& timers, PacketDevice& device,
+                             InetStats& stats)
+    : settings_(settings), timers_(timers), device_(device), stats_(stats) {}
+
+NeighborCache::~NeighborCache() {
+  for (auto& [ip, entry] : cache_)
+    if (entry.timer) timers_.cancel(entry.timer);
+}
+
+NeighborState NeighborCache::current_state(const Entry& entry) const {
+  if (entry.state == NeighborState::Reachable && entry.reachable_until <= timers_.now())
+    return NeighborState::Stale;
+  return entry.state;
+}
+
+std::optional<NeighborState> NeighborCache::state(const Ipv6Address& ip) const {
+  auto it = cache_.find(ip);
+  if (it == cache_.end()) return std::nullopt;
+  return current_state(it->second);
+}
+
+std::optional<MacAddress> NeighborCache::lookup(const Ipv6Address& ip) const {
+  auto it = cache_.find(ip);
+  if (it == cache_.end() || it->second.state == NeighborState::Incomplete) return std::nullopt;
+  return it->second.mac;
+}
+
+std::vector<NeighborEntryInfo> NeighborCache::entries() const {
+  std::vector<NeighborEntryInfo> out;
+  out.reserve(cache_.size());
+  for (const auto& [ip, entry] : cache_)
+    out.push_back({ip, entry.mac, current_state(entry), entry.pending.size(), entry.solicitations_sent});
+  return out;
+}
+
+void NeighborCache::transmit(MacAddress destination, Packet&& frame) {
+  EthernetHeader eth{destination, device_.mac(), static_cast<uint16_t>(EtherType::Ipv6)};
+  eth.emit(reinterpret_cast<uint8_t*>(frame.data.segments().front().data()));
+  ++stats_.tx_frames;
+  device_.transmit(std::move(frame));
+}
+
+NeighborCache::Cache::iterator NeighborCache::create_line(const Ipv6Address& ip) {
+  if (cache_.size() >= settings_.ipv6.nd_max_entries) {
+    ++stats_.nd_cache_full;
+    return cache_.end();
+  }
+  return cache_.emplace(ip, Entry{}).first;
+}
+
+void NeighborCache::queue(Entry& entry, Packet&& frame) {
+  if (entry.pending.size() >= settings_.ipv6.nd_pending_per_address ||
+      pending_total_ >= settings_.ipv6.nd_pending_total) {
+    ++stats_.nd_pending_dropped;  // bounded: the oldest stay, the newest is dropped
+    return;
+  }
+  entry.pending.push_back(std::move(frame));
+  ++pending_total_;
+}
+
+void NeighborCache::send_ipv6(const Ipv6Address& next_hop, Packet&& frame) {
+  if (next_hop.is_multicast()) return transmit(next_hop.multicast_mac(), std::move(frame));
+  auto it = cache_.find(next_hop);
+  if (it == cache_.end()) {
+    it = create_line(next_hop);
+    if (it == cache_.end()) return;  // counted as nd_cache_full
+    queue(it->second, std::move(frame));
+    return start_resolution(next_hop, it->second);
+  }
+  Entry& entry = it->second;
+  switch (current_state(entry)) {
+    case NeighborState::Incomplete:
+      return queue(entry, std::move(frame));
+    case NeighborState::Stale:
+      // §7.3.3: the first packet to a STALE neighbour moves it to DELAY, giving upper layers
+      // DELAY_FIRST_PROBE_TIME to confirm reachability before a probe is sent.
+      set_state(it, NeighborState::Delay);
+      [[fallthrough]];
+    case NeighborState::Reachable:
+    case NeighborState::Delay:
+    case NeighborState::Probe:
+      return transmit(entry.mac, std::move(frame));
+  }
+}
+
+void NeighborCache::start_resolution(const Ipv6Address& target, Entry& entry) {
+  // Book-keeping first: the device may deliver the advertisement before the solicitation call
+  // returns, and set_link_layer() then rewrites `entry`.
+  entry.solicitations_sent = 1;
+  entry.timer = timers_.schedule(settings_.ipv6.nd_retrans_timer, [this, target] { on_timer(target); });
+  send_solicitation(target, std::nullopt);
+}
+
+void NeighborCache::on_timer(Ipv6Address target) {
+  auto it = cache_.find(target);
+  if (it == cache_.end()) return;
+  Entry& entry = it->second;
+  entry.timer = 0;
+  switch (entry.state) {
+    case NeighborState::Incomplete:
+      // §7.2.2: at most MAX_MULTICAST_SOLICIT solicitations, RETRANS_TIMER apart; resolution
+      // has failed RETRANS_TIMER after the last. The queued packets are dropped (§7.2.2 would
+      // have an ICMPv6 Address Unreachable sent for each, but their source is this host).
+      if (entry.solicitations_sent >= settings_.ipv6.nd_max_multicast_solicit) {
+        BYPASS_LOG(Debug, "nd", "no advertisement from %s, dropping %zu packets", target.to_string().c_str(),
+                   entry.pending.size());
+        ++stats_.nd_resolution_failed;
+        stats_.nd_pending_dropped += entry.pending.size();
+        return drop_line(it);
+      }
+      ++entry.solicitations_sent;
+      entry.timer = timers_.schedule(settings_.ipv6.nd_retrans_timer, [this, target] { on_timer(target); });
+      return send_solicitation(target, std::nullopt);
+    case NeighborState::Delay:
+      // §7.3.3: no confirmation within DELAY_FIRST_PROBE_TIME: probe with unicast solicitations.
+      entry.state = NeighborState::Probe;
+      entry.solicitations_sent = 0;
+      [[fallthrough]];
+    case NeighborState::Probe:
+      // §7.3.3: after MAX_UNICAST_SOLICIT unanswered probes the line is deleted; the next packet
+      // starts address resolution afresh.
+      if (entry.solicitations_sent >= settings_.ipv6.nd_max_unicast_solicit) {
+        ++stats_.nd_resolution_failed;
+        return drop_line(it);
+      }
+      ++entry.solicitations_sent;
+      entry.timer = timers_.schedule(settings_.ipv6.nd_retrans_timer, [this, target] { on_timer(target); });
+      return send_solicitation(target, entry.mac);
+    case NeighborState::Reachable:
+    case NeighborState::Stale:
+      return;
+  }
+}
+
+void NeighborCache::drop_line(Cache::iterator it) {
+  if (it->second.timer) timers_.cancel(it->second.timer);
+  pending_total_ -= it->second.pending.size();
+  cache_.erase(it);
+}
+
+void NeighborCache::set_state(Cache::iterator it, NeighborState state) {
+  Entry& entry = it->second;
+  if (entry.timer) timers_.cancel(entry.timer);
+  entry.timer = 0;
+  entry.state = state;
+  entry.solicitations_sent = 0;
+  if (state == NeighborState::Reachable) entry.reachable_until = timers_.now() + settings_.ipv6.nd_reachable_time;
+  if (state == NeighborState::Delay) {
+    const Ipv6Address target = it->first;
+    entry.timer = timers_.schedule(settings_.ipv6.nd_delay_first_probe, [this, target] { on_timer(target); });
+  }
+}
+
+void NeighborCache::set_link_layer(Cache::iterator it, MacAddress mac, NeighborState state) {
+  Entry& entry = it->second;
+  entry.mac = mac;
+  std::deque<Packet> waiting = std::move(entry.pending);
+  entry.pending.clear();
+  pending_total_ -= waiting.size();
+  set_state(it, state);
+  for (Packet& packet : waiting) transmit(mac, std::move(packet));
+}
+
+Packet NeighborCache::nd_frame(const Ipv6Address& destination, size_t icmp_length, uint8_t*& message) const {
+  BufferSegment seg = BufferSegment::allocate(EthernetHeader::kLength + Ipv6Header::kLength + icmp_length);
+  auto* bytes = reinterpret_cast<uint8_t*>(seg.data());
+  Ipv6Header ip;
+  ip.payload_length = static_cast<uint16_t>(icmp_length);
+  ip.next_header = kIpv6Icmpv6;
+  ip.hop_limit = kNdHopLimit;
+  ip.source = settings_.ipv6.address;
+  ip.destination = destination;
+  ip.emit(bytes + EthernetHeader::kLength);
+  message = bytes + EthernetHeader::kLength + Ipv6Header::kLength;
+  Packet frame;
+  frame.data.append(std::move(seg));
+  return frame;
+}
+
+void NeighborCache::send_solicitation(const Ipv6Address& target, std::optional<MacAddress> unicast_to) {
+  // §7.2.2: resolution solicits the target's solicited-node group (RFC 4291 §2.7.1); a probe of a
+  // known neighbour (§7.3.3) goes to the target itself at its cached link-layer address. Both
+  // carry our link-layer address so the target need not resolve us in turn.
+  NeighborSolicitation ns;
+  ns.target = target;
+  ns.options.source_link_layer = device_.mac();
+  const Ipv6Address destination = unicast_to ? target : target.solicited_node_multicast();
+  uint8_t* message = nullptr;
+  Packet frame = nd_frame(destination, ns.emitted_length(), message);
+  ns.emit(message, settings_.ipv6.address, destination);
+  ++stats_.nd_solicitations_sent;
+  transmit(unicast_to ? *unicast_to : destination.multicast_mac(), std::move(frame));
+}
+
+void NeighborCache::send_advertisement(const Ipv6Address& destination, bool solicited) {
+  // §7.2.4: Target is the solicited address (ours), Override set since it is not an anycast
+  // address, and our link-layer address in a Target Link-Layer Address option.
+  NeighborAdvertisement na;
+  na.solicited = solicited;
+  na.override_flag = true;
+  na.target = settings_.ipv6.address;
+  na.options.target_link_layer = device_.mac();
+  uint8_t* message = nullptr;
+  Packet frame = nd_frame(destination, na.emitted_length(), message);
+  na.emit(message, settings_.ipv6.address, destination);
+  ++stats_.nd_advertisements_sent;
+  send_ipv6(destination, std::move(frame));
+}
+
+void NeighborCache::receive_solicitation(const Ipv6Header& ip, const BufferList& message) {
+  uint8_t raw[kMaxMessage];
+  NeighborSolicitation ns;
+  const char* error = message.length() > sizeof(raw) ? "nd: solicitation longer than the buffer" : nullptr;
+  if (!error) {
+    message.copy_out(0, message.length(), raw);
+    error = NeighborSolicitation::parse(raw, message.length(), ns);
+  }
+  if (!error) error = validate_neighbor_solicitation(ip, message.length(), ns);
+  if (error) {
+    ++stats_.rx_malformed_nd;
+    BYPASS_LOG(Debug, "nd", "dropped: %s", error);
+    return;
+  }
+  if (ns.target != settings_.ipv6.address) {
+    ++stats_.nd_target_not_ours;  // §7.2.3: "the target address is not ... assigned": discarded
+    return;
+  }
+  if (ip.source.is_unspecified()) {
+    // Another node's Duplicate Address Detection for our address: §7.2.4 has the advertisement go
+    // to all-nodes, not solicited, so the prober learns the address is taken.
+    return send_advertisement(Ipv6Address::all_nodes(), false);
+  }
+  if (ns.options.source_link_layer) {
+    // §7.2.3: a solicitation's source link-layer address creates a STALE line, or updates one
+    // whose address differs (to STALE), or completes an INCOMPLETE one.
+    const MacAddress mac = *ns.options.source_link_layer;
+    auto it = cache_.find(ip.source);
+    bool changed = true;
+    if (it == cache_.end()) {
+      it = create_line(ip.source);
+      if (it != cache_.end()) set_link_layer(it, mac, NeighborState::Stale);
+    } else if (it->second.state == NeighborState::Incomplete) {
+      set_link_layer(it, mac, NeighborState::Stale);
+    } else if (it->second.mac != mac) {
+      it->second.mac = mac;
+      set_state(it, NeighborState::Stale);
+    } else {
+      changed = false;
+    }
+    if (changed && it != cache_.end() && learn_hook_) learn_hook_(ip.source, mac, false);
+  }
+  send_advertisement(ip.source, true);
+}
+
+void NeighborCache::receive_advertisement(const Ipv6Header& ip, const BufferList& message) {
+  uint8_t raw[kMaxMessage];
+  NeighborAdvertisement na;
+  const char* error = message.length() > sizeof(raw) ? "nd: advertisement longer than the buffer" : nullptr;
+  if (!error) {
+    message.copy_out(0, message.length(), raw);
+    error = NeighborAdvertisement::parse(raw, message.length(), na);
+  }
+  if (!error) error = validate_neighbor_advertisement(ip, message.length(), na);
+  if (error) {
+    ++stats_.rx_malformed_nd;
+    BYPASS_LOG(Debug, "nd", "dropped: %s", error);
+    return;
+  }
+  if (na.target == settings_.ipv6.address) {
+    // Someone else claims our address (RFC 4862 §5.4.4): nothing to learn, worth a counter.
+    ++stats_.nd_duplicate_address;
+    BYPASS_LOG(Warn, "nd", "%s is advertised by another node", na.target.to_string().c_str());
+    return;
+  }
+  auto it = cache_.find(na.target);
+  if (it == cache_.end()) return;  // §7.2.5: no line, the advertisement is silently discarded
+  Entry& entry = it->second;
+  const std::optional<MacAddress>& mac = na.options.target_link_layer;
+  if (entry.state == NeighborState::Incomplete) {
+    if (!mac) return;  // §7.2.5: useless without the link-layer address
+    set_link_layer(it, *mac, na.solicited ? NeighborState::Reachable : NeighborState::Stale);
+    if (learn_hook_) learn_hook_(na.target, *mac, na.solicited);
+    return;
+  }
+  const bool differs = mac && *mac != entry.mac;
+  if (!na.override_flag && differs) {
+    // §7.2.5: an advertisement that may not override a different cached address only marks a
+    // REACHABLE line STALE, so it gets probed.
+    if (current_state(entry) == NeighborState::Reachable) set_state(it, NeighborState::Stale);
+    return;
+  }
+  if (differs) entry.mac = *mac;
+  if (na.solicited) set_state(it, NeighborState::Reachable);
+  else if (differs) set_state(it, NeighborState::Stale);
+  if ((na.solicited || differs) && learn_hook_) learn_hook_(na.target, entry.mac, na.solicited);
+}
+
+void NeighborCache::confirm_reachable(const Ipv6Address& ip) {
+  auto it = cache_.find(ip);
+  if (it == cache_.end() || it->second.state == NeighborState::Incomplete) return;
+  set_state(it, NeighborState::Reachable);
+}
+
+void NeighborCache::learn(const Ipv6Address& ip, MacAddress mac, bool reachable) {
+  if (ip.is_unspecified() || ip.is_multicast() || mac.is_multicast() || mac.is_zero()) return;
+  auto it = cache_.find(ip);
+  if (it == cache_.end()) {
+    it = create_line(ip);
+    if (it == cache_.end()) return;
+  }
+  if (it->second.state == NeighborState::Incomplete)
+    return set_link_layer(it, mac, reachable ? NeighborState::Reachable : NeighborState::Stale);
+  const bool differs = it->second.mac != mac;
+  it->second.mac = mac;
+  if (reachable) set_state(it, NeighborState::Reachable);
+  else if (differs) set_state(it, NeighborState::Stale);
+}
+
+}  // namespace bypass::inet
