@@ -1,5 +1,5 @@
 // Fuzzing the network-facing userspace stack: every input drives one live InetStack (ARP, IPv4 with
-// reassembly, ICMP, TCP with a listener, accepted and active connections) through a short program
+// reassembly, ICMP, IPv6 with ND, ICMPv6 and reassembly through raw frames, TCP with a listener, accepted and active connections) through a short program
 // of operations, with the fuzzer playing the peer at 10.0.0.2 and the application on our side.
 //
 // Raw frames reach the parsers; crafted frames (valid checksums, sequence and acknowledgement
@@ -362,6 +362,11 @@ void run_stack(const uint8_t* data, size_t size) {
   const uint8_t setup = in.u8();
   InetSettings settings;
   settings.address = kOurIp;
+  // IPv6 on too, so raw frames (operation 0) reach Neighbor Discovery, ICMPv6 and reassembly, and
+  // the timer oracle below covers their timers.
+  settings.ipv6.address = Ipv6Address{{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}};
+  settings.ipv6.reassembly_max_datagrams = 4;
+  settings.ipv6.reassembly_max_bytes = 64 << 10;
   settings.arp_pending_total = 64;
   settings.ip_reassembly_max_datagrams = 4;
   settings.ip_reassembly_max_bytes = 64 << 10;

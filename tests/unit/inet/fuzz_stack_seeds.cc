@@ -4,6 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "stack/inet/wire/ethernet.h"
+#include "stack/inet/wire/icmpv6.h"
+#include "stack/inet/wire/ipv6.h"
 #include "tests/unit/inet/fuzz_stack.h"
 
 namespace bypass::inet::fuzz {
@@ -86,6 +89,47 @@ class Program {
   std::string bytes_;
 };
 
+// IPv6 frames for raw operations: the harness's stack has 2001:db8::1 at 02:00:00:00:00:01, the
+// peer is 2001:db8::2 at 02:00:00:00:00:02 (fuzz_stack.cc).
+const Ipv6Address kOurIpv6{{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}};
+const Ipv6Address kPeerIpv6{{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}};
+const MacAddress kOurMacAddress{{0x02, 0, 0, 0, 0, 0x01}};
+const MacAddress kPeerMacAddress{{0x02, 0, 0, 0, 0, 0x02}};
+
+std::string ipv6_frame(const MacAddress& eth_to, const Ipv6Address& to, uint8_t next_header, const std::string& payload,
+                       uint8_t hop_limit = 64) {
+  std::string frame(EthernetHeader::kLength + Ipv6Header::kLength, '\0');
+  auto* bytes = reinterpret_cast<uint8_t*>(frame.data());
+  EthernetHeader{eth_to, kPeerMacAddress, static_cast<uint16_t>(EtherType::Ipv6)}.emit(bytes);
+  Ipv6Header ip;
+  ip.payload_length = static_cast<uint16_t>(payload.size());
+  ip.next_header = next_header;
+  ip.hop_limit = hop_limit;
+  ip.source = kPeerIpv6;
+  ip.destination = to;
+  ip.emit(bytes + EthernetHeader::kLength);
+  return frame + payload;
+}
+
+std::string icmpv6_message(const Ipv6Address& to, uint8_t type, uint32_t rest, const std::string& body) {
+  BufferList b;
+  b.append_copy(body);
+  std::string message(Icmpv6Header::kLength, '\0');
+  Icmpv6Header{type, 0, 0, rest}.emit(reinterpret_cast<uint8_t*>(message.data()), kPeerIpv6, to, b);
+  return message + body;
+}
+
+std::string fragment_header(uint16_t offset, bool more, uint32_t id) {
+  std::string header(Ipv6FragmentHeader::kLength, '\0');
+  Ipv6FragmentHeader f;
+  f.next_header = kIpv6Icmpv6;
+  f.offset_bytes = offset;
+  f.more_fragments = more;
+  f.identification = id;
+  f.emit(reinterpret_cast<uint8_t*>(header.data()));
+  return header;
+}
+
 }  // namespace
 
 std::vector<testing::FuzzSeed> make_seeds() {
@@ -137,6 +181,27 @@ std::vector<testing::FuzzSeed> make_seeds() {
     Program p(32);
     p.syn_to_listener().segment(0, kAck).app(kAccept).advance(3, 2).segment(0, kAck).advance(3, 20);
     seeds.push_back({"keepalive-dead-peer", p.take()});
+  }
+  {  // IPv6: a solicitation for our address, an echo request, one in fragments, an orphan first
+     // fragment left to time out, and a Packet Too Big
+    Program p(0x80);
+    const Ipv6Address group = kOurIpv6.solicited_node_multicast();
+    NeighborSolicitation ns;
+    ns.target = kOurIpv6;
+    ns.options.source_link_layer = kPeerMacAddress;
+    std::string solicitation(ns.emitted_length(), '\0');
+    ns.emit(reinterpret_cast<uint8_t*>(solicitation.data()), kPeerIpv6, group);
+    p.raw(ipv6_frame(group.multicast_mac(), group, kIpv6Icmpv6, solicitation, 255));
+    const std::string echo = icmpv6_message(kOurIpv6, Icmpv6Header::kEchoRequest, 0x00070001, std::string(64, 'x'));
+    p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Icmpv6, echo));
+    p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Fragment, fragment_header(32, false, 9) + echo.substr(32)));
+    p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Fragment, fragment_header(0, true, 9) + echo.substr(0, 32)));
+    p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Fragment, fragment_header(0, true, 10) + echo.substr(0, 32)));
+    std::string quoted = ipv6_frame(kPeerMacAddress, kPeerIpv6, kIpv6Tcp, std::string(48, '\0')).substr(EthernetHeader::kLength);
+    quoted.replace(8, Ipv6Address::kLength, std::string(kOurIpv6.bytes.begin(), kOurIpv6.bytes.end()));
+    p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Icmpv6, icmpv6_message(kOurIpv6, Icmpv6Header::kPacketTooBig, 1300, quoted)));
+    p.advance(3, 2);
+    seeds.push_back({"ipv6-nd-echo-fragments", p.take()});
   }
   return seeds;
 }

@@ -504,6 +504,9 @@ TEST_F(Ipv6LayerTest, RandomAndMutatedFramesAreCountedNeverFatal) {
   inject_ipv6(seeds[0]);
   ASSERT_EQ(device_.sent.size(), 1u);
   EXPECT_EQ(last().icmp.type, Icmpv6Header::kEchoReply);
+  // Destroying the stack cancels every timer it armed (reassembly, neighbour lines).
+  stack_.reset();
+  EXPECT_EQ(timers_.pending(), 0u);
 }
 
 }  // namespace
