@@ -66,7 +66,7 @@ struct Ipv6Settings {
   int nd_max_unicast_solicit = 3;
   size_t nd_pending_per_address = 32;  // packets queued while resolving one address
   size_t nd_pending_total = 1024;
-  size_t nd_max_entries = 1024;        // neighbour cache lines; beyond, no line is created from the wire
+  size_t nd_max_entries = 1024;        // neighbour cache lines; when full, an unconfirmed one makes room
   // RFC 8200 §4.5: a datagram not reassembled within 60 seconds is discarded.
   std::chrono::nanoseconds reassembly_timeout = 60s;
   size_t reassembly_max_datagrams = 64;

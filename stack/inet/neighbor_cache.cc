@@ -65,8 +65,19 @@ void NeighborCache::transmit(MacAddress destination, Packet&& frame) {
 
 NeighborCache::Cache::iterator NeighborCache::create_line(const Ipv6Address& ip) {
   if (cache_.size() >= settings_.ipv6.nd_max_entries) {
-    ++stats_.nd_cache_full;
-    return cache_.end();
+    // A full cache gives up a line nobody has confirmed lately (STALE, DELAY or PROBE): a stream
+    // of solicitations from made-up sources would otherwise keep out every new neighbour. Lines
+    // being resolved or confirmed reachable stay. The scan is linear, but only a full cache pays it.
+    auto victim = cache_.begin();
+    for (; victim != cache_.end(); ++victim) {
+      const NeighborState state = current_state(victim->second);
+      if (state != NeighborState::Incomplete && state != NeighborState::Reachable) break;
+    }
+    if (victim == cache_.end()) {
+      ++stats_.nd_cache_full;
+      return cache_.end();
+    }
+    drop_line(victim);
   }
   return cache_.emplace(ip, Entry{}).first;
 }
@@ -215,7 +226,8 @@ void NeighborCache::send_solicitation(const Ipv6Address& target, std::optional<M
   transmit(unicast_to ? *unicast_to : destination.multicast_mac(), std::move(frame));
 }
 
-void NeighborCache::send_advertisement(const Ipv6Address& destination, bool solicited) {
+void NeighborCache::send_advertisement(const Ipv6Address& destination, bool solicited,
+                                       std::optional<MacAddress> link_layer) {
   // §7.2.4: Target is the solicited address (ours), Override set since it is not an anycast
   // address, and our link-layer address in a Target Link-Layer Address option.
   NeighborAdvertisement na;
@@ -227,6 +239,7 @@ void NeighborCache::send_advertisement(const Ipv6Address& destination, bool soli
   Packet frame = nd_frame(destination, na.emitted_length(), message);
   na.emit(message, settings_.ipv6.address, destination);
   ++stats_.nd_advertisements_sent;
+  if (link_layer) return transmit(*link_layer, std::move(frame));
   send_ipv6(destination, std::move(frame));
 }
 
@@ -251,7 +264,7 @@ void NeighborCache::receive_solicitation(const Ipv6Header& ip, const BufferList&
   if (ip.source.is_unspecified()) {
     // Another node's Duplicate Address Detection for our address: §7.2.4 has the advertisement go
     // to all-nodes, not solicited, so the prober learns the address is taken.
-    return send_advertisement(Ipv6Address::all_nodes(), false);
+    return send_advertisement(Ipv6Address::all_nodes(), false, std::nullopt);
   }
   if (ns.options.source_link_layer) {
     // §7.2.3: a solicitation's source link-layer address creates a STALE line, or updates one
@@ -272,7 +285,9 @@ void NeighborCache::receive_solicitation(const Ipv6Header& ip, const BufferList&
     }
     if (changed && it != cache_.end() && learn_hook_) learn_hook_(ip.source, mac, false);
   }
-  send_advertisement(ip.source, true);
+  // Straight to the solicitor's link-layer address when it gave one: the answer then needs no
+  // cache line (a full cache cannot silence us) and does not start unreachability detection.
+  send_advertisement(ip.source, true, ns.options.source_link_layer);
 }
 
 void NeighborCache::receive_advertisement(const Ipv6Header& ip, const BufferList& message) {

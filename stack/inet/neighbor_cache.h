@@ -62,7 +62,7 @@ class NeighborCache {
   void confirm_reachable(const Ipv6Address& ip);
   // Unsolicited Neighbor Advertisement of our address to all-nodes (§7.2.6), the counterpart of a
   // gratuitous ARP: neighbours holding a line for us update it.
-  void announce() { send_advertisement(Ipv6Address::all_nodes(), false); }
+  void announce() { send_advertisement(Ipv6Address::all_nodes(), false, std::nullopt); }
   // Inserts or refreshes a line from another worker's replica or a static configuration.
   void learn(const Ipv6Address& ip, MacAddress mac, bool reachable);
 
@@ -95,7 +95,8 @@ class NeighborCache {
   void start_resolution(const Ipv6Address& target, Entry& entry);
   void on_timer(Ipv6Address target);
   void send_solicitation(const Ipv6Address& target, std::optional<MacAddress> unicast_to);
-  void send_advertisement(const Ipv6Address& destination, bool solicited);
+  // To `link_layer` when given, else through the cache like any packet.
+  void send_advertisement(const Ipv6Address& destination, bool solicited, std::optional<MacAddress> link_layer);
   // Records `mac` for `ip` in `state` and, for a line that was Incomplete, sends what waited.
   void set_link_layer(Cache::iterator it, MacAddress mac, NeighborState state);
   // Enters `state`, cancelling the previous state's timer and arming the new one's.

@@ -440,7 +440,7 @@ TEST(Ipv6TwoHostsTest, PingResolvesTheNeighbourAndGetsTheReply) {
   EXPECT_EQ(t.hosts.b->stats().nd_advertisements_sent, 1u);
   EXPECT_EQ(t.hosts.a->neighbors().state(t.hosts.settings_b.ipv6.address), NeighborState::Reachable);
   EXPECT_EQ(t.hosts.a->neighbors().lookup(t.hosts.settings_b.ipv6.address), mac_of(2));
-  // b learned a from the solicitation (STALE), and answering it moved the line to DELAY.
+  // b learned a from the solicitation (STALE) and answered straight to its link-layer address.
   EXPECT_EQ(t.hosts.b->neighbors().lookup(t.hosts.settings_a.ipv6.address), mac_of(1));
   ASSERT_TRUE(t.ping(0, 2));
   EXPECT_EQ(t.hosts.a->stats().nd_solicitations_sent, 1u);  // resolved: no more solicitations

@@ -98,15 +98,42 @@ TEST_F(NeighborCacheTest, PendingQueueIsBoundedPerAddress) {
   EXPECT_EQ(device_.sent.size(), 1u);
 }
 
-TEST_F(NeighborCacheTest, CacheIsBounded) {
+TEST_F(NeighborCacheTest, CacheIsBoundedAndUnconfirmedLinesMakeRoom) {
   settings_.ipv6.nd_max_entries = 2;
   stack_ = std::make_unique<InetStack>(settings_, device_, timers_, 42);
+  // Lines being resolved are kept: the third address finds no room.
   send_to(v6("2001:db8::a"));
   send_to(v6("2001:db8::b"));
   send_to(v6("2001:db8::c"));
   EXPECT_EQ(stack_->neighbors().entries().size(), 2u);
   EXPECT_EQ(stack_->stats().nd_cache_full, 1u);
   EXPECT_EQ(device_.sent.size(), 2u);
+  // A reachable line stays too; a STALE one (here learned from a solicitation's source, never
+  // confirmed) gives way to a new neighbour.
+  stack_->neighbors().learn(v6("2001:db8::a"), kPeerMac, true);
+  stack_->neighbors().learn(v6("2001:db8::b"), kOtherMac, false);
+  ASSERT_TRUE(send_to(v6("2001:db8::c")));
+  EXPECT_EQ(stack_->neighbors().state(v6("2001:db8::c")), NeighborState::Incomplete);
+  EXPECT_FALSE(stack_->neighbors().state(v6("2001:db8::b")));
+  EXPECT_EQ(stack_->neighbors().state(v6("2001:db8::a")), NeighborState::Reachable);
+  EXPECT_EQ(stack_->stats().nd_cache_full, 1u);
+  // Solicitations from ever new sources cannot push out the lines in use.
+  const Ipv6Address group = kOurIp.solicited_node_multicast();
+  for (int i = 0; i < 10; ++i) {
+    Ipv6Address source = v6("2001:db8::1:0");
+    source.bytes[15] = static_cast<uint8_t>(i);
+    inject(ethernet(group.multicast_mac(), kOtherMac,
+                    ipv6(source, group, kIpv6Icmpv6, neighbor_solicitation(source, group, kOurIp, kOtherMac), 255)));
+  }
+  EXPECT_EQ(stack_->neighbors().state(v6("2001:db8::a")), NeighborState::Reachable);
+  EXPECT_EQ(stack_->neighbors().state(v6("2001:db8::c")), NeighborState::Incomplete);
+  // Each is still answered, straight to its link-layer address, though no line could be made.
+  size_t answers = 0;
+  for (const Bytes& frame : device_.sent) {
+    const SentFrame f = SentFrame::parse(frame);
+    answers += f.icmp.type == Icmpv6Header::kNeighborAdvertisement && f.eth.destination == kOtherMac;
+  }
+  EXPECT_EQ(answers, 10u);
 }
 
 TEST_F(NeighborCacheTest, AnswersASolicitationForOurAddressAndCachesTheSolicitor) {
@@ -131,7 +158,7 @@ TEST_F(NeighborCacheTest, AnswersASolicitationForOurAddressAndCachesTheSolicitor
   ASSERT_TRUE(na.options.target_link_layer);
   EXPECT_EQ(*na.options.target_link_layer, kOurMac);
   // The solicitor is now cached STALE (not confirmed reachable) with its address.
-  EXPECT_EQ(stack_->neighbors().state(kPeerIp), NeighborState::Delay);  // STALE, then our NA to it: DELAY
+  EXPECT_EQ(stack_->neighbors().state(kPeerIp), NeighborState::Stale);
   EXPECT_EQ(stack_->neighbors().lookup(kPeerIp), kPeerMac);
   EXPECT_EQ(stack_->stats().nd_advertisements_sent, 1u);
 }
