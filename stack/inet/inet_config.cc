@@ -34,4 +34,36 @@ void apply_tcp_config(const config::Config& config, InetSettings& settings) {
   settings.ip_reassembly_max_datagrams = static_cast<size_t>(config.get_int("tcp.ip_reassembly_max"));
 }
 
+std::string apply_ipv6_addressing(std::string_view address, std::string_view gateway, InetSettings& settings) {
+  Ipv6Settings ipv6 = settings.ipv6;
+  ipv6.address = Ipv6Address{};
+  ipv6.gateway = Ipv6Address{};
+  ipv6.prefix_length = 64;
+  if (!address.empty()) {
+    std::string_view host = address;
+    if (const size_t slash = address.find('/'); slash != std::string_view::npos) {
+      host = address.substr(0, slash);
+      const std::string_view length = address.substr(slash + 1);
+      if (length.empty() || length.size() > 3 || length.find_first_not_of("0123456789") != std::string_view::npos ||
+          std::stoi(std::string(length)) > 128)
+        return "IPv6 prefix length must be 0 to 128: " + std::string(address);
+      ipv6.prefix_length = static_cast<uint8_t>(std::stoi(std::string(length)));
+    }
+    const auto parsed = Ipv6Address::from_string(host);
+    if (!parsed) return "not an IPv6 address: " + std::string(address);
+    // A host address must name one interface (RFC 4291 §2.5.2, §2.7).
+    if (parsed->is_unspecified() || parsed->is_multicast() || parsed->is_loopback())
+      return "not a unicast IPv6 address for the stack: " + std::string(address);
+    ipv6.address = *parsed;
+  }
+  if (!gateway.empty()) {
+    const auto parsed = Ipv6Address::from_string(gateway);
+    if (!parsed || parsed->is_unspecified() || parsed->is_multicast())
+      return "not a unicast IPv6 gateway address: " + std::string(gateway);
+    ipv6.gateway = *parsed;
+  }
+  settings.ipv6 = ipv6;
+  return {};
+}
+
 }  // namespace bypass::inet

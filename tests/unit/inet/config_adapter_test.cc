@@ -34,5 +34,24 @@ TEST(InetConfig, DefaultsAndOverrides) {
   EXPECT_EQ(settings.tcp.congestion, CongestionAlgorithm::Cubic);
 }
 
+TEST(InetConfig, Ipv6AddressingFromText) {
+  InetSettings settings;
+  EXPECT_EQ(apply_ipv6_addressing("2001:db8::5/48", "fe80::1", settings), "");
+  EXPECT_EQ(settings.ipv6.address, *Ipv6Address::from_string("2001:db8::5"));
+  EXPECT_EQ(settings.ipv6.prefix_length, 48);
+  EXPECT_EQ(settings.ipv6.gateway, *Ipv6Address::from_string("fe80::1"));
+  EXPECT_EQ(apply_ipv6_addressing("2001:db8::6", "", settings), "");
+  EXPECT_EQ(settings.ipv6.prefix_length, 64);  // the default
+  EXPECT_TRUE(settings.ipv6.gateway.is_unspecified());
+  // Refused, leaving the settings as they were.
+  for (const char* bad : {"2001:db8::7/129", "2001:db8::7/", "2001:db8::7/x", "10.0.0.1", "ff02::1", "::", "::1/64"})
+    EXPECT_NE(apply_ipv6_addressing(bad, "", settings), "") << bad;
+  EXPECT_NE(apply_ipv6_addressing("2001:db8::7", "ff02::2", settings), "");
+  EXPECT_EQ(settings.ipv6.address, *Ipv6Address::from_string("2001:db8::6"));
+  // Empty: IPv6 off.
+  EXPECT_EQ(apply_ipv6_addressing("", "", settings), "");
+  EXPECT_TRUE(settings.ipv6.address.is_unspecified());
+}
+
 }  // namespace
 }  // namespace bypass::inet
