@@ -65,7 +65,8 @@ bool Ipv6Layer::next_hop(const Ipv6Address& destination, Ipv6Address& hop) const
 
 bool Ipv6Layer::send(const Ipv6Address& destination, uint8_t next_header, Packet&& frame, bool allow_fragment) {
   Ipv6Address hop;
-  if (!next_hop(destination, hop)) {
+  // Without an address of our own (IPv6 off) nothing leaves: :: is only ever a DAD source.
+  if (settings_.ipv6.address.is_unspecified() || !next_hop(destination, hop)) {
     ++stats_.ipv6_tx_no_route;
     return false;
   }

@@ -357,6 +357,12 @@ TEST(NeighborCacheDisabledTest, WithoutAnIpv6AddressIpv6FramesAreUnsupported) {
   stack.receive(std::move(packet));
   EXPECT_EQ(stack.stats().rx_unsupported_ethertype, 1u);
   EXPECT_EQ(device.sent.size(), 1u);
+  // Nor does anything leave over IPv6 without an address.
+  Packet frame_out;
+  frame_out.data.append(BufferSegment::allocate(kIpv6FrameHeadroom + 8));
+  EXPECT_FALSE(stack.ipv6().send(kPeerIp, 253, std::move(frame_out)));
+  EXPECT_EQ(stack.stats().ipv6_tx_no_route, 1u);
+  EXPECT_EQ(device.sent.size(), 1u);
 }
 
 }  // namespace
