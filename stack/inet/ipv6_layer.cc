@@ -25,6 +25,39 @@ bool same_prefix(const Ipv6Address& a, const Ipv6Address& b, uint8_t prefix_leng
   return (a.bytes[whole] & mask) == (b.bytes[whole] & mask);
 }
 
+// RFC 8200 §4.5 (RFC 7112 §5): a first fragment must hold the whole header chain, through the
+// upper-layer header, so that nothing on the path or here has to reassemble to find the ports.
+// `next_header` names what `data` (the fragmentable part's first bytes) starts with. Chains beyond
+// the bytes looked at, and protocols this stack does not know, are given the benefit of the doubt.
+bool holds_header_chain(uint8_t next_header, const BufferList& data) {
+  constexpr size_t kTcpMinimumHeader = 20;  // RFC 9293 §3.1
+  constexpr size_t kEightByteHeader = 8;    // ICMPv6 (RFC 4443 §2.1), UDP (RFC 768)
+  uint8_t bytes[256];
+  const size_t length = std::min(data.length(), sizeof(bytes));
+  data.copy_out(0, length, bytes);
+  size_t at = 0;
+  for (size_t headers = 0; headers <= Ipv6Extensions::kMaxHeaders; ++headers) {
+    switch (next_header) {
+      case kIpv6HopByHop:
+      case kIpv6DestinationOptions:
+      case kIpv6Routing:
+        if (at + 8 > data.length()) return false;
+        if (at + 8 > length) return true;
+        next_header = bytes[at];
+        at += (size_t{bytes[at + 1]} + 1) * 8;
+        break;
+      case kIpv6Tcp:
+        return at + kTcpMinimumHeader <= data.length();
+      case kIpv6Icmpv6:
+      case kIpv6Udp:
+        return at + kEightByteHeader <= data.length();
+      default:
+        return true;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Ipv6Layer::Ipv6Layer(const InetSettings& settings, TimerService& timers, PacketDevice& device,
@@ -197,6 +230,12 @@ void Ipv6Layer::process(const Ipv6Header& header, Packet&& packet, bool reassemb
 void Ipv6Layer::reassemble(const Ipv6Header& header, const Ipv6Extensions& extensions, Packet&& packet) {
   const size_t data_offset = extensions.upper_offset;
   BufferList data = packet.data.sub(data_offset, packet.data.length() - data_offset);
+  if (extensions.fragment.offset_bytes == 0 && !holds_header_chain(extensions.fragment.next_header, data)) {
+    ++stats_.rx_malformed_ipv6;
+    icmp_.send_error(Icmpv6Header::parameter_problem({Ipv6ParameterProblem::kIncompleteHeaderChain, 0}), header,
+                     packet.data);
+    return;
+  }
   auto whole = reassembler_.add(header, extensions.fragment, std::move(data), packet.data);
   if (!whole) return;
   // RFC 8200 §4.5: the reassembled packet is the first fragment's unfragmentable part followed by

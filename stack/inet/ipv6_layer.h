@@ -1,5 +1,6 @@
 // IPv6 (RFC 8200) for one stack instance: input validation, the extension-header walk with the
-// Parameter Problems RFC 8200 §4 asks for, fragment reassembly (§4.5), dispatch to ICMPv6 and the
+// Parameter Problems RFC 8200 §4 asks for, fragment reassembly (§4.5; a first fragment without the
+// whole header chain is refused, RFC 7112 §5), dispatch to ICMPv6 and the
 // upper layers, and output with next-hop selection (on-link by prefix, else the gateway; RFC 4861
 // §5.2) through the neighbour cache, fragmenting at the source when asked and the path MTU
 // (ipv6_path_mtu.h) is smaller than the datagram.

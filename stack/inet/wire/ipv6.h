@@ -66,7 +66,10 @@ struct Ipv6FragmentHeader {
 // What the sender of a packet is to be told with an ICMPv6 Parameter Problem (RFC 4443 §3.4): the
 // code and the offset, from the start of the IPv6 header, of the octet at fault.
 struct Ipv6ParameterProblem {
-  enum Code : uint8_t { kErroneousHeaderField = 0, kUnrecognizedNextHeader = 1, kUnrecognizedOption = 2 };
+  enum Code : uint8_t {
+    kErroneousHeaderField = 0, kUnrecognizedNextHeader = 1, kUnrecognizedOption = 2,
+    kIncompleteHeaderChain = 3,  // RFC 7112 §5: a first fragment without the whole header chain
+  };
   uint8_t code = 0;
   uint32_t pointer = 0;
 };

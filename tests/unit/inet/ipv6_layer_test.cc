@@ -293,6 +293,29 @@ TEST_F(Ipv6LayerTest, ABadFragmentLengthGetsAParameterProblem) {
   expect_error(last(), Icmpv6Header::kParameterProblem, Ipv6ParameterProblem::kErroneousHeaderField, 4, bad);
 }
 
+TEST_F(Ipv6LayerTest, AFirstFragmentWithoutTheWholeHeaderChainIsRefused) {
+  // RFC 8200 §4.5, RFC 7112 §5: Parameter Problem code 3, the fragment discarded.
+  const Bytes tcp_cut = ipv6(kPeerIp, kOurIp, kIpv6Fragment, concat(fragment_header(kIpv6Tcp, 0, true, 50), data(16)));
+  inject_ipv6(tcp_cut);  // 16 of the TCP header's 20 bytes
+  ASSERT_EQ(device_.sent.size(), 1u);
+  expect_error(last(), Icmpv6Header::kParameterProblem, Ipv6ParameterProblem::kIncompleteHeaderChain, 0, tcp_cut);
+  // A Destination Options header of 24 bytes (Hdr Ext Len 2) in a 16-byte first fragment.
+  Bytes options(16, 0);
+  options[0] = kIpv6Icmpv6;
+  options[1] = 2;
+  options[2] = 1;  // PadN over the rest
+  options[3] = 12;
+  inject_ipv6(ipv6(kPeerIp, kOurIp, kIpv6Fragment, concat(fragment_header(kIpv6DestinationOptions, 0, true, 51), options)));
+  EXPECT_EQ(device_.sent.size(), 2u);
+  EXPECT_EQ(stack_->ipv6().reassembler().datagrams_in_progress(), 0u);
+  EXPECT_EQ(stack_->stats().rx_malformed_ipv6, 2u);
+  // A later fragment is not held to it; a first fragment with the whole chain is fine.
+  inject_ipv6(ipv6(kPeerIp, kOurIp, kIpv6Fragment, concat(fragment_header(kIpv6Tcp, 8, true, 52), data(8))));
+  inject_ipv6(ipv6(kPeerIp, kOurIp, kIpv6Fragment, concat(fragment_header(kIpv6Tcp, 0, true, 53), data(24))));
+  EXPECT_EQ(stack_->ipv6().reassembler().datagrams_in_progress(), 2u);
+  EXPECT_EQ(device_.sent.size(), 2u);
+}
+
 TEST_F(Ipv6LayerTest, LargeEchoReplyIsFragmentedAtTheSource) {
   // 3000 bytes of echo data arrive in fragments; the reply is larger than the 1500-byte MTU.
   const Bytes message = echo_request(kPeerIp, kOurIp, 4, 4, data(3000));
