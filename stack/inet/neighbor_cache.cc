@@ -8,6 +8,19 @@ namespace bypass::inet {
 namespace {
 // RFC 4861 §7.1: ND messages leave with hop limit 255 so a receiver can tell they are on-link.
 constexpr uint8_t kNdHopLimit = 255;
+
+// Copies a solicitation or advertisement out of its buffer, parses it and applies its §7.1
+// validity checks: null, or what was wrong.
+template <class Message>
+const char* parse_nd_message(const Ipv6Header& ip, const BufferList& message, const char* too_long,
+                             const char* (*validate)(const Ipv6Header&, size_t, const Message&),
+                             Message& out) {
+  if (message.length() > NeighborCache::kMaxMessage) return too_long;
+  uint8_t raw[NeighborCache::kMaxMessage];
+  message.copy_out(0, message.length(), raw);
+  if (const char* error = Message::parse(raw, message.length(), out)) return error;
+  return validate(ip, message.length(), out);
+}
 }  // namespace
 
 const char* to_string(NeighborState state) {
@@ -244,15 +257,9 @@ void NeighborCache::send_advertisement(const Ipv6Address& destination, bool soli
 }
 
 void NeighborCache::receive_solicitation(const Ipv6Header& ip, const BufferList& message) {
-  uint8_t raw[kMaxMessage];
   NeighborSolicitation ns;
-  const char* error = message.length() > sizeof(raw) ? "nd: solicitation longer than the buffer" : nullptr;
-  if (!error) {
-    message.copy_out(0, message.length(), raw);
-    error = NeighborSolicitation::parse(raw, message.length(), ns);
-  }
-  if (!error) error = validate_neighbor_solicitation(ip, message.length(), ns);
-  if (error) {
+  if (const char* error = parse_nd_message(ip, message, "nd: solicitation longer than the buffer",
+                                           validate_neighbor_solicitation, ns)) {
     ++stats_.rx_malformed_nd;
     BYPASS_LOG(Debug, "nd", "dropped: %s", error);
     return;
@@ -291,15 +298,9 @@ void NeighborCache::receive_solicitation(const Ipv6Header& ip, const BufferList&
 }
 
 void NeighborCache::receive_advertisement(const Ipv6Header& ip, const BufferList& message) {
-  uint8_t raw[kMaxMessage];
   NeighborAdvertisement na;
-  const char* error = message.length() > sizeof(raw) ? "nd: advertisement longer than the buffer" : nullptr;
-  if (!error) {
-    message.copy_out(0, message.length(), raw);
-    error = NeighborAdvertisement::parse(raw, message.length(), na);
-  }
-  if (!error) error = validate_neighbor_advertisement(ip, message.length(), na);
-  if (error) {
+  if (const char* error = parse_nd_message(ip, message, "nd: advertisement longer than the buffer",
+                                           validate_neighbor_advertisement, na)) {
     ++stats_.rx_malformed_nd;
     BYPASS_LOG(Debug, "nd", "dropped: %s", error);
     return;
