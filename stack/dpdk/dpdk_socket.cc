@@ -229,12 +229,12 @@ void DpdkConnectedSocket::close() {
 
 SocketAddress DpdkConnectedSocket::local_address() const {
   const inet::FourTuple& t = connection_->tuple();
-  return SocketAddress::ipv4(t.local_ip.value, t.local_port);
+  return SocketAddress::ipv4(t.local_ip.v4().value, t.local_port);
 }
 
 SocketAddress DpdkConnectedSocket::peer_address() const {
   const inet::FourTuple& t = connection_->tuple();
-  return SocketAddress::ipv4(t.remote_ip.value, t.remote_port);
+  return SocketAddress::ipv4(t.remote_ip.v4().value, t.remote_port);
 }
 
 // ---------------------------------------------------------------------------------------------

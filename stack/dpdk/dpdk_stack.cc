@@ -157,7 +157,7 @@ DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
   const unsigned self = id;
   if (port_.workers() > 1) {
     inet_->tcp().set_port_filter([&steering, self](const inet::FourTuple& t) {
-      return steering.worker_for_ipv4(t.remote_ip.value, t.local_ip.value, t.remote_port,
+      return steering.worker_for_ipv4(t.remote_ip.v4().value, t.local_ip.v4().value, t.remote_port,
                                       t.local_port) == self;
     });
   }
@@ -345,8 +345,8 @@ NetworkStack::WorkerReport DpdkStack::worker_report(unsigned i) {
   const auto micros = [](auto d) { return uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(d).count()); };
   for (const inet::ConnectionInfo& c : inet.tcp().connections()) {
     report.sockets.push_back(
-        {c.tuple.local_ip.to_string() + ":" + std::to_string(c.tuple.local_port),
-         c.tuple.remote_ip.to_string() + ":" + std::to_string(c.tuple.remote_port), inet::to_string(c.state),
+        {inet::endpoint_to_string(c.tuple.local_ip, c.tuple.local_port),
+         inet::endpoint_to_string(c.tuple.remote_ip, c.tuple.remote_port), inet::to_string(c.state),
          {{"cwnd", c.cwnd}, {"ssthresh", c.ssthresh}, {"mss", c.mss}, {"srtt_us", micros(c.srtt)},
           {"rttvar_us", micros(c.rttvar)}, {"rto_us", micros(c.rto)}, {"retransmits", c.retransmitted_segments},
           {"timeouts", c.timeouts}, {"bytes_in", c.bytes_in}, {"bytes_out", c.bytes_out}}});

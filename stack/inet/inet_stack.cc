@@ -12,7 +12,7 @@ InetStack::InetStack(const InetSettings& settings, PacketDevice& device, TimerSe
       ipv4_(settings_, timers, device, arp_, stats_),
       neighbors_(settings_, timers, device, stats_),
       ipv6_(settings_, timers, device, neighbors_, stats_),
-      tcp_(settings_, timers, ipv4_, device, stats_, secret_seed),
+      tcp_(settings_, timers, ipv4_, ipv6_, neighbors_, device, stats_, secret_seed),
       echo_(ipv4_, timers, stats_) {
   ipv4_.set_echo_reply_receiver([this](const Ipv4Header& ip, const IcmpHeader& icmp, const BufferList& message) {
     echo_.on_reply(ip, icmp, message);
@@ -23,6 +23,13 @@ InetStack::InetStack(const InetSettings& settings, PacketDevice& device, TimerSe
   ipv4_.set_unreachable_receiver([this](uint8_t code, uint16_t mtu, const Ipv4Header& quoted,
                                         const uint8_t* l4, size_t l4_length) {
     tcp_.on_unreachable(code, mtu, quoted, l4, l4_length);
+  });
+  // TCP over IPv6 (RFC 8200 §8): segments, and ICMPv6 errors about ours (Packet Too Big,
+  // Destination Unreachable), as over IPv4.
+  ipv6_.set_tcp_receiver([this](const Ipv6Header& ip, Packet&& packet) { tcp_.receive(ip, std::move(packet)); });
+  ipv6_.icmp().set_error_receiver([this](const Icmpv6Header& error, const Ipv6Header& quoted,
+                                         const uint8_t* after_header, size_t length) {
+    tcp_.on_icmpv6_error(error, quoted, after_header, length);
   });
 }
 

@@ -1,6 +1,6 @@
 // One userspace TCP/IP stack instance: Ethernet demultiplexing on top of a PacketDevice, with
 // ARP, IPv4/ICMP and TCP, and IPv6/ICMPv6/Neighbor Discovery when an IPv6 address is configured
-// (TCP does not run over IPv6 yet). Share-nothing: each worker builds its own instance (own connection
+// with TCP over both families. Share-nothing: each worker builds its own instance (own connection
 // table, timers, ARP replica) and feeds it the frames of its own queue.
 #pragma once
 

@@ -33,7 +33,7 @@ TcpConnection::TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpS
       time_wait_timer_(layer.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }),
       reorder_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_reorder_timeout(); }),
       probe_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_loss_probe(); }) {
-  path_mtu_ = layer.mtu();
+  path_mtu_ = layer.path_mtu(tuple);
   uint8_t max_shift = std::min<uint8_t>(settings.max_window_shift, 14);
   while (rcv_wscale_ < max_shift && (settings.rcv_buffer >> rcv_wscale_) > 65535) ++rcv_wscale_;
 }
@@ -192,17 +192,42 @@ void TcpConnection::negotiate_options(const TcpOptions& peer) {
 void TcpConnection::on_path_mtu(uint16_t mtu) {
   if (mtu < 68) return;
   bool shrinking = mtu < path_mtu_;
-  path_mtu_ = std::min<uint16_t>(mtu, layer_.mtu());
-  // RFC 9293 §3.7.1: Eff.snd.MSS = min(SendMSS + 20, MMS_S) - TCP header - IP header options.
-  uint32_t effective = std::min<uint32_t>(peer_mss_ + 20u, path_mtu_ - 20u) - 20u;
-  if (ts_enabled_) effective -= 12;  // timestamps ride on every segment
-  mss_ = std::max<uint32_t>(effective, 48);
-  cc_->set_mss(mss_);
+  set_path_mtu(mtu);
   if (shrinking && seq_lt(snd_una_, snd_nxt_) && state_ != TcpState::SynSent) {
-    // RFC 1191 §6.5: resend what was too big, in smaller pieces.
+    // RFC 1191 §6.5, RFC 8201 §5.4: resend what was too big, in smaller pieces.
     snd_nxt_ = snd_una_;
     output();
   }
+}
+
+void TcpConnection::follow_destination_mtu() {
+  // Icmpv6Layer lowers the destination's path MTU (ipv6_path_mtu.h) for any Packet Too Big about
+  // a packet of ours, before TCP has checked the quoted segment; Ipv6Layer then refuses anything
+  // larger. New segments follow it so none is dropped locally (a black hole until the entry
+  // expires); only a validated Packet Too Big (TcpLayer::on_packet_error) resends the flight.
+  // The table never goes below 1280 (RFC 8201 §4), which bounds what a forged one can do.
+  const uint32_t mtu = layer_.path_mtu(tuple_);
+  if (mtu < path_mtu_) set_path_mtu(static_cast<uint16_t>(mtu));
+}
+
+void TcpConnection::set_path_mtu(uint16_t mtu) {
+  path_mtu_ = std::min<uint16_t>(mtu, layer_.mtu());
+  // RFC 9293 §3.7.1: Eff.snd.MSS = min(SendMSS + 20, MMS_S) - TCP header - IP header options,
+  // MMS_S being the path MTU less the IP header: 20 bytes for IPv4, 40 for IPv6 (RFC 8200 §5:
+  // an IPv6 segment's MSS is the path MTU less 60).
+  uint32_t effective = std::min<uint32_t>(peer_mss_ + 20u, path_mtu_ - ip_header_length()) - 20u;
+  if (ts_enabled_) effective -= 12;  // timestamps ride on every segment
+  mss_ = std::max<uint32_t>(effective, 48);
+  cc_->set_mss(mss_);
+}
+
+void TcpConnection::confirm_reachability(TimePoint now) {
+  // RFC 4861 §7.3.1: new data acknowledged proves the path (and so the first hop) works; telling
+  // the neighbour cache spares it the probes of unreachability detection. Once per interval, not
+  // per ACK: the cache needs the hint only once per ReachableTime (30 s by default).
+  if (now - last_reachability_hint_ < kReachabilityHintInterval) return;
+  last_reachability_hint_ = now;
+  layer_.confirm_reachable(tuple_.remote_ip);
 }
 
 void TcpConnection::on_unreachable() {
@@ -422,6 +447,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     }
     bool fin_acked = fin_queued_ && ack == data_end + 1;
     snd_una_ = ack;
+    if (tuple_.is_v6()) confirm_reachability(now);
     if (seq_lt(snd_nxt_, snd_una_)) snd_nxt_ = snd_una_;
     if (seq_lt(high_rxt_, snd_una_)) high_rxt_ = snd_una_;
     scoreboard_.advance(snd_una_);
@@ -570,8 +596,8 @@ void TcpConnection::process_fin() {
 // ---------------------------------------------------------------- state
 
 void TcpConnection::enter_state(TcpState state) {
-  BYPASS_LOG(Debug, "tcp", "%u -> %s:%u %s -> %s", tuple_.local_port,
-             tuple_.remote_ip.to_string().c_str(), tuple_.remote_port, to_string(state_),
+  BYPASS_LOG(Debug, "tcp", "%u -> %s %s -> %s", tuple_.local_port,
+             endpoint_to_string(tuple_.remote_ip, tuple_.remote_port).c_str(), to_string(state_),
              to_string(state));
   state_ = state;
   if (state == TcpState::Established && settings_.keepalive)
@@ -612,9 +638,7 @@ std::string TcpConnection::describe() const {
   const auto ms = [](Duration d) {
     return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
   };
-  std::string out = tuple_.local_ip.to_string() + ":" + std::to_string(tuple_.local_port) + " " +
-                    tuple_.remote_ip.to_string() + ":" + std::to_string(tuple_.remote_port) + " " +
-                    to_string(state_);
+  std::string out = tuple_.to_string() + " " + to_string(state_);
   out += " snd_una=" + std::to_string(snd_una_ - iss_) + " snd_nxt=" + std::to_string(snd_nxt_ - iss_) +
          " snd_max=" + std::to_string(snd_max_ - iss_) +
          " send_end=" + std::to_string(send_end() - iss_) +

@@ -5,6 +5,7 @@
 // abort(), and an event handler called on readiness and state changes.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "base/buffer_list.h"
 #include "stack/inet/congestion.h"
 #include "stack/inet/inet_options.h"
+#include "stack/inet/ip_address.h"
 #include "stack/inet/tcp_frto.h"
 #include "stack/inet/tcp_rack.h"
 #include "stack/inet/tcp_reassembly.h"
@@ -34,16 +36,27 @@ enum class TcpState {
 };
 const char* to_string(TcpState state);
 
+// A connection's addresses and ports; both addresses are of one family (IPv4 or IPv6).
 struct FourTuple {
-  Ipv4Address local_ip;
+  IpAddress local_ip;
   uint16_t local_port = 0;
-  Ipv4Address remote_ip;
+  IpAddress remote_ip;
   uint16_t remote_port = 0;
   bool operator==(const FourTuple&) const = default;
+  bool is_v6() const { return remote_ip.is_v6(); }
+  // "local remote", each as endpoint_to_string ("[v6]:port" for IPv6).
+  std::string to_string() const {
+    return endpoint_to_string(local_ip, local_port) + " " + endpoint_to_string(remote_ip, remote_port);
+  }
 };
 struct FourTupleHash {
   size_t operator()(const FourTuple& t) const {
-    uint64_t a = uint64_t{t.local_ip.value} << 32 | t.remote_ip.value;
+    // The low words hold an IPv4 address (with the constant mapped prefix) or an IPv6 address's
+    // interface identifier; the high words are zero for IPv4. Rotating the remote word apart from
+    // the local one keeps the IPv4 mix what it was (both addresses in one 64-bit word), at the
+    // cost of two loads and two XORs for the high words.
+    uint64_t a = t.local_ip.low_word() ^ std::rotl(t.remote_ip.low_word(), 32) ^
+                 t.local_ip.high_word() ^ std::rotl(t.remote_ip.high_word(), 16);
     uint64_t b = uint64_t{t.local_port} << 16 | t.remote_port;
     uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
     return static_cast<size_t>(h ^ (h >> 29));
@@ -134,8 +147,19 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void open_passive(const TcpSegment& syn, uint32_t iss);
   void open_from_cookie(const TcpSegment& ack, uint32_t iss, uint16_t mss);
   void on_segment(TcpSegment&& segment);
+  // A validated report that `mtu` is the path MTU: lowers the SMSS and, when it shrank, resends
+  // the flight in smaller segments.
   void on_path_mtu(uint16_t mtu);
+  // Sets path_mtu_ (at most the link MTU) and the effective SMSS from it.
+  void set_path_mtu(uint16_t mtu);
+  // IPv6: caps the SMSS at the destination's path MTU as Ipv6Layer enforces it (see the .cc).
+  void follow_destination_mtu();
   void on_unreachable();
+  // IP header bytes in front of every segment: 20 (IPv4 without options) or 40 (IPv6).
+  uint32_t ip_header_length() const { return tuple_.is_v6() ? 40u : 20u; }
+  // IPv6: the upper-layer reachability hint to the neighbour cache, rate-limited.
+  void confirm_reachability(TimePoint now);
+  static constexpr Duration kReachabilityHintInterval = std::chrono::seconds(1);
 
   // Receive processing (RFC 9293 §3.10.7).
   void on_segment_syn_sent(TcpSegment& segment);
@@ -227,6 +251,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t mss_ = 536;        // SMSS: payload per full segment (options for timestamps excluded)
   uint16_t peer_mss_ = 536;   // RFC 9293 §3.7.1 default
   uint16_t path_mtu_ = 1500;
+  TimePoint last_reachability_hint_{-kReachabilityHintInterval};
   uint8_t snd_wscale_ = 0, rcv_wscale_ = 0;
   bool wscale_ok_ = false;     // both sides sent the window scale option
   uint32_t ts_offset_ = 0;    // RFC 7323 §5.4: per-connection random timestamp offset

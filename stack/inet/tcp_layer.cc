@@ -1,6 +1,7 @@
 #include "stack/inet/tcp_layer.h"
 
 #include <algorithm>
+#include <bit>
 #include <tuple>
 
 #include "base/log.h"
@@ -39,9 +40,10 @@ std::shared_ptr<TcpConnection> TcpListener::accept() {
   return connection;
 }
 
-TcpLayer::TcpLayer(const InetSettings& settings, TimerService& timers, Ipv4Layer& ip,
-                   PacketDevice& device, InetStats& stats, uint64_t secret_seed)
-    : settings_(settings), timers_(timers), ip_(ip), device_(device), stats_(stats),
+TcpLayer::TcpLayer(const InetSettings& settings, TimerService& timers, Ipv4Layer& ip, Ipv6Layer& ip6,
+                   NeighborCache& neighbors, PacketDevice& device, InetStats& stats, uint64_t secret_seed)
+    : settings_(settings), timers_(timers), ip_(ip), ip6_(ip6), neighbors_(neighbors), device_(device),
+      stats_(stats),
       gro_(stats, [this](const FourTuple& tuple, TcpSegment&& segment) { dispatch(tuple, std::move(segment)); }) {
   secret_[0] = mix64(secret_seed ^ 0x243f6a8885a308d3ull);
   secret_[1] = mix64(secret_[0] ^ 0x13198a2e03707344ull);
@@ -61,9 +63,12 @@ TcpLayer::~TcpLayer() {
 
 uint64_t TcpLayer::keyed_hash(const FourTuple& t, uint64_t extra) const {
   // Keyed mixing of the 4-tuple with a per-stack random secret (RFC 6528 §3 asks for a
-  // pseudorandom function of the connection-id and a secret). Not a cryptographic MAC.
+  // pseudorandom function of the connection-id and a secret). Not a cryptographic MAC. All 32
+  // octets of the two addresses go in, so IPv6 peers differing anywhere get unrelated ISNs.
   uint64_t h = secret_[0];
-  h = mix64(h ^ (uint64_t{t.local_ip.value} << 32 | t.remote_ip.value));
+  h = mix64(h ^ t.local_ip.low_word() ^ std::rotl(t.remote_ip.low_word(), 32));
+  h = mix64(h ^ t.local_ip.high_word());
+  h = mix64(h ^ t.remote_ip.high_word());
   h = mix64(h ^ (uint64_t{t.local_port} << 16 | t.remote_port) ^ secret_[1]);
   return mix64(h ^ extra);
 }
@@ -106,14 +111,28 @@ std::shared_ptr<TcpConnection> TcpLayer::find(const FourTuple& tuple) const {
   return connection ? *connection : nullptr;
 }
 
-std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t remote_port,
+IpAddress TcpLayer::local_address(const IpAddress& remote) const {
+  return remote.is_v4() ? IpAddress(settings_.address) : IpAddress(settings_.ipv6.address);
+}
+
+std::shared_ptr<TcpConnection> TcpLayer::connect(IpAddress remote, uint16_t remote_port,
                                                  uint16_t local_port) {
-  Ipv4Address hop;
-  if (!ip_.next_hop(remote, hop) || remote_port == 0) {
+  bool routed = false;
+  if (remote.is_v4()) {
+    Ipv4Address hop;
+    routed = ip_.next_hop(remote.v4(), hop);
+  } else {
+    // Unicast only, and only with an address of our own (Ipv6Layer sends nothing without one).
+    Ipv6Address hop;
+    const Ipv6Address v6 = remote.v6();
+    routed = !settings_.ipv6.address.is_unspecified() && !v6.is_multicast() && !v6.is_unspecified() &&
+             ip6_.next_hop(v6, hop);
+  }
+  if (!routed || remote_port == 0) {
     ++stats_.tx_no_route;
     return nullptr;
   }
-  FourTuple tuple{settings_.address, local_port, remote, remote_port};
+  FourTuple tuple{local_address(remote), local_port, remote, remote_port};
   if (local_port != 0) {
     if (connections_.contains(tuple)) return nullptr;
   } else {
@@ -136,14 +155,21 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(Ipv4Address remote, uint16_t re
   return connection;
 }
 
-uint32_t TcpLayer::max_large_segment_bytes() const {
+uint32_t TcpLayer::max_large_segment_bytes(const FourTuple& tuple) const {
+  if (tuple.is_v6()) return 0;  // see the header: no IPv6 large segments yet
   const DeviceCapabilities caps = device_.capabilities();
   return caps.tx_tcp_checksum ? std::min<uint32_t>(caps.tx_large_segment_bytes, 65535) : 0;
 }
 
+uint32_t TcpLayer::path_mtu(const FourTuple& tuple) const {
+  return tuple.is_v6() ? ip6_.path_mtu(tuple.remote_ip.v6()) : device_.mtu();
+}
+
 void TcpLayer::send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload,
                             uint16_t segment_payload) {
+  if (tuple.is_v6()) return send_segment_v6(tuple, header, std::move(payload));
   size_t header_length = header.emitted_length();
+  const Ipv4Address source = tuple.local_ip.v4(), destination = tuple.remote_ip.v4();
   BufferSegment head = BufferSegment::allocate(kFrameHeadroom + header_length);
   auto* tcp = reinterpret_cast<uint8_t*>(head.data()) + kFrameHeadroom;
   header.emit(tcp);
@@ -152,16 +178,16 @@ void TcpLayer::send_segment(const FourTuple& tuple, const TcpHeader& header, Buf
   if (segment_payload != 0) {
     // Cut by the device (TSO, or software below the stack), which sums each piece: the field
     // holds the pseudo-header sum without the length (DPDK's TSO convention).
-    store_be16(tcp + 16, tcp_pseudo_header_sum(tuple.local_ip, tuple.remote_ip, 0));
+    store_be16(tcp + 16, tcp_pseudo_header_sum(source, destination, 0));
     frame.tx.tcp_checksum = true;
     frame.tx.segment_payload = segment_payload;
   } else if (device_.capabilities().tx_tcp_checksum) {
     // The NIC completes the sum; it expects the pseudo-header sum in the field (DPDK convention).
-    store_be16(tcp + 16, tcp_pseudo_header_sum(tuple.local_ip, tuple.remote_ip, tcp_length));
+    store_be16(tcp + 16, tcp_pseudo_header_sum(source, destination, tcp_length));
     frame.tx.tcp_checksum = true;
   } else {
     ChecksumAccumulator sum;
-    sum.add_u16(tcp_pseudo_header_sum(tuple.local_ip, tuple.remote_ip, tcp_length));
+    sum.add_u16(tcp_pseudo_header_sum(source, destination, tcp_length));
     sum.add(tcp, header_length);
     sum.add(payload, 0, payload.length());
     store_be16(tcp + 16, sum.finish());
@@ -170,12 +196,10 @@ void TcpLayer::send_segment(const FourTuple& tuple, const TcpHeader& header, Buf
   frame.data.append(std::move(head));
   frame.data.append(std::move(payload));
   ++stats_.tcp_segments_sent;
-  ip_.send(tuple.remote_ip, IpProtocol::Tcp, std::move(frame));
+  ip_.send(destination, IpProtocol::Tcp, std::move(frame));
 }
 
 void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
-  const char* error = nullptr;
-  TcpSegment segment;
   if (packet.rx_l4_checksum == RxChecksum::Bad ||
       (packet.rx_l4_checksum == RxChecksum::Unknown &&
        tcp_checksum(ip.source, ip.destination, packet.data) != 0)) {
@@ -183,16 +207,28 @@ void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
     BYPASS_LOG(Debug, "tcp", "dropped segment from %s: bad checksum", ip.source.to_string().c_str());
     return;
   }
+  if (ip.destination.is_broadcast()) {
+    ++stats_.rx_malformed_tcp;
+    BYPASS_LOG(Debug, "tcp", "dropped segment from %s: to a broadcast address", ip.source.to_string().c_str());
+    return;
+  }
+  // Merging needs the plain 20-byte IP header of every datagram it joins (tcp_gro.h).
+  const bool coalescable = ip.header_length == Ipv4Header::kMinLength && !packet.rx_reassembled;
+  receive_verified(ip.source, ip.destination, std::move(packet), coalescable);
+}
+
+void TcpLayer::receive_verified(const IpAddress& source, const IpAddress& destination, Packet&& packet,
+                                bool coalescable) {
+  TcpSegment segment;
   uint8_t raw[TcpHeader::kMaxLength];
   size_t copy = std::min(packet.data.length(), sizeof(raw));
   packet.data.copy_out(0, copy, raw);
-  error = TcpHeader::parse(raw, copy, segment.header);
-  if (!error && ip.destination.is_broadcast()) error = "tcp: segment to a broadcast address";
+  const char* error = TcpHeader::parse(raw, copy, segment.header);
   if (!error && segment.header.has(kTcpSyn) && segment.header.has(kTcpFin))
     error = "tcp: SYN and FIN together";
   if (error) {
     ++stats_.rx_malformed_tcp;
-    BYPASS_LOG(Debug, "tcp", "dropped segment from %s: %s", ip.source.to_string().c_str(), error);
+    BYPASS_LOG(Debug, "tcp", "dropped segment from %s: %s", source.to_string().c_str(), error);
     return;
   }
   ++stats_.tcp_segments_received;
@@ -206,10 +242,7 @@ void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
     ++stats_.tcp_lro_frames;
     stats_.tcp_lro_segments += segment.segments;
   }
-  FourTuple tuple{ip.destination, segment.header.destination_port, ip.source,
-                  segment.header.source_port};
-  // Merging needs the plain 20-byte IP header of every datagram it joins (tcp_gro.h).
-  const bool coalescable = ip.header_length == Ipv4Header::kMinLength && !packet.rx_reassembled;
+  FourTuple tuple{destination, segment.header.destination_port, source, segment.header.source_port};
   gro_.receive(tuple, std::move(segment), coalescable);
 }
 
@@ -306,8 +339,11 @@ void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegm
     // RFC 4987 §3.6: answer statelessly; the ISN encodes what we need to rebuild the connection.
     uint16_t peer_mss = segment.header.options.mss.value_or(536);
     uint8_t index = 0;
+    // What a segment to this peer may carry: the path MTU less 40 (IPv4) or 60 (IPv6) bytes of
+    // IP and TCP header (RFC 9293 §3.7.1, RFC 8200 §5).
+    const uint16_t our_mss = static_cast<uint16_t>(path_mtu(tuple) - (tuple.is_v6() ? 60u : 40u));
     for (uint8_t i = 0; i < 8; ++i)
-      if (kCookieMss[i] <= peer_mss && kCookieMss[i] <= device_.mtu() - 40) index = i;
+      if (kCookieMss[i] <= peer_mss && kCookieMss[i] <= our_mss) index = i;
     uint32_t counter = static_cast<uint32_t>(timers_.now() / kCookiePeriod);
     TcpHeader synack;
     synack.source_port = tuple.local_port;
@@ -316,7 +352,7 @@ void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegm
     synack.ack = segment.header.seq + 1;
     synack.flags = kTcpSyn | kTcpAck;
     synack.window = static_cast<uint16_t>(std::min<size_t>(settings_.tcp.rcv_buffer, 65535));
-    synack.options.mss = static_cast<uint16_t>(device_.mtu() - 40);
+    synack.options.mss = our_mss;
     ++stats_.tcp_syn_cookies_sent;
     send_segment(tuple, synack, {});
     return;

@@ -1,6 +1,7 @@
 // TCP for one stack instance: the connection table, listeners (SYN backlog, accept queue, SYN
 // cookies), demultiplexing, RST generation for segments that match nothing (RFC 9293 §3.10.7.1),
-// ISN generation (RFC 6528), ephemeral ports, and the checksum on output and input.
+// ISN generation (RFC 6528), ephemeral ports, and the checksum on output and input. Over IPv4 and
+// IPv6 alike: a connection's family is its tuple's (FourTuple::is_v6), a listener takes both.
 #pragma once
 
 #include <functional>
@@ -12,6 +13,7 @@
 #include "stack/inet/inet_options.h"
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/ipv4_layer.h"
+#include "stack/inet/ipv6_layer.h"
 #include "stack/inet/tcp_connection.h"
 #include "stack/inet/tcp_gro.h"
 #include "stack/inet/tuple_table.h"
@@ -57,25 +59,32 @@ class TcpLayer {
   // lands on the calling worker's queue).
   using PortFilter = std::function<bool(const FourTuple&)>;
 
-  TcpLayer(const InetSettings& settings, TimerService& timers, Ipv4Layer& ip, PacketDevice& device,
-           InetStats& stats, uint64_t secret_seed);
+  TcpLayer(const InetSettings& settings, TimerService& timers, Ipv4Layer& ip, Ipv6Layer& ip6,
+           NeighborCache& neighbors, PacketDevice& device, InetStats& stats, uint64_t secret_seed);
   ~TcpLayer();
 
-  // nullptr when the port is already listened on.
+  // nullptr when the port is already listened on. The listener takes SYNs of both families.
   std::shared_ptr<TcpListener> listen(uint16_t port);
   void stop_listening(const std::shared_ptr<TcpListener>& listener);
-  // Active open; `local_port` 0 picks an ephemeral port. nullptr when no port or route is free.
-  std::shared_ptr<TcpConnection> connect(Ipv4Address remote, uint16_t remote_port,
+  // Active open; `local_port` 0 picks an ephemeral port. nullptr when no port or route is free
+  // (an IPv6 remote without an IPv6 address of our own has no route).
+  std::shared_ptr<TcpConnection> connect(IpAddress remote, uint16_t remote_port,
                                          uint16_t local_port = 0);
   void set_port_filter(PortFilter filter) { port_filter_ = std::move(filter); }
 
   // From Ipv4Layer. Between begin_burst() and end_burst() segments may be coalesced (tcp_gro.h,
   // with tcp.gro); end_burst() hands TCP what is still held.
   void receive(const Ipv4Header& ip, Packet&& packet);
+  // From Ipv6Layer: `ip.payload_length` is the TCP segment's length (the pseudo-header's, RFC 8200
+  // §8.1), whatever extension headers preceded it.
+  void receive(const Ipv6Header& ip, Packet&& packet);
   void begin_burst();
   void end_burst();
   void on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quoted, const uint8_t* l4,
                       size_t l4_length);
+  // From Icmpv6Layer: an ICMPv6 error about a packet we sent (Icmpv6Layer::ErrorReceiver).
+  void on_icmpv6_error(const Icmpv6Header& error, const Ipv6Header& quoted, const uint8_t* after_header,
+                       size_t length);
 
   size_t connection_count() const { return connections_.size(); }
   // Connections not yet closed in both directions (every state but TIME-WAIT; closed ones leave
@@ -100,8 +109,14 @@ class TcpLayer {
   void send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload,
                     uint16_t segment_payload = 0);
   // The largest IPv4 datagram one TCP segment may fill (DeviceCapabilities::tx_large_segment_bytes);
-  // 0 when every segment must fit the MTU.
-  uint32_t max_large_segment_bytes() const;
+  // 0 when every segment must fit the MTU. Always 0 for an IPv6 connection: the device offload
+  // flags (TxOffload) describe IPv4 only so far, so IPv6 sends MTU-sized segments (no TSO/GSO).
+  uint32_t max_large_segment_bytes(const FourTuple& tuple) const;
+  // The MTU segments of `tuple` must fit: the link MTU for IPv4 (Fragmentation Needed reaches the
+  // connection instead), the destination's path MTU (ipv6_path_mtu.h) for IPv6.
+  uint32_t path_mtu(const FourTuple& tuple) const;
+  // RFC 4861 §7.3.1 upper-layer hint for the first hop towards an IPv6 `remote`.
+  void confirm_reachable(const IpAddress& remote);
   void on_established(TcpConnection& connection);
   void on_closed(TcpConnection& connection);
   bool allow_challenge_ack();
@@ -112,6 +127,12 @@ class TcpLayer {
   const TcpSettings& settings() const { return settings_.tcp; }
 
  private:
+  // Header parsing and the checks shared by both families, after the checksum; hands the segment
+  // to GRO. `coalescable`: the IP layer allows merging it (tcp_gro.h).
+  void receive_verified(const IpAddress& source, const IpAddress& destination, Packet&& packet,
+                        bool coalescable);
+  // Our address of the family of `remote`.
+  IpAddress local_address(const IpAddress& remote) const;
   // A parsed segment (or coalesced unit) to its connection or listener.
   void dispatch(const FourTuple& tuple, TcpSegment&& segment);
   // `iss`: the initial send sequence number if the SYN gets a connection (not a cookie).
@@ -122,11 +143,15 @@ class TcpLayer {
   uint32_t make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32_t counter,
                        uint8_t mss_index) const;
   void send_reset_for(const FourTuple& tuple, const TcpSegment& segment);
+  // send_segment for an IPv6 tuple (tcp_layer_ipv6.cc).
+  void send_segment_v6(const FourTuple& tuple, const TcpHeader& header, BufferList payload);
   uint64_t keyed_hash(const FourTuple& tuple, uint64_t extra) const;
 
   const InetSettings& settings_;
   TimerService& timers_;
   Ipv4Layer& ip_;
+  Ipv6Layer& ip6_;
+  NeighborCache& neighbors_;
   PacketDevice& device_;
   InetStats& stats_;
   uint64_t secret_[2];

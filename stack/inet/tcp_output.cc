@@ -49,6 +49,7 @@ void TcpConnection::output() {
   if (state_ != TcpState::Established && state_ != TcpState::CloseWait &&
       state_ != TcpState::FinWait1 && state_ != TcpState::Closing && state_ != TcpState::LastAck)
     return;
+  if (tuple_.is_v6()) follow_destination_mtu();
   bool sack_recovery = in_recovery_ && sack_enabled_;
   for (int guard = 0; guard < 1 << 16; ++guard) {
     if (sack_recovery) {
@@ -121,7 +122,9 @@ void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bo
     rcv_adv_ = rcv_nxt_ + static_cast<uint32_t>(std::min<size_t>(settings_.rcv_buffer, 65535));
     h.window = static_cast<uint16_t>(std::min<size_t>(settings_.rcv_buffer, 65535));
     bool active = !(flags & kTcpAck);
-    h.options.mss = static_cast<uint16_t>(layer_.mtu() - 40);
+    // RFC 9293 §3.7.1 / RFC 8200 §5: what fits one packet less the IP and TCP headers; over IPv6
+    // the path MTU already known for the destination (ipv6_path_mtu.h) less 60.
+    h.options.mss = static_cast<uint16_t>(tuple_.is_v6() ? path_mtu_ - 60u : layer_.mtu() - 40u);
     if (active ? settings_.window_scale : wscale_ok_) h.options.window_scale = rcv_wscale_;
     if (active ? settings_.sack : sack_enabled_) h.options.sack_permitted = true;
     if (active ? settings_.timestamps : ts_enabled_)

@@ -12,7 +12,7 @@ namespace {
 double ms(inet::Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double seconds(inet::Duration d) { return std::chrono::duration<double>(d).count(); }
 
-std::string endpoint(inet::Ipv4Address ip, uint16_t port) { return ip.to_string() + ":" + std::to_string(port); }
+std::string endpoint(const inet::IpAddress& ip, uint16_t port) { return inet::endpoint_to_string(ip, port); }
 
 }  // namespace
 

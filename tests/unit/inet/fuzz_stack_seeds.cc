@@ -7,6 +7,7 @@
 #include "stack/inet/wire/ethernet.h"
 #include "stack/inet/wire/icmpv6.h"
 #include "stack/inet/wire/ipv6.h"
+#include "stack/inet/wire/tcp.h"
 #include "tests/unit/inet/fuzz_stack.h"
 
 namespace bypass::inet::fuzz {
@@ -119,6 +120,30 @@ std::string icmpv6_message(const Ipv6Address& to, uint8_t type, uint32_t rest, c
   return message + body;
 }
 
+// A TCP segment from the peer's IPv6 address to ours with a correct checksum (RFC 8200 §8.1).
+std::string tcp6_segment(uint16_t source_port, uint16_t destination_port, uint32_t seq, uint8_t flags,
+                         bool syn_options) {
+  TcpHeader h;
+  h.source_port = source_port;
+  h.destination_port = destination_port;
+  h.seq = seq;
+  h.flags = flags;
+  h.window = 65535;
+  if (syn_options) {
+    h.options.mss = 1440;
+    h.options.window_scale = 7;
+    h.options.sack_permitted = true;
+    h.options.timestamp = std::make_pair(100u, 0u);
+  }
+  std::string segment(h.emitted_length(), '\0');
+  auto* bytes = reinterpret_cast<uint8_t*>(segment.data());
+  h.emit(bytes);
+  BufferList b;
+  b.append_copy(segment);
+  store_be16(bytes + 16, tcp_checksum(kPeerIpv6, kOurIpv6, b));
+  return segment;
+}
+
 std::string fragment_header(uint16_t offset, bool more, uint32_t id) {
   std::string header(Ipv6FragmentHeader::kLength, '\0');
   Ipv6FragmentHeader f;
@@ -202,6 +227,25 @@ std::vector<testing::FuzzSeed> make_seeds() {
     p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Icmpv6, icmpv6_message(kOurIpv6, Icmpv6Header::kPacketTooBig, 1300, quoted)));
     p.advance(3, 2);
     seeds.push_back({"ipv6-nd-echo-fragments", p.take()});
+  }
+  {  // TCP over IPv6: a SYN with every option to the listener (answered with a SYN-ACK once ND
+     // resolves the peer), a SYN to a closed port (answered with a RST), and a SYN whose
+     // checksum is wrong (dropped)
+    Program p(0x80);
+    const Ipv6Address group = kOurIpv6.solicited_node_multicast();
+    NeighborSolicitation ns;
+    ns.target = kOurIpv6;
+    ns.options.source_link_layer = kPeerMacAddress;
+    std::string solicitation(ns.emitted_length(), '\0');
+    ns.emit(reinterpret_cast<uint8_t*>(solicitation.data()), kPeerIpv6, group);
+    p.raw(ipv6_frame(group.multicast_mac(), group, kIpv6Icmpv6, solicitation, 255));
+    p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Tcp, tcp6_segment(1000, 80, 7000, kSyn, true)));
+    p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Tcp, tcp6_segment(1001, 81, 9000, kSyn, false)));
+    std::string bad = tcp6_segment(1002, 80, 11000, kSyn, true);
+    bad[4] ^= 1;
+    p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Tcp, bad));
+    p.advance(3, 2);
+    seeds.push_back({"ipv6-tcp-syn", p.take()});
   }
   return seeds;
 }

@@ -1,0 +1,103 @@
+// TcpLayer's IPv6 edges: input from Ipv6Layer, output through it, and ICMPv6 errors about our
+// segments. Everything between (demultiplexing, listeners, cookies, the connections) is shared
+// with IPv4 in tcp_layer.cc: the family lives in the tuple.
+#include <algorithm>
+
+#include "base/log.h"
+#include "stack/inet/tcp_layer.h"
+#include "stack/inet/wire/checksum.h"
+#include "stack/inet/wire/icmpv6.h"
+
+namespace bypass::inet {
+
+void TcpLayer::receive(const Ipv6Header& ip, Packet&& packet) {
+  // RFC 8200 §8.1: the checksum covers the pseudo-header with the upper-layer length, which is
+  // `ip.payload_length` as Ipv6Layer delivers it (extension headers excluded) and the length of
+  // `packet.data`. Unlike IPv4 there is no header checksum below, so this is the only check.
+  if (packet.rx_l4_checksum == RxChecksum::Bad ||
+      (packet.rx_l4_checksum == RxChecksum::Unknown &&
+       tcp_checksum(ip.source, ip.destination, packet.data) != 0)) {
+    ++stats_.tcp_bad_checksum;
+    BYPASS_LOG(Debug, "tcp", "dropped segment from %s: bad checksum", ip.source.to_string().c_str());
+    return;
+  }
+  // TCP is unicast (RFC 9293 §3.9.1 ties a connection to one remote address): Ipv6Layer also
+  // accepts our multicast groups, and a source must be a unicast address we could answer.
+  if (ip.destination.is_multicast() || ip.source.is_multicast() || ip.source.is_unspecified() ||
+      IpAddress(ip.source).is_v4()) {
+    ++stats_.rx_malformed_tcp;
+    BYPASS_LOG(Debug, "tcp", "dropped segment from %s: not unicast", ip.source.to_string().c_str());
+    return;
+  }
+  // GRO merges at the TCP level only, so an IPv6 segment may join a unit like an IPv4 one; as
+  // there, reassembled packets and device-merged ones (LRO) stay on their own (tcp_gro.h).
+  const bool coalescable = !packet.rx_reassembled;
+  receive_verified(ip.source, ip.destination, std::move(packet), coalescable);
+}
+
+void TcpLayer::send_segment_v6(const FourTuple& tuple, const TcpHeader& header, BufferList payload) {
+  const size_t header_length = header.emitted_length();
+  BufferSegment head = BufferSegment::allocate(kIpv6FrameHeadroom + header_length);
+  auto* tcp = reinterpret_cast<uint8_t*>(head.data()) + kIpv6FrameHeadroom;
+  header.emit(tcp);
+  const size_t tcp_length = header_length + payload.length();
+  const Ipv6Address source = tuple.local_ip.v6(), destination = tuple.remote_ip.v6();
+  // Always summed here: the device's TCP checksum offload is set up for IPv4 frames only so far
+  // (TxOffload has no IPv6 flag), and IPv6 has no large segments (max_large_segment_bytes).
+  ChecksumAccumulator sum;
+  add_ipv6_pseudo_header(sum, source, destination, static_cast<uint32_t>(tcp_length), kIpv6Tcp);
+  sum.add(tcp, header_length);
+  sum.add(payload, 0, payload.length());
+  store_be16(tcp + 16, sum.finish());
+  Packet frame;
+  frame.tx.l4_length = static_cast<uint8_t>(header_length);
+  frame.data.append(std::move(head));
+  frame.data.append(std::move(payload));
+  ++stats_.tcp_segments_sent;
+  // No fragmentation (RFC 8200 §5 leaves it to the source, and TCP sizes segments to the path
+  // MTU instead): a segment too big is dropped and counted by Ipv6Layer, and resent smaller.
+  ip6_.send(destination, kIpv6Tcp, std::move(frame), /*allow_fragment=*/false);
+}
+
+void TcpLayer::on_icmpv6_error(const Icmpv6Header& error, const Ipv6Header& quoted, const uint8_t* after_header,
+                               size_t length) {
+  // Our segments never carry extension headers, so a quote of one has TCP right after the fixed
+  // header; anything else is not about a segment of ours.
+  if (quoted.next_header != kIpv6Tcp || length < 8) return;
+  const FourTuple tuple{quoted.source, load_be16(after_header), quoted.destination, load_be16(after_header + 2)};
+  auto connection = find(tuple);
+  if (!connection) return;
+  // RFC 5927 §4.1 (as Linux's tcp_v6_err): act only when the quoted sequence number is in flight,
+  // which a blind attacker must guess.
+  const uint32_t seq = load_be32(after_header + 4);
+  if (!seq_in(seq, connection->snd_una_, connection->snd_max_ + 1)) return;
+  switch (error.type) {
+    case Icmpv6Header::kPacketTooBig: {
+      // RFC 8201 §4: never below the IPv6 minimum MTU; Icmpv6Layer already updated the
+      // destination's entry, the connection now resends its flight smaller (§5.4).
+      const uint32_t mtu = std::clamp<uint32_t>(error.rest, Ipv6Header::kMinimumMtu, device_.mtu());
+      connection->on_path_mtu(static_cast<uint16_t>(mtu));
+      break;
+    }
+    case Icmpv6Header::kDestinationUnreachable:
+      // RFC 4443 §3.1 with RFC 1122 §4.2.3.9 / RFC 5461 §4: port unreachable is a hard error (as
+      // IPv4's port and protocol unreachable); no route, prohibited, beyond scope, address
+      // unreachable, source policy and reject route are soft: the connection keeps retransmitting.
+      if (error.code == Icmpv6Header::kPortUnreachable) connection->on_unreachable();
+      break;
+    case Icmpv6Header::kParameterProblem:
+      // RFC 4443 §3.4 code 1, unrecognized Next Header: the peer has no TCP, IPv4's protocol
+      // unreachable.
+      if (error.code == 1) connection->on_unreachable();
+      break;
+    default:
+      break;  // Time Exceeded: soft (RFC 1122 §4.2.3.9)
+  }
+}
+
+void TcpLayer::confirm_reachable(const IpAddress& remote) {
+  Ipv6Address hop;
+  if (remote.is_v6() && ip6_.next_hop(remote.v6(), hop)) neighbors_.confirm_reachable(hop);
+}
+
+}  // namespace bypass::inet

@@ -1,0 +1,419 @@
+// TCP over IPv6 (RFC 9293 over RFC 8200): two stacks with both families on the in-memory wire.
+// Handshake and bulk transfer, options in the SYN, both families on one listening port, RST and
+// checksum handling, Packet Too Big (RFC 8201, validated as RFC 5927 asks), SYN cookies.
+#include <algorithm>
+#include <cstring>
+
+#include "tests/unit/inet/harness.h"
+#include "tests/unit/inet/ipv6_frames.h"
+
+namespace bypass::inet::test {
+namespace {
+
+InetSettings dual_stack(InetSettings s = {}) {
+  s.ipv6.address = v6("2001:db8::");  // TwoHosts makes it 2001:db8::1 (a) and 2001:db8::2 (b)
+  return s;
+}
+
+// One IPv6 TCP segment seen on the wire.
+struct Seen6 {
+  int from;
+  TcpHeader header;
+  size_t payload;
+  size_t ip_packet;  // the IPv6 packet's length, header included
+};
+
+// Parses an Ethernet frame holding IPv6 + TCP (no extension headers); false for anything else.
+bool parse_tcp6(const std::vector<uint8_t>& bytes, Seen6& out) {
+  if (bytes.size() < 14 + 40 + 20 || load_be16(bytes.data() + 12) != 0x86dd || bytes[14 + 6] != kIpv6Tcp)
+    return false;
+  const size_t payload_length = load_be16(bytes.data() + 14 + 4);
+  if (14 + 40 + payload_length > bytes.size()) return false;
+  if (TcpHeader::parse(bytes.data() + 54, payload_length, out.header)) return false;
+  out.payload = payload_length - out.header.header_length;
+  out.ip_packet = 40 + payload_length;
+  return true;
+}
+
+// Whether the TCP checksum of the IPv6 frame `bytes` verifies (RFC 8200 §8.1 pseudo-header).
+bool checksum_ok(const std::vector<uint8_t>& bytes) {
+  const Ipv6Address src = Ipv6Address::from_bytes(bytes.data() + 14 + 8);
+  const Ipv6Address dst = Ipv6Address::from_bytes(bytes.data() + 14 + 24);
+  const size_t payload_length = load_be16(bytes.data() + 14 + 4);
+  BufferList segment;
+  segment.append_copy(bytes.data() + 54, payload_length);
+  return tcp_checksum(src, dst, segment) == 0;
+}
+
+void record6(TwoHosts& hosts, std::vector<Seen6>& out) {
+  hosts.wire.tap = [&out](int from, std::vector<uint8_t>& bytes) {
+    Seen6 s{from, {}, 0, 0};
+    if (parse_tcp6(bytes, s)) out.push_back(s);
+    return true;
+  };
+}
+
+// a connects to b:`port` over IPv6; {client, server} once both are established.
+std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect6(TwoHosts& hosts,
+                                                                                   uint16_t port = 80) {
+  auto listener = hosts.b->tcp().listen(port);
+  if (!listener) return {};
+  auto client = hosts.a->tcp().connect(hosts.settings_b.ipv6.address, port);
+  if (!client) return {};
+  std::shared_ptr<TcpConnection> server;
+  hosts.run_until([&] {
+    if (!server) server = listener->accept();
+    return server && client->established();
+  }, 60s);
+  hosts.b->tcp().stop_listening(listener);
+  return {client, server};
+}
+
+void inject(InetStack& stack, const Bytes& frame) {
+  Packet packet;
+  packet.data.append(BufferSegment::copy_of(frame.data(), frame.size()));
+  stack.receive(std::move(packet));
+}
+
+// A Packet Too Big from b's address to a, quoting an IPv6/TCP header of a's connection `c`
+// with sequence number `seq` (RFC 4443 §3.2).
+Bytes packet_too_big(TwoHosts& hosts, const TcpConnection& c, uint32_t seq, uint32_t mtu, uint16_t port_offset = 0) {
+  Bytes tcp(20);
+  store_be16(tcp.data(), static_cast<uint16_t>(c.tuple().local_port + port_offset));
+  store_be16(tcp.data() + 2, c.tuple().remote_port);
+  store_be32(tcp.data() + 4, seq);
+  tcp[12] = 5 << 4;
+  tcp[13] = kTcpAck;
+  tcp.resize(1200);  // a quote of a full-sized segment: header and the start of its payload
+  const Ipv6Address& a = hosts.settings_a.ipv6.address;
+  const Ipv6Address& b = hosts.settings_b.ipv6.address;
+  Bytes quoted = ipv6(a, b, kIpv6Tcp, tcp);
+  return ethernet(mac_of(1), mac_of(2), ipv6(b, a, kIpv6Icmpv6, icmpv6(b, a, Icmpv6Header::kPacketTooBig, 0, mtu, quoted)));
+}
+
+TEST(IpAddressTest, FamiliesFormsAndOrder) {
+  const IpAddress v4 = ip_of(7);
+  const IpAddress six = v6("2001:db8::7");
+  EXPECT_TRUE(v4.is_v4());
+  EXPECT_TRUE(six.is_v6());
+  EXPECT_EQ(v4.v4(), ip_of(7));
+  EXPECT_EQ(six.v6(), v6("2001:db8::7"));
+  EXPECT_NE(IpAddress(ip_of(7)), IpAddress(v6("::7")));
+  EXPECT_EQ(IpAddress(v6("::ffff:10.0.0.7")), v4);  // the mapped form is the IPv4 address
+  EXPECT_EQ(endpoint_to_string(v4, 80), "10.0.0.7:80");
+  EXPECT_EQ(endpoint_to_string(six, 80), "[2001:db8::7]:80");
+  EXPECT_EQ(endpoint_to_string(IpAddress(v6("2001:db8:0:0:1:0:0:1")), 1), "[2001:db8::1:0:0:1]:1");  // RFC 5952 §4.2.3
+  EXPECT_LT(IpAddress(ip_of(1)), IpAddress(ip_of(2)));
+  EXPECT_LT(IpAddress(v6("2001:db8::1")), IpAddress(v6("2001:db8::2")));
+  const FourTuple t4{ip_of(1), 80, ip_of(2), 1000}, t6{v6("2001:db8::1"), 80, v6("2001:db8::2"), 1000};
+  EXPECT_FALSE(t4.is_v6());
+  EXPECT_TRUE(t6.is_v6());
+  EXPECT_EQ(t6.to_string(), "[2001:db8::1]:80 [2001:db8::2]:1000");
+  EXPECT_NE(FourTupleHash{}(t6), FourTupleHash{}(FourTuple{v6("2001:db8::1"), 80, v6("2001:db9::2"), 1000}));
+}
+
+TEST(TcpIpv6Test, HandshakeAndFourMebibytesEachWay) {
+  TwoHosts hosts(101, dual_stack());
+  std::vector<Seen6> seen;
+  record6(hosts, seen);
+  auto [client, server] = connect6(hosts);
+  ASSERT_TRUE(client && server && client->established() && server->established());
+  EXPECT_TRUE(client->tuple().is_v6());
+  EXPECT_EQ(client->tuple().remote_ip, IpAddress(hosts.settings_b.ipv6.address));
+  EXPECT_EQ(server->tuple().remote_ip, IpAddress(hosts.settings_a.ipv6.address));
+  EXPECT_EQ(client->tuple().to_string().front(), '[');
+  // MTU 1500 - 40 IPv6 - 20 TCP - 12 timestamps.
+  EXPECT_EQ(client->send_mss(), 1500u - 60u - 12u);
+  TransferResult up = transfer(hosts, client, server, 4 << 20, 120s);
+  EXPECT_TRUE(up.complete);
+  EXPECT_EQ(up.mismatch_at, -1);
+  TransferResult down = transfer(hosts, server, client, 4 << 20, 120s);
+  EXPECT_TRUE(down.complete);
+  EXPECT_EQ(down.mismatch_at, -1);
+  EXPECT_EQ(hosts.a->stats().tcp_bad_checksum + hosts.b->stats().tcp_bad_checksum, 0u);
+  size_t data_segments = 0;
+  for (const Seen6& s : seen) {
+    EXPECT_LE(s.ip_packet, 1500u);
+    EXPECT_LE(s.payload, 1440u);
+    data_segments += s.payload > 0;
+  }
+  EXPECT_GT(data_segments, 2u * (4u << 20) / 1440u);
+  // Nothing went over IPv4.
+  EXPECT_EQ(hosts.a->tcp().connection_count(), 1u);
+  EXPECT_EQ(hosts.b->stats().rx_malformed_tcp, 0u);
+}
+
+TEST(TcpIpv6Test, TransferSurvivesALossyDuplicatingReorderingWire) {
+  TwoHosts hosts(102, dual_stack());
+  auto [client, server] = connect6(hosts);
+  ASSERT_TRUE(client && server);
+  for (Faults& f : hosts.wire.faults) {
+    f.drop = 0.02;
+    f.duplicate = 0.02;
+    f.reorder = 0.05;
+  }
+  TransferResult up = transfer(hosts, client, server, 4 << 20, 600s);
+  EXPECT_TRUE(up.complete);
+  EXPECT_EQ(up.mismatch_at, -1);
+  TransferResult down = transfer(hosts, server, client, 1 << 20, 600s);
+  EXPECT_TRUE(down.complete);
+  EXPECT_EQ(down.mismatch_at, -1);
+  EXPECT_GT(client->retransmitted_segments(), 0u);
+}
+
+// The SYN over IPv6 carries what the SYN over IPv4 does, but MSS = MTU - 60 (RFC 8200 §5).
+TEST(TcpIpv6Test, SynOptionsMatchIpv4ButForTheMss) {
+  auto first_syns = [](bool over_v6) {
+    TwoHosts hosts(103, dual_stack());
+    std::vector<TcpHeader> syns;
+    hosts.wire.tap = [&](int, std::vector<uint8_t>& bytes) {
+      TcpHeader h;
+      if (load_be16(bytes.data() + 12) == 0x86dd) {
+        Seen6 s{};
+        if (parse_tcp6(bytes, s) && s.header.has(kTcpSyn)) syns.push_back(s.header);
+      } else if (bytes.size() >= 54 && load_be16(bytes.data() + 12) == 0x0800 && bytes[14 + 9] == 6 &&
+                 !TcpHeader::parse(bytes.data() + 34, bytes.size() - 34, h) && h.has(kTcpSyn)) {
+        syns.push_back(h);
+      }
+      return true;
+    };
+    auto listener = hosts.b->tcp().listen(80);
+    auto client = over_v6 ? hosts.a->tcp().connect(hosts.settings_b.ipv6.address, 80)
+                          : hosts.a->tcp().connect(ip_of(2), 80);
+    hosts.run_until([&] { return client->established(); }, 5s);
+    return syns;
+  };
+  const auto four = first_syns(false), six = first_syns(true);
+  ASSERT_EQ(four.size(), 2u);  // SYN, SYN-ACK
+  ASSERT_EQ(six.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(four[i].options.mss && six[i].options.mss);
+    EXPECT_EQ(*four[i].options.mss, 1460u);
+    EXPECT_EQ(*six[i].options.mss, 1440u);
+    EXPECT_EQ(four[i].options.window_scale, six[i].options.window_scale);
+    EXPECT_TRUE(six[i].options.window_scale.has_value());
+    EXPECT_EQ(four[i].options.sack_permitted, six[i].options.sack_permitted);
+    EXPECT_TRUE(six[i].options.sack_permitted);
+    EXPECT_EQ(four[i].options.timestamp.has_value(), six[i].options.timestamp.has_value());
+    EXPECT_TRUE(six[i].options.timestamp.has_value());
+    EXPECT_EQ(four[i].window, six[i].window);
+    EXPECT_EQ(four[i].flags, six[i].flags);
+  }
+}
+
+TEST(TcpIpv6Test, OneListenerTakesBothFamiliesAtOnce) {
+  TwoHosts hosts(104, dual_stack());
+  auto listener = hosts.b->tcp().listen(80);
+  ASSERT_TRUE(listener);
+  auto c4 = hosts.a->tcp().connect(ip_of(2), 80);
+  auto c6 = hosts.a->tcp().connect(hosts.settings_b.ipv6.address, 80);
+  ASSERT_TRUE(c4 && c6);
+  std::vector<std::shared_ptr<TcpConnection>> servers;
+  ASSERT_TRUE(hosts.run_until([&] {
+    while (auto c = listener->accept()) servers.push_back(c);
+    return servers.size() == 2 && c4->established() && c6->established();
+  }, 10s));
+  auto s4 = servers[0]->tuple().is_v6() ? servers[1] : servers[0];
+  auto s6 = servers[0]->tuple().is_v6() ? servers[0] : servers[1];
+  EXPECT_FALSE(s4->tuple().is_v6());
+  EXPECT_TRUE(s6->tuple().is_v6());
+  EXPECT_EQ(s4->tuple().remote_ip, IpAddress(ip_of(1)));
+  EXPECT_EQ(s6->tuple().remote_ip, IpAddress(hosts.settings_a.ipv6.address));
+  EXPECT_EQ(c4->send_mss() - c6->send_mss(), 20u);
+  EXPECT_TRUE(transfer(hosts, c4, s4, 256 << 10, 30s).complete);
+  EXPECT_TRUE(transfer(hosts, c6, s6, 256 << 10, 30s).complete);
+  EXPECT_TRUE(transfer(hosts, s6, c6, 256 << 10, 30s).complete);
+  // The diagnostics snapshot shows both, IPv6 in brackets.
+  const auto infos = hosts.b->tcp().connections();
+  ASSERT_EQ(infos.size(), 2u);
+  EXPECT_EQ(std::count_if(infos.begin(), infos.end(), [](const ConnectionInfo& i) { return i.tuple.is_v6(); }), 1);
+}
+
+// RFC 9293 §3.10.7.1: a SYN to a closed port gets <SEQ=0><ACK=SEG.SEQ+1><CTL=RST,ACK>.
+TEST(TcpIpv6Test, SynToAClosedPortIsReset) {
+  TwoHosts hosts(105, dual_stack());
+  std::vector<Seen6> seen;
+  std::vector<bool> sums;
+  hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
+    Seen6 s{from, {}, 0, 0};
+    if (parse_tcp6(bytes, s)) {
+      seen.push_back(s);
+      sums.push_back(checksum_ok(bytes));
+    }
+    return true;
+  };
+  auto client = hosts.a->tcp().connect(hosts.settings_b.ipv6.address, 81);
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(hosts.run_until([&] { return client->state() == TcpState::Closed; }, 5s));
+  EXPECT_EQ(client->error(), TcpError::Refused);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].from, 1);
+  EXPECT_EQ(seen[1].header.flags, kTcpRst | kTcpAck);
+  EXPECT_EQ(seen[1].header.ack, seen[0].header.seq + 1);
+  EXPECT_EQ(seen[1].header.seq, 0u);
+  EXPECT_TRUE(sums[0]);
+  EXPECT_TRUE(sums[1]);
+  EXPECT_EQ(hosts.b->stats().tcp_rst_sent, 1u);
+  EXPECT_EQ(hosts.b->stats().tcp_dropped_no_connection, 1u);
+}
+
+TEST(TcpIpv6Test, BadChecksumIsDroppedCountedAndRecovered) {
+  TwoHosts hosts(106, dual_stack());
+  auto [client, server] = connect6(hosts);
+  ASSERT_TRUE(client && server);
+  int corrupted = 0;
+  hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
+    Seen6 s{};
+    if (from == 0 && corrupted < 3 && parse_tcp6(bytes, s) && s.payload > 0) {
+      bytes.back() ^= 0x5a;  // payload changed, checksum not
+      ++corrupted;
+    }
+    return true;
+  };
+  const uint64_t before = hosts.b->stats().tcp_bad_checksum;
+  TransferResult r = transfer(hosts, client, server, 256 << 10, 30s);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.mismatch_at, -1);
+  EXPECT_EQ(corrupted, 3);
+  EXPECT_EQ(hosts.b->stats().tcp_bad_checksum - before, 3u);
+}
+
+TEST(TcpIpv6Test, PacketTooBigInTheWindowLowersTheMssAndResends) {
+  TwoHosts hosts(107, dual_stack());
+  auto [client, server] = connect6(hosts);
+  ASSERT_TRUE(client && server);
+  const uint32_t before = client->send_mss();
+  // A router on the path with MTU 1280: it drops what is larger and reports it once per packet.
+  bool reported = false;
+  std::vector<Seen6> after;
+  hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
+    Seen6 s{from, {}, 0, 0};
+    if (from != 0 || !parse_tcp6(bytes, s)) return true;
+    if (s.ip_packet <= 1280) {
+      if (reported) after.push_back(s);
+      return true;
+    }
+    if (!reported) {
+      reported = true;
+      const Bytes ptb = packet_too_big(hosts, *client, s.header.seq, 1280);
+      hosts.timers.schedule(10us, [&hosts, ptb] { inject(*hosts.a, ptb); });
+    }
+    return false;
+  };
+  TransferResult r = transfer(hosts, client, server, 2 << 20, 120s);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.mismatch_at, -1);
+  EXPECT_TRUE(reported);
+  EXPECT_LT(client->send_mss(), before);
+  EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u);
+  EXPECT_GT(after.size(), 100u);
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 1u);
+}
+
+TEST(TcpIpv6Test, PacketTooBigOutsideTheWindowIsIgnored) {
+  TwoHosts hosts(108, dual_stack());
+  auto [client, server] = connect6(hosts);
+  ASSERT_TRUE(client && server);
+  // Something in flight, held on the wire, so SND.UNA < SND.NXT when the errors arrive.
+  hosts.wire.cut = true;
+  BufferList data = pattern(0, 20000);
+  client->send(data);
+  hosts.run_for(1ms);
+  const uint32_t mss = client->send_mss();
+  const uint64_t resent = client->retransmitted_segments();
+  const uint32_t una = client->initial_send_sequence() + 1;
+  // Beyond SND.NXT, and before SND.UNA: both ignored (RFC 5927 §4.1).
+  inject(*hosts.a, packet_too_big(hosts, *client, una + 1'000'000, 1280));
+  inject(*hosts.a, packet_too_big(hosts, *client, una - 5000, 1280));
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 2u);
+  EXPECT_EQ(client->send_mss(), mss);
+  EXPECT_EQ(client->retransmitted_segments(), resent);
+  // A tuple with no connection: ignored too.
+  inject(*hosts.a, packet_too_big(hosts, *client, una, 1280, 1));
+  EXPECT_EQ(client->send_mss(), mss);
+  EXPECT_EQ(client->retransmitted_segments(), resent);
+  // The same error quoting SND.UNA is taken: smaller segments, the flight resent.
+  inject(*hosts.a, packet_too_big(hosts, *client, una, 1280));
+  EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u);
+  EXPECT_GT(client->retransmitted_segments(), resent);
+}
+
+TEST(TcpIpv6Test, DestinationUnreachablePortEndsAConnectionAttempt) {
+  TwoHosts hosts(109, dual_stack());
+  hosts.wire.cut = true;  // b never answers
+  auto client = hosts.a->tcp().connect(hosts.settings_b.ipv6.address, 80);
+  ASSERT_TRUE(client);
+  hosts.run_for(1ms);
+  const Ipv6Address& a = hosts.settings_a.ipv6.address;
+  const Ipv6Address& b = hosts.settings_b.ipv6.address;
+  auto unreachable = [&](uint8_t code, uint32_t seq) {
+    Bytes tcp(20);
+    store_be16(tcp.data(), client->tuple().local_port);
+    store_be16(tcp.data() + 2, 80);
+    store_be32(tcp.data() + 4, seq);
+    return ethernet(mac_of(1), mac_of(2),
+                    ipv6(b, a, kIpv6Icmpv6, icmpv6(b, a, Icmpv6Header::kDestinationUnreachable, code, 0,
+                                                   ipv6(a, b, kIpv6Tcp, tcp))));
+  };
+  const uint32_t iss = client->initial_send_sequence();
+  inject(*hosts.a, unreachable(Icmpv6Header::kNoRoute, iss));  // soft (RFC 4443 §3.1 code 0)
+  EXPECT_EQ(client->state(), TcpState::SynSent);
+  inject(*hosts.a, unreachable(Icmpv6Header::kPortUnreachable, iss + 100));  // not in flight
+  EXPECT_EQ(client->state(), TcpState::SynSent);
+  inject(*hosts.a, unreachable(Icmpv6Header::kPortUnreachable, iss));  // hard
+  EXPECT_EQ(client->state(), TcpState::Closed);
+  EXPECT_EQ(client->error(), TcpError::Unreachable);
+}
+
+TEST(TcpIpv6Test, SynCookiesWhenTheBacklogIsFull) {
+  InetSettings s = dual_stack();
+  s.tcp.syn_backlog = 2;
+  TwoHosts hosts(110, s);
+  auto listener = hosts.b->tcp().listen(80);
+  std::vector<std::shared_ptr<TcpConnection>> clients;
+  for (int i = 0; i < 6; ++i) clients.push_back(hosts.a->tcp().connect(hosts.settings_b.ipv6.address, 80));
+  std::vector<std::shared_ptr<TcpConnection>> servers;
+  ASSERT_TRUE(hosts.run_until([&] {
+    while (auto c = listener->accept()) servers.push_back(c);
+    return servers.size() == 6 &&
+           std::all_of(clients.begin(), clients.end(), [](auto& c) { return c->established(); });
+  }, 5s));
+  EXPECT_GE(hosts.b->stats().tcp_syn_cookies_sent, 1u);
+  EXPECT_EQ(hosts.b->stats().tcp_syn_cookies_accepted, hosts.b->stats().tcp_syn_cookies_sent);
+  size_t cookie_connections = 0;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    auto server = *std::find_if(servers.begin(), servers.end(), [&](auto& c) {
+      return c->tuple().remote_port == clients[i]->tuple().local_port;
+    });
+    EXPECT_TRUE(server->tuple().is_v6());
+    // A cookie encodes 1440 as the largest table entry not above it (1360), no timestamps.
+    cookie_connections += !server->timestamps_enabled();
+    TransferResult r = transfer(hosts, clients[i], server, 128 * 1024, 60s);
+    EXPECT_TRUE(r.complete) << i;
+  }
+  EXPECT_EQ(cookie_connections, hosts.b->stats().tcp_syn_cookies_accepted);
+}
+
+TEST(TcpIpv6Test, NoIpv6AddressMeansNoRoute) {
+  TwoHosts hosts(111);  // IPv4 only
+  EXPECT_EQ(hosts.a->tcp().connect(v6("2001:db8::2"), 80), nullptr);
+  EXPECT_EQ(hosts.a->stats().tx_no_route, 1u);
+  TwoHosts dual(112, dual_stack());
+  EXPECT_EQ(dual.a->tcp().connect(Ipv6Address::all_nodes(), 80), nullptr);  // not unicast
+}
+
+TEST(TcpIpv6Test, AcknowledgedDataConfirmsTheNeighbour) {
+  TwoHosts hosts(113, dual_stack());
+  auto [client, server] = connect6(hosts);
+  ASSERT_TRUE(client && server);
+  const Ipv6Address& b = hosts.settings_b.ipv6.address;
+  // Long idle: the neighbour goes STALE (RFC 4861 §7.3.3); acknowledged data makes it REACHABLE
+  // without a probe.
+  hosts.run_for(120s);
+  EXPECT_NE(hosts.a->neighbors().state(b), NeighborState::Reachable);
+  ASSERT_TRUE(transfer(hosts, client, server, 64 << 10, 10s).complete);
+  EXPECT_EQ(hosts.a->neighbors().state(b), NeighborState::Reachable);
+}
+
+}  // namespace
+}  // namespace bypass::inet::test
