@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "stack/inet/tuple_table.h"
 #include "tests/unit/inet/harness.h"
 #include "tests/unit/inet/ipv6_frames.h"
 
@@ -110,6 +111,36 @@ TEST(IpAddressTest, FamiliesFormsAndOrder) {
   EXPECT_TRUE(t6.is_v6());
   EXPECT_EQ(t6.to_string(), "[2001:db8::1]:80 [2001:db8::2]:1000");
   EXPECT_NE(FourTupleHash{}(t6), FourTupleHash{}(FourTuple{v6("2001:db8::1"), 80, v6("2001:db9::2"), 1000}));
+}
+
+// One table holds both families; an IPv4 tuple and the IPv6 one with the same low 32 bits never
+// meet, and backward-shift deletion keeps every key reachable.
+TEST(IpAddressTest, TupleTableHoldsBothFamilies) {
+  TupleTable<int> table(8);
+  auto v4_tuple = [](uint32_t n) { return FourTuple{ip_of(1), 80, Ipv4Address{0x0a000000u + n}, static_cast<uint16_t>(n)}; };
+  auto v6_tuple = [](uint32_t n) {
+    Ipv6Address remote = v6("2001:db8::");
+    store_be32(remote.bytes.data() + 12, 0x0a000000u + n);
+    return FourTuple{v6("2001:db8::1"), 80, remote, static_cast<uint16_t>(n)};
+  };
+  for (uint32_t n = 0; n < 500; ++n) {
+    ASSERT_TRUE(table.insert(v4_tuple(n), static_cast<int>(n)));
+    ASSERT_TRUE(table.insert(v6_tuple(n), -static_cast<int>(n) - 1));
+  }
+  EXPECT_EQ(table.size(), 1000u);
+  for (uint32_t n = 0; n < 500; n += 2) EXPECT_TRUE(table.erase(v4_tuple(n)));
+  for (uint32_t n = 0; n < 500; ++n) {
+    const int* four = table.find(v4_tuple(n));
+    const int* six = table.find(v6_tuple(n));
+    ASSERT_NE(six, nullptr);
+    EXPECT_EQ(*six, -static_cast<int>(n) - 1);
+    if (n % 2) {
+      ASSERT_NE(four, nullptr);
+      EXPECT_EQ(*four, static_cast<int>(n));
+    } else {
+      EXPECT_EQ(four, nullptr);
+    }
+  }
 }
 
 TEST(TcpIpv6Test, HandshakeAndFourMebibytesEachWay) {
