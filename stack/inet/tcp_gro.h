@@ -16,7 +16,8 @@
 //     earliest one's timestamp, so the sender's RTT sample includes the time the unit took to
 //     arrive, and the PAWS test (§5.3) applies to the unit's oldest segment;
 //   - datagrams with IP options, reassembled from fragments, or already merged by the device (LRO)
-//     never merge;
+//     never merge; IPv6 segments merge by the same rules (the merge is on TCP headers only, and
+//     the tuple tells the families apart), reassembled ones excepted;
 //   - a unit carries at most 64 KiB of payload.
 // Every segment's checksum was verified before it gets here. No allocation per segment: a fixed
 // table of units, payload appended as buffer views.
