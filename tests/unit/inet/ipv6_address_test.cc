@@ -4,6 +4,7 @@
 // announcement once an address passes), and source address selection (RFC 6724, simplified).
 #include <gtest/gtest.h>
 
+#include "tests/unit/inet/harness.h"
 #include "tests/unit/inet/ipv6_frames.h"
 
 namespace bypass::inet::test {
@@ -393,6 +394,66 @@ TEST_F(LinkLocalTest, ALinkLocalRouterIsSolicitedFromTheSourceOfThePacketForIt) 
   timers_.advance(settings_.ipv6.nd_retrans_timer);  // the retransmission too
   ASSERT_EQ(device_.sent.size(), 2u);
   EXPECT_EQ(last().ip.source, kOurIp);
+}
+
+// Two stacks over the in-memory wire configured with the same address: each hears the other's
+// probe from :: and both give the address up (RFC 4862 §5.4.3), keeping their distinct link-local
+// addresses.
+TEST(Ipv6DadTwoHostsTest, SimultaneousProbesForOneAddressMakeItDuplicatedOnBoth) {
+  VirtualTimerService timers;
+  Wire wire(timers, 3);
+  PipeDevice dev_a(wire, 0, mac_of(1)), dev_b(wire, 1, mac_of(2));
+  InetSettings settings;
+  settings.address = ip_of(1);
+  settings.ipv6.address = v6("2001:db8::7");
+  InetStack a(settings, dev_a, timers, 1);
+  settings.address = ip_of(2);
+  InetStack b(settings, dev_b, timers, 2);
+  wire.attach(0, &a);
+  wire.attach(1, &b);
+  a.start();
+  b.start();
+  timers.advance(2s);
+  for (InetStack* stack : {&a, &b}) {
+    EXPECT_EQ(stack->ipv6().address_state(v6("2001:db8::7")), AddressState::Duplicated);
+    EXPECT_EQ(stack->ipv6().address_state(stack->ipv6().link_local_address()), AddressState::Preferred);
+    EXPECT_EQ(stack->stats().ipv6_dad_duplicates, 1u);
+  }
+  EXPECT_EQ(a.neighbors().addresses()[1].claimed_by, mac_of(2));
+  EXPECT_EQ(b.neighbors().addresses()[1].claimed_by, mac_of(1));
+  wire.attach(0, nullptr);
+  wire.attach(1, nullptr);
+}
+
+// After DAD (TwoHosts runs it), a pings b's link-local address from its own: resolution, request
+// and reply all between link-local addresses.
+TEST(Ipv6DadTwoHostsTest, PingBetweenLinkLocalAddresses) {
+  TwoHosts hosts{5, [] {
+    InetSettings s;
+    s.ipv6.address = v6("2001:db8::");
+    return s;
+  }()};
+  const Ipv6Address from = hosts.a->ipv6().link_local_address();
+  const Ipv6Address to = hosts.b->ipv6().link_local_address();
+  EXPECT_EQ(from, link_local_address(mac_of(1)));
+  EXPECT_EQ(to, link_local_address(mac_of(2)));
+  std::vector<Ipv6Address> reply_sources;
+  hosts.a->ipv6().icmp().set_echo_reply_receiver(
+      [&](const Ipv6Header& ip, const Icmpv6Header& icmp, const BufferList&) {
+        EXPECT_EQ(icmp.type, Icmpv6Header::kEchoReply);
+        EXPECT_EQ(ip.destination, from);
+        reply_sources.push_back(ip.source);
+      });
+  ASSERT_EQ(hosts.a->ipv6().source_address(to), from);
+  const Bytes message = echo_request(from, to, 0x77, 1, {1, 2, 3});
+  Packet frame;
+  frame.data.append(BufferSegment::allocate(kIpv6FrameHeadroom));
+  frame.data.append_copy(message.data(), message.size());
+  ASSERT_TRUE(hosts.a->ipv6().send(to, kIpv6Icmpv6, std::move(frame)));
+  ASSERT_TRUE(hosts.run_until([&] { return !reply_sources.empty(); }, 5s));
+  EXPECT_EQ(reply_sources[0], to);
+  EXPECT_EQ(hosts.a->neighbors().lookup(to), mac_of(2));
+  EXPECT_EQ(hosts.b->neighbors().lookup(from), mac_of(1));  // from a's solicitation, sent from `from`
 }
 
 }  // namespace
