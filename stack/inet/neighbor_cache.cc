@@ -208,11 +208,17 @@ void NeighborCache::address_duplicated(OwnAddress& own, const MacAddress& claime
   own.timer = 0;
   own.state = AddressState::Duplicated;
   own.claimed_by = claimed_by;
-  ++stats_.ipv6_dad_duplicates;
-  const std::string by = claimed_by.is_zero() ? std::string("an unknown link-layer address") : claimed_by.to_string();
-  BYPASS_LOG(Error, "nd", "duplicate address: %s is already used by %s on the link (%s); it will not be used",
-             own.ip.to_string().c_str(), by.c_str(), evidence);
-  if (&own == &own_[0]) {
+  if (evidence) {
+    ++stats_.ipv6_dad_duplicates;
+    const std::string by =
+        claimed_by.is_zero() ? std::string("an unknown link-layer address") : claimed_by.to_string();
+    BYPASS_LOG(Error, "nd", "duplicate address: %s is already used by %s on the link (%s); it will not be used",
+               own.ip.to_string().c_str(), by.c_str(), evidence);
+  }
+  const bool link_local = &own == &own_[0];
+  // Reported before IPv6 may go down below: `own` stays valid (it lives in own_).
+  if (evidence && duplicate_hook_) duplicate_hook_(own.ip, claimed_by);
+  if (link_local) {
     // §5.4.5: a duplicated link-local address formed from the hardware address means the MAC is
     // not unique on the link, and IP operation on the interface SHOULD be disabled (Linux does so
     // with accept_dad=2): no address of ours is used, no IPv6 packet received. IPv4 carries on.
@@ -221,9 +227,16 @@ void NeighborCache::address_duplicated(OwnAddress& own, const MacAddress& claime
       if (own_[i].timer) timers_.cancel(own_[i].timer);
       own_[i].timer = 0;
     }
-    BYPASS_LOG(Error, "nd", "IPv6 disabled: our link-local address, formed from MAC %s, is not unique (RFC 4862 §5.4.5)",
-               device_.mac().to_string().c_str());
+    if (evidence)
+      BYPASS_LOG(Error, "nd", "IPv6 disabled: our link-local address, formed from MAC %s, is not unique (RFC 4862 §5.4.5)",
+                 device_.mac().to_string().c_str());
   }
+}
+
+void NeighborCache::learn_duplicate(const Ipv6Address& ip, MacAddress claimed_by) {
+  OwnAddress* own = find_own(ip);
+  if (!own || own->state == AddressState::Duplicated) return;
+  address_duplicated(*own, claimed_by, nullptr);
 }
 
 Ipv6Address NeighborCache::solicitation_source(const Ipv6Address& target, const Entry& entry) const {

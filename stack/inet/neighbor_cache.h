@@ -119,6 +119,16 @@ class NeighborCache {
   // RFC 4862 §5.4.5: the MAC-derived link-local address was duplicated, so our MAC is not unique on
   // the link and IPv6 is off on it: no address is usable.
   bool ipv6_disabled() const { return disabled_; }
+  // Replication of DAD results: the evidence of a duplicate (one frame) reaches one worker's queue
+  // only, so this replica reports what it found through the hook and the glue has the other
+  // workers' replicas call learn_duplicate(). (Each replica runs its own DAD; without the hook the
+  // others would keep using the address.)
+  using DuplicateHook = std::function<void(const Ipv6Address&, MacAddress claimed_by)>;
+  void set_duplicate_hook(DuplicateHook hook) { duplicate_hook_ = std::move(hook); }
+  // Another replica found `ip`, one of ours, duplicated: the same here, whatever its state (one
+  // worker using an address the others gave up would split the host), neither logged nor counted
+  // again. Not one of ours: ignored.
+  void learn_duplicate(const Ipv6Address& ip, MacAddress claimed_by);
   // Inserts or refreshes a line from another worker's replica or a static configuration.
   void learn(const Ipv6Address& ip, MacAddress mac, bool reachable);
 
@@ -184,7 +194,8 @@ class NeighborCache {
   const OwnAddress* find_own(const Ipv6Address& ip) const;
   void send_dad_solicitation(OwnAddress& own);
   void on_dad_timer(size_t index);
-  // Another node uses `own` (RFC 4862 §5.4.5): never used, logged once, counted.
+  // Another node uses `own` (RFC 4862 §5.4.5): never used, logged once, counted, reported through
+  // the duplicate hook. `evidence` null: learned from another replica, none of that.
   void address_duplicated(OwnAddress& own, const MacAddress& claimed_by, const char* evidence);
 
   const InetSettings& settings_;
@@ -197,6 +208,7 @@ class NeighborCache {
   // [0] the link-local address, [1] the configured one; own_count_ of them are in use (0: IPv6 off).
   std::array<OwnAddress, 2> own_;
   size_t own_count_ = 0;
+  DuplicateHook duplicate_hook_;
   bool dad_started_ = false;
   bool disabled_ = false;
 };

@@ -216,6 +216,29 @@ TEST_F(Ipv6AddressTest, AProbeFromTheUnspecifiedAddressDuringDadMakesItDuplicate
   EXPECT_EQ(ipv6_sent().size(), 3u);  // the link-local announcement only
 }
 
+TEST_F(Ipv6AddressTest, ADuplicateIsReportedToAndLearnedFromOtherReplicas) {
+  std::vector<std::pair<Ipv6Address, MacAddress>> reported;
+  stack_->neighbors().set_duplicate_hook(
+      [&](const Ipv6Address& ip, MacAddress claimed_by) { reported.emplace_back(ip, claimed_by); });
+  stack_->start();
+  inject_probe(kOurIp, kOtherMac);
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_EQ(reported[0], std::make_pair(kOurIp, kOtherMac));
+  // Another worker's replica, told by the glue: the address is given up there too, not counted
+  // twice, even once its own DAD would have passed.
+  InetStack replica(settings_, device_, timers_, 43);
+  replica.neighbors().set_duplicate_hook([&](const Ipv6Address&, MacAddress) { ADD_FAILURE() << "reported back"; });
+  replica.start();
+  replica.neighbors().learn_duplicate(kOurIp, kOtherMac);
+  replica.neighbors().learn_duplicate(v6("2001:db8::99"), kOtherMac);  // not ours: nothing
+  finish_dad();
+  EXPECT_EQ(replica.ipv6().address_state(kOurIp), AddressState::Duplicated);
+  EXPECT_EQ(replica.ipv6().address_state(kOurLinkLocal), AddressState::Preferred);
+  EXPECT_EQ(replica.neighbors().addresses()[1].claimed_by, kOtherMac);
+  EXPECT_EQ(replica.stats().ipv6_dad_duplicates, 0u);
+  EXPECT_EQ(reported.size(), 1u);
+}
+
 TEST_F(Ipv6AddressTest, InvalidProbesAreNoEvidence) {
   stack_->start();
   const Ipv6Address group = kOurIp.solicited_node_multicast();
