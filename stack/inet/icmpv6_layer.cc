@@ -85,22 +85,33 @@ bool Icmpv6Layer::send_error(const Icmpv6Header& error, const Ipv6Header& invoki
   const size_t quoted = std::min(invoking.length(), Icmpv6Header::kMaxErrorMessage - Icmpv6Header::kLength);
   BufferList body = invoking.sub(0, quoted);
   BufferSegment head = BufferSegment::allocate(kIpv6FrameHeadroom + Icmpv6Header::kLength);
-  error.emit(reinterpret_cast<uint8_t*>(head.data()) + kIpv6FrameHeadroom, settings_.ipv6.address,
-             invoking_header.source, body);
+  // §2.2: from the address the invoking packet was sent to when that is one of ours, else from
+  // the address source selection picks for its source.
+  const Ipv6Address source = neighbors_.is_preferred(invoking_header.destination)
+                                 ? invoking_header.destination
+                                 : ip_.source_address(invoking_header.source);
+  error.emit(reinterpret_cast<uint8_t*>(head.data()) + kIpv6FrameHeadroom, source, invoking_header.source, body);
   Packet frame;
   frame.data.append(std::move(head));
   frame.data.append(std::move(body));
-  if (!ip_.send(invoking_header.source, kIpv6Icmpv6, std::move(frame))) return false;
+  if (!ip_.send_from(source, invoking_header.source, kIpv6Icmpv6, std::move(frame))) return false;
   ++stats_.icmpv6_errors_sent;
   if (error.type == Icmpv6Header::kParameterProblem) ++stats_.ipv6_parameter_problems_sent;
   return true;
 }
 
-void Icmpv6Layer::receive(const Ipv6Header& ip, Packet&& packet) {
+void Icmpv6Layer::receive(const Ipv6Header& ip, Packet&& packet, const MacAddress& link_source) {
   Icmpv6Header icmp;
   if (const char* error = Icmpv6Header::parse(packet.data, ip.source, ip.destination, icmp)) {
     ++stats_.rx_malformed_icmpv6;
     BYPASS_LOG(Debug, "icmpv6", "dropped: %s", error);
+    return;
+  }
+  // RFC 6980 §5: Neighbor Discovery messages are never fragmented; one reassembled from fragments
+  // is silently dropped (an attacker's way round the hop-limit check and RA guards).
+  if (packet.rx_reassembled && icmp.type >= Icmpv6Header::kRouterSolicitation &&
+      icmp.type <= Icmpv6Header::kRedirect) {
+    ++stats_.rx_malformed_nd;
     return;
   }
   switch (icmp.type) {
@@ -110,9 +121,9 @@ void Icmpv6Layer::receive(const Ipv6Header& ip, Packet&& packet) {
       if (echo_reply_) echo_reply_(ip, icmp, packet.data);
       return;
     case Icmpv6Header::kNeighborSolicitation:
-      return neighbors_.receive_solicitation(ip, packet.data);
+      return neighbors_.receive_solicitation(ip, packet.data, link_source);
     case Icmpv6Header::kNeighborAdvertisement:
-      return neighbors_.receive_advertisement(ip, packet.data);
+      return neighbors_.receive_advertisement(ip, packet.data, link_source);
     case Icmpv6Header::kRouterSolicitation:
     case Icmpv6Header::kRouterAdvertisement:
       return receive_router_message(ip, icmp, packet.data);
@@ -129,17 +140,19 @@ void Icmpv6Layer::reply_to_echo(const Ipv6Header& ip, const Icmpv6Header& reques
     ++stats_.rx_malformed_icmpv6;  // nobody to answer
     return;
   }
-  // §4.2: the reply carries the request's identifier, sequence number and data unchanged; to a
-  // request sent to a multicast group it comes from our unicast address (§4.2 "Source Address").
+  // §4.2: the reply carries the request's identifier, sequence number and data unchanged. It comes
+  // from the address the request was sent to (§4.2 "Source Address"; a link-local one included),
+  // or for a request to a multicast group from the unicast address source selection picks.
+  const Ipv6Address source = ip.destination.is_multicast() ? ip_.source_address(ip.source) : ip.destination;
   BufferList body = message.sub(Icmpv6Header::kLength, message.length() - Icmpv6Header::kLength);
   BufferSegment head = BufferSegment::allocate(kIpv6FrameHeadroom + Icmpv6Header::kLength);
   Icmpv6Header reply{Icmpv6Header::kEchoReply, 0, 0, request.rest};
-  reply.emit(reinterpret_cast<uint8_t*>(head.data()) + kIpv6FrameHeadroom, settings_.ipv6.address, ip.source, body);
+  reply.emit(reinterpret_cast<uint8_t*>(head.data()) + kIpv6FrameHeadroom, source, ip.source, body);
   Packet frame;
   frame.data.append(std::move(head));
   frame.data.append(std::move(body));
   // A request reassembled from fragments gets its reply fragmented the same way.
-  if (ip_.send(ip.source, kIpv6Icmpv6, std::move(frame), true)) ++stats_.icmpv6_echo_replies_sent;
+  if (ip_.send_from(source, ip.source, kIpv6Icmpv6, std::move(frame), true)) ++stats_.icmpv6_echo_replies_sent;
 }
 
 void Icmpv6Layer::receive_error(const Icmpv6Header& icmp, const BufferList& message) {
@@ -160,7 +173,7 @@ void Icmpv6Layer::receive_error(const Icmpv6Header& icmp, const BufferList& mess
     ++stats_.rx_malformed_icmpv6;
     return;
   }
-  if (inner.source != settings_.ipv6.address) return;  // not about a packet of ours
+  if (!neighbors_.address_state(inner.source)) return;  // not about a packet of ours
   if (icmp.type == Icmpv6Header::kPacketTooBig) {
     ++stats_.icmpv6_packet_too_big_received;
     const uint32_t mtu = path_mtu_.on_packet_too_big(inner.destination, icmp.mtu(), device_.mtu());

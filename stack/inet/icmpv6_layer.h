@@ -33,8 +33,9 @@ class Icmpv6Layer {
   Icmpv6Layer(const InetSettings& settings, TimerService& timers, PacketDevice& device, Ipv6Layer& ip,
               NeighborCache& neighbors, Ipv6PathMtu& path_mtu, InetStats& stats);
 
-  // `packet.data` is the ICMPv6 message; `ip` its packet's header (payload_length = its length).
-  void receive(const Ipv6Header& ip, Packet&& packet);
+  // `packet.data` is the ICMPv6 message; `ip` its packet's header (payload_length = its length);
+  // `link_source` the Ethernet source of its frame, zero if unknown (reassembled).
+  void receive(const Ipv6Header& ip, Packet&& packet, const MacAddress& link_source = {});
   // Sends `error` (type, code, rest) about `invoking`, the whole offending IPv6 packet whose
   // header is `invoking_header`, unless RFC 4443 §2.4 (e) forbids it or the rate limit (§2.4 (f))
   // is exhausted (counted). Returns whether it left.

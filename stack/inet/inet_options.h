@@ -64,6 +64,11 @@ struct Ipv6Settings {
   std::chrono::nanoseconds nd_delay_first_probe = 5s;
   int nd_max_multicast_solicit = 3;
   int nd_max_unicast_solicit = 3;
+  // RFC 4862 §5.1 DupAddrDetectTransmits: Neighbor Solicitations sent, RetransTimer
+  // (nd_retrans_timer) apart, to check each of our addresses is unique before it is used (§5.4).
+  // 0 turns Duplicate Address Detection off: the addresses are usable from the start, as for a
+  // link whose addresses are known not to collide (or tests that want traffic at once).
+  int dad_transmits = 1;
   size_t nd_pending_per_address = 32;  // packets queued while resolving one address
   size_t nd_pending_total = 1024;
   size_t nd_max_entries = 1024;        // neighbour cache lines; when full, an unconfirmed one makes room

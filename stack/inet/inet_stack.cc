@@ -37,12 +37,13 @@ InetStack::~InetStack() = default;
 
 void InetStack::start() {
   arp_.announce();
-  if (ipv6_enabled()) neighbors_.announce();
+  // IPv6: Duplicate Address Detection of our addresses (RFC 4862 §5.4), each announced once it
+  // has passed.
+  if (ipv6_enabled()) neighbors_.start_duplicate_address_detection();
 }
 
 bool InetStack::is_ipv6_group(const MacAddress& destination) const {
-  return ipv6_enabled() && (destination == settings_.ipv6.address.solicited_node_multicast().multicast_mac() ||
-                            destination == Ipv6Address::all_nodes().multicast_mac());
+  return ipv6_enabled() && ipv6_.accepts_link_group(destination);
 }
 
 void InetStack::receive(Packet&& frame) {
@@ -70,7 +71,7 @@ void InetStack::receive(Packet&& frame) {
     case EtherType::Arp:
       return arp_.receive(frame.data);
     case EtherType::Ipv6:
-      if (ipv6_enabled()) return ipv6_.receive(std::move(frame));
+      if (ipv6_enabled()) return ipv6_.receive(std::move(frame), eth.source);
       break;
     default:
       break;

@@ -28,7 +28,9 @@ class InetStack {
   InetStack(const InetStack&) = delete;
   InetStack& operator=(const InetStack&) = delete;
 
-  // Announce ourselves (gratuitous ARP; an unsolicited Neighbor Advertisement with IPv6).
+  // Announce ourselves (gratuitous ARP) and, with IPv6, start Duplicate Address Detection of the
+  // link-local and configured addresses (RFC 4862 §5.4); each is announced with an unsolicited
+  // Neighbor Advertisement and usable once it passes, nd_retrans_timer * dad_transmits later.
   void start();
   // A received Ethernet frame.
   void receive(Packet&& frame);
@@ -49,7 +51,8 @@ class InetStack {
   TimerService& timers() { return timers_; }
 
  private:
-  // The Ethernet groups IPv6 listens to (RFC 2464 §7): our solicited-node group and all-nodes.
+  // The Ethernet groups IPv6 listens to (RFC 2464 §7): our addresses' solicited-node groups and
+  // all-nodes.
   bool is_ipv6_group(const MacAddress& destination) const;
 
   InetSettings settings_;

@@ -30,6 +30,11 @@ struct InetStats {
   uint64_t nd_pending_dropped = 0, nd_resolution_failed = 0, nd_cache_full = 0;
   uint64_t nd_target_not_ours = 0;    // solicitations for an address that is not ours
   uint64_t nd_duplicate_address = 0;  // advertisements for our own address (RFC 4862 §5.4.4)
+  // Duplicate Address Detection (RFC 4862 §5.4): probes sent, addresses found in use elsewhere,
+  // packets dropped for being addressed to a tentative address, and packets not sent because no
+  // address of ours was usable as their source (tentative or duplicated).
+  uint64_t ipv6_dad_solicitations_sent = 0, ipv6_dad_duplicates = 0;
+  uint64_t rx_ipv6_to_tentative = 0, ipv6_tx_no_source = 0;
   // TCP
   uint64_t rx_malformed_tcp = 0, tcp_bad_checksum = 0;
   uint64_t tcp_segments_received = 0, tcp_segments_sent = 0, tcp_retransmitted_segments = 0;
@@ -99,6 +104,10 @@ inline constexpr std::array kInetCounters = {
     InetCounter{"nd_cache_full", &InetStats::nd_cache_full},
     InetCounter{"nd_target_not_ours", &InetStats::nd_target_not_ours},
     InetCounter{"nd_duplicate_address", &InetStats::nd_duplicate_address},
+    InetCounter{"ipv6_dad_solicitations_sent", &InetStats::ipv6_dad_solicitations_sent},
+    InetCounter{"ipv6_dad_duplicates", &InetStats::ipv6_dad_duplicates},
+    InetCounter{"rx_ipv6_to_tentative", &InetStats::rx_ipv6_to_tentative},
+    InetCounter{"ipv6_tx_no_source", &InetStats::ipv6_tx_no_source},
     InetCounter{"rx_malformed_tcp", &InetStats::rx_malformed_tcp},
     InetCounter{"tcp_bad_checksum", &InetStats::tcp_bad_checksum},
     InetCounter{"tcp_segments_received", &InetStats::tcp_segments_received},

@@ -78,9 +78,7 @@ Ipv6Layer::Ipv6Layer(const InetSettings& settings, TimerService& timers, PacketD
 }
 
 bool Ipv6Layer::accepts_destination(const Ipv6Address& destination) const {
-  const Ipv6Address& ours = settings_.ipv6.address;
-  return destination == ours || destination == ours.solicited_node_multicast() ||
-         destination == Ipv6Address::all_nodes();
+  return neighbors_.is_preferred(destination) || neighbors_.listens_to(destination);
 }
 
 bool Ipv6Layer::next_hop(const Ipv6Address& destination, Ipv6Address& hop) const {
@@ -96,18 +94,25 @@ bool Ipv6Layer::next_hop(const Ipv6Address& destination, Ipv6Address& hop) const
   return true;
 }
 
-bool Ipv6Layer::send(const Ipv6Address& destination, uint8_t next_header, Packet&& frame, bool allow_fragment) {
+bool Ipv6Layer::send_from(const Ipv6Address& source, const Ipv6Address& destination, uint8_t next_header,
+                          Packet&& frame, bool allow_fragment) {
   Ipv6Address hop;
   // Without an address of our own (IPv6 off) nothing leaves: :: is only ever a DAD source.
   if (settings_.ipv6.address.is_unspecified() || !next_hop(destination, hop)) {
     ++stats_.ipv6_tx_no_route;
     return false;
   }
+  // RFC 4862 §5.4: a tentative address is not a source until DAD has passed, a duplicated one
+  // never.
+  if (!neighbors_.is_preferred(source)) {
+    ++stats_.ipv6_tx_no_source;
+    return false;
+  }
   const size_t payload = frame.data.length() - kIpv6FrameHeadroom;
   Ipv6Header header;
   header.next_header = next_header;
   header.hop_limit = settings_.ipv6.hop_limit;
-  header.source = settings_.ipv6.address;
+  header.source = source;
   header.destination = destination;
   const uint32_t mtu = path_mtu(destination);
   if (Ipv6Header::kLength + payload > mtu) {
@@ -156,7 +161,7 @@ bool Ipv6Layer::send_fragmented(const Ipv6Header& header, const Ipv6Address& hop
   return true;
 }
 
-void Ipv6Layer::receive(Packet&& packet) {
+void Ipv6Layer::receive(Packet&& packet, const MacAddress& link_source) {
   uint8_t raw[Ipv6Header::kLength];
   Ipv6Header header;
   const char* error = "ipv6: packet shorter than the 40-byte header";
@@ -171,12 +176,24 @@ void Ipv6Layer::receive(Packet&& packet) {
     BYPASS_LOG(Debug, "ipv6", "dropped: %s", error);
     return;
   }
-  if (!accepts_destination(header.destination)) {
+  if (neighbors_.address_state(header.destination) == AddressState::Tentative && !neighbors_.ipv6_disabled()) {
+    // RFC 4862 §5.4: packets to a tentative address are silently discarded, except the Neighbor
+    // Solicitations and Advertisements Duplicate Address Detection listens for. Those have no
+    // extension headers here (an ND message behind one is dropped too; RFC 6980 forbids the
+    // Fragment header, and nobody sends others with ND).
+    uint8_t type = 0;
+    if (header.next_header == kIpv6Icmpv6 && header.payload_length >= 1)
+      packet.data.copy_out(Ipv6Header::kLength, 1, &type);
+    if (type != Icmpv6Header::kNeighborSolicitation && type != Icmpv6Header::kNeighborAdvertisement) {
+      ++stats_.rx_ipv6_to_tentative;
+      return;
+    }
+  } else if (!accepts_destination(header.destination)) {
     ++stats_.rx_ipv6_not_for_us;  // a host does not forward (RFC 8200 §1 "node", "host")
     return;
   }
   packet.data.truncate(Ipv6Header::kLength + header.payload_length);  // drop Ethernet padding
-  process(header, std::move(packet), false);
+  process(header, std::move(packet), false, link_source);
 }
 
 const uint8_t* Ipv6Layer::contiguous(const BufferList& packet) {
@@ -187,7 +204,8 @@ const uint8_t* Ipv6Layer::contiguous(const BufferList& packet) {
   return scratch_.get();
 }
 
-void Ipv6Layer::process(const Ipv6Header& header, Packet&& packet, bool reassembled) {
+void Ipv6Layer::process(const Ipv6Header& header, Packet&& packet, bool reassembled,
+                        const MacAddress& link_source) {
   uint8_t protocol = header.next_header;
   size_t offset = Ipv6Header::kLength;
   size_t protocol_field = 6;  // Next Header's offset in the fixed header
@@ -224,7 +242,7 @@ void Ipv6Layer::process(const Ipv6Header& header, Packet&& packet, bool reassemb
                        header, packet.data);
     return;
   }
-  deliver(header, protocol, offset, std::move(packet));
+  deliver(header, protocol, offset, std::move(packet), link_source);
 }
 
 void Ipv6Layer::reassemble(const Ipv6Header& header, const Ipv6Extensions& extensions, Packet&& packet) {
@@ -251,16 +269,17 @@ void Ipv6Layer::reassemble(const Ipv6Header& header, const Ipv6Extensions& exten
   assembled.data.append(std::move(head));
   assembled.data.append(std::move(whole->payload));
   assembled.rx_reassembled = true;
-  process(synthetic, std::move(assembled), true);
+  process(synthetic, std::move(assembled), true, MacAddress{});
 }
 
-void Ipv6Layer::deliver(Ipv6Header header, uint8_t protocol, size_t offset, Packet&& packet) {
+void Ipv6Layer::deliver(Ipv6Header header, uint8_t protocol, size_t offset, Packet&& packet,
+                        const MacAddress& link_source) {
   packet.data.trim_front(offset);
   header.next_header = protocol;
   header.payload_length = static_cast<uint16_t>(packet.data.length());
   switch (protocol) {
     case kIpv6Icmpv6:
-      return icmp_.receive(header, std::move(packet));
+      return icmp_.receive(header, std::move(packet), link_source);
     case kIpv6Tcp:
       if (tcp_receiver_) return tcp_receiver_(header, std::move(packet));
       break;  // TCP over IPv6 is not wired yet

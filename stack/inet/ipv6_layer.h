@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "stack/inet/device.h"
 #include "stack/inet/icmpv6_layer.h"
@@ -41,20 +42,41 @@ class Ipv6Layer {
   Ipv6Layer(const Ipv6Layer&) = delete;
   Ipv6Layer& operator=(const Ipv6Layer&) = delete;
 
-  // `packet.data` is the IPv6 packet (after the Ethernet header).
-  void receive(Packet&& packet);
-  // Sends a packet from our address. `frame` begins with kIpv6FrameHeadroom reserved bytes followed
-  // by the upper-layer header and payload. Returns false (and counts) when there is no route, or
-  // when the packet exceeds the path MTU and `allow_fragment` is not set; otherwise a larger packet
-  // is fragmented (RFC 8200 §4.5).
-  bool send(const Ipv6Address& destination, uint8_t next_header, Packet&& frame, bool allow_fragment = false);
+  // `packet.data` is the IPv6 packet (after the Ethernet header); `link_source` its frame's
+  // Ethernet source (Neighbor Discovery reports who probes for our address with it).
+  void receive(Packet&& packet, const MacAddress& link_source = {});
+  // Sends a packet from the address source_address() picks for `destination`. `frame` begins with
+  // kIpv6FrameHeadroom reserved bytes followed by the upper-layer header and payload. Returns false
+  // (and counts) when there is no route or no usable source address, or when the packet exceeds the
+  // path MTU and `allow_fragment` is not set; otherwise a larger packet is fragmented (RFC 8200 §4.5).
+  bool send(const Ipv6Address& destination, uint8_t next_header, Packet&& frame, bool allow_fragment = false) {
+    return send_from(source_address(destination), destination, next_header, std::move(frame), allow_fragment);
+  }
+  // The same from `source`, which must be one of our preferred addresses (a reply goes from the
+  // address it was sent to); the upper layer's checksum covers it, so it picks it first.
+  bool send_from(const Ipv6Address& source, const Ipv6Address& destination, uint8_t next_header, Packet&& frame,
+                 bool allow_fragment = false);
+  // The source for a packet to `destination` (RFC 6724, simplified: the link-local address for
+  // link-scope destinations, the configured one otherwise), :: when none is usable (tentative,
+  // duplicated). NeighborCache::source_for().
+  Ipv6Address source_address(const Ipv6Address& destination) const { return neighbors_.source_for(destination); }
+  // Our link-local address (fe80:: and the modified EUI-64 of the MAC, RFC 4291 §2.5.6, App. A).
+  const Ipv6Address& link_local_address() const { return neighbors_.link_local(); }
+  // Where Duplicate Address Detection (RFC 4862 §5.4) stands for `ip`, if it is ours:
+  // tentative, preferred or duplicated.
+  std::optional<AddressState> address_state(const Ipv6Address& ip) const { return neighbors_.address_state(ip); }
   // The neighbour a packet to `destination` goes to: itself when on-link (our prefix, link-local,
   // multicast), else the gateway. False when there is none.
   bool next_hop(const Ipv6Address& destination, Ipv6Address& hop) const;
   // The largest IPv6 packet (headers included) to send to `destination` without fragmenting.
   uint32_t path_mtu(const Ipv6Address& destination) const { return path_mtu_.get(destination, device_.mtu()); }
-  // Our address, our solicited-node group (RFC 4291 §2.7.1) or all-nodes.
+  // Whether a packet to `destination` is received in full: one of our preferred addresses, the
+  // solicited-node group (RFC 4291 §2.7.1) of an address not duplicated, or all-nodes. (A packet to
+  // a tentative address is received only if it is a Neighbor Solicitation or Advertisement,
+  // RFC 4862 §5.4.)
   bool accepts_destination(const Ipv6Address& destination) const;
+  // The same for the Ethernet group (RFC 2464 §7) of a frame's destination.
+  bool accepts_link_group(const MacAddress& group) const { return neighbors_.listens_to(group); }
 
   void set_tcp_receiver(UpperReceiver receiver) { tcp_receiver_ = std::move(receiver); }
   Icmpv6Layer& icmp() { return icmp_; }
@@ -64,9 +86,10 @@ class Ipv6Layer {
  private:
   // `packet.data` is a whole IPv6 packet (fixed header first) of exactly 40 + payload_length bytes.
   // `reassembled`: built from fragments here, with a synthetic fixed header.
-  void process(const Ipv6Header& header, Packet&& packet, bool reassembled);
+  // `link_source`: the frame's Ethernet source, zero for a reassembled packet.
+  void process(const Ipv6Header& header, Packet&& packet, bool reassembled, const MacAddress& link_source);
   void reassemble(const Ipv6Header& header, const Ipv6Extensions& extensions, Packet&& packet);
-  void deliver(Ipv6Header header, uint8_t protocol, size_t offset, Packet&& packet);
+  void deliver(Ipv6Header header, uint8_t protocol, size_t offset, Packet&& packet, const MacAddress& link_source);
   // The packet's bytes in one piece for the extension walk: its first segment when that holds them
   // all, else a copy in scratch_.
   const uint8_t* contiguous(const BufferList& packet);

@@ -1,5 +1,6 @@
 // Seed programs for the inet stack fuzzer: each spells, in the harness's operand order
 // (fuzz_stack.cc), a scenario that reaches a deep state, so mutations start from there.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -208,8 +209,10 @@ std::vector<testing::FuzzSeed> make_seeds() {
     seeds.push_back({"keepalive-dead-peer", p.take()});
   }
   {  // IPv6: a solicitation for our address, an echo request, one in fragments, an orphan first
-     // fragment left to time out, and a Packet Too Big
+     // fragment left to time out, and a Packet Too Big; after a second, when Duplicate Address
+     // Detection (RFC 4862 §5.4) has made our addresses usable
     Program p(0x80);
+    p.advance(2, 1);
     const Ipv6Address group = kOurIpv6.solicited_node_multicast();
     NeighborSolicitation ns;
     ns.target = kOurIpv6;
@@ -230,8 +233,9 @@ std::vector<testing::FuzzSeed> make_seeds() {
   }
   {  // TCP over IPv6: a SYN with every option to the listener (answered with a SYN-ACK once ND
      // resolves the peer), a SYN to a closed port (answered with a RST), and a SYN whose
-     // checksum is wrong (dropped)
+     // checksum is wrong (dropped); after Duplicate Address Detection has made our address usable
     Program p(0x80);
+    p.advance(2, 1);
     const Ipv6Address group = kOurIpv6.solicited_node_multicast();
     NeighborSolicitation ns;
     ns.target = kOurIpv6;
@@ -246,6 +250,21 @@ std::vector<testing::FuzzSeed> make_seeds() {
     p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Tcp, bad));
     p.advance(3, 2);
     seeds.push_back({"ipv6-tcp-syn", p.take()});
+  }
+  {  // IPv6 Duplicate Address Detection: an echo request to the tentative address (dropped), then
+     // another node's probe for it from :: (RFC 4862 §5.4.3), so it ends duplicated
+    Program p(0x80);
+    const std::string echo = icmpv6_message(kOurIpv6, Icmpv6Header::kEchoRequest, 0x00070001, std::string(8, 'x'));
+    p.raw(ipv6_frame(kOurMacAddress, kOurIpv6, kIpv6Icmpv6, echo));
+    const Ipv6Address group = kOurIpv6.solicited_node_multicast();
+    NeighborSolicitation probe;
+    probe.target = kOurIpv6;
+    std::string solicitation(probe.emitted_length(), '\0');
+    probe.emit(reinterpret_cast<uint8_t*>(solicitation.data()), Ipv6Address{}, group);
+    std::string frame = ipv6_frame(group.multicast_mac(), group, kIpv6Icmpv6, solicitation, 255);
+    std::fill_n(frame.begin() + EthernetHeader::kLength + 8, Ipv6Address::kLength, '\0');  // from ::
+    p.raw(frame).advance(2, 2);
+    seeds.push_back({"ipv6-dad-duplicate", p.take()});
   }
   return seeds;
 }

@@ -26,6 +26,10 @@ inline const MacAddress kOtherMac{{2, 0, 0, 0, 0, 3}};
 inline Ipv6Address v6(const char* text) { return *Ipv6Address::from_string(text); }
 inline const Ipv6Address kOurIp = v6("2001:db8::1");
 inline const Ipv6Address kPeerIp = v6("2001:db8::2");
+// Ours from kOurMac 02:00:00:00:00:01 by modified EUI-64 (RFC 4291 App. A: u bit inverted, ff:fe
+// inserted), and a peer's.
+inline const Ipv6Address kOurLinkLocal = v6("fe80::ff:fe00:1");
+inline const Ipv6Address kPeerLinkLocal = v6("fe80::ff:fe00:2");
 
 class RecordingDevice : public PacketDevice {
  public:
@@ -150,8 +154,17 @@ inline InetSettings ipv6_settings() {
 
 class Ipv6StackTest : public ::testing::Test {
  protected:
-  explicit Ipv6StackTest(InetSettings settings = ipv6_settings()) : settings_(settings) {
+  explicit Ipv6StackTest(InetSettings settings = ipv6_settings()) : settings_(settings) { restart(); }
+  // A new stack from settings_ whose addresses have passed Duplicate Address Detection (RFC 4862
+  // §5.4): started, the virtual clock run through DAD, and what start-up sent and counted (probes,
+  // announcements, the gratuitous ARP) forgotten, so each test sees only its own traffic.
+  void restart() {
     stack_ = std::make_unique<InetStack>(settings_, device_, timers_, 42);
+    stack_->start();
+    timers_.advance(settings_.ipv6.nd_retrans_timer * settings_.ipv6.dad_transmits);
+    EXPECT_EQ(stack_->ipv6().address_state(settings_.ipv6.address), AddressState::Preferred);
+    device_.sent.clear();
+    stack_->stats() = InetStats{};
   }
   void inject(const Bytes& frame) {
     Packet packet;
