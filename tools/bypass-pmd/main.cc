@@ -1,6 +1,6 @@
 // bypass-pmd: testpmd-style diagnostics over pmd/ — ports, stats, xstats, forwarding and
 // generation, mempools — from the command line or an interactive shell (-i); and `stack ...`, the
-// userspace TCP/IP stack on a port (ping, arp, echo/discard servers, bulk send).
+// userspace TCP/IP stack on a port (ping, arp, neigh, echo/discard servers, bulk send).
 //
 //   bypass-pmd [-c FILE] [--set k=v]... [--vdev DEV]... [--json] COMMAND [ARGS]
 //   bypass-pmd [-c FILE] [--set k=v]... [--vdev DEV]... -i
@@ -188,6 +188,12 @@ int main(int argc, char** argv) {
       throw bypass::tools::UsageError("stack " + parsed->stack.name +
                                       ": dpdk.host_ip is not set (the stack's IPv4 address; e.g. -c "
                                       "config/examples/dpdk-tap.yaml or --set dpdk.host_ip=10.67.0.2)");
+    if (parsed && parsed->name == "stack" && config.get_string("dpdk.host_ipv6").empty() &&
+        (parsed->stack.target_ipv6 || parsed->stack.kind == bypass::tools::StackCommand::Kind::Neigh ||
+         parsed->stack.peer.family() == AF_INET6))
+      throw bypass::tools::UsageError("stack " + parsed->stack.name +
+                                      ": dpdk.host_ipv6 is not set (the stack's IPv6 address; e.g. "
+                                      "--set dpdk.host_ipv6=fd00:67::2)");
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);
