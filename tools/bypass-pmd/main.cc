@@ -19,6 +19,7 @@
 #include "config/cli.h"
 #include "base/log.h"
 #include "pmd/pmd.h"
+#include "stack/dpdk/dpdk_stack.h"
 #include "tools/bypass-pmd/commands.h"
 
 namespace {
@@ -194,6 +195,11 @@ int main(int argc, char** argv) {
       throw bypass::tools::UsageError("stack " + parsed->stack.name +
                                       ": dpdk.host_ipv6 is not set (the stack's IPv6 address; e.g. "
                                       "--set dpdk.host_ipv6=fd00:67::2)");
+    if (parsed && parsed->name == "stack") {
+      // dpdk.host_ipv6 and friends are checked now, not once the EAL has started.
+      bypass::inet::InetSettings probe;
+      bypass::apply_dpdk_ipv6_options(config, probe);
+    }
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);

@@ -179,6 +179,8 @@ StackCommand parse_stack_command(const std::vector<std::string>& args, bool json
       if (pos.empty()) throw UsageError("stack ping: needs the IPv4 or IPv6 address to ping");
       extra(1);
       c.target_ipv6 = ipv6_arg("stack ping", pos[0]);
+      if (!c.target_ipv6 && pos[0].find(':') != std::string::npos)
+        throw UsageError("stack ping: '" + pos[0] + "' is not an IPv6 address (e.g. fd00::1 or [fd00::1])");
       if (!c.target_ipv6) c.target_ip = ipv4_arg("stack ping", pos[0]);
       break;
     case StackCommand::Kind::Arp:

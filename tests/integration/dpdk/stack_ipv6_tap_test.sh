@@ -44,14 +44,27 @@ bad "dpdk.host_ipv6 is not set" stack ping "[$kernel_ip6]"
 bad "dpdk.host_ipv6 is not set" stack neigh
 bad "dpdk.host_ipv6 is not set" stack send "[$kernel_ip6]:7000" --bytes 10
 bad "stack ping: 'ff02::1' is not a unicast IPv6 address" "${v6[@]}" stack ping ff02::1
-bad "stack ping: 'fd00::zz' is not an IPv4 address" "${v6[@]}" stack ping fd00::zz
+bad "stack ping: 'fd00::zz' is not an IPv6 address" "${v6[@]}" stack ping fd00::zz
 bad "stack neigh: '10.66.6.1' is not an IPv6 address" "${v6[@]}" stack neigh 10.66.6.1
 bad "stack arp: 'fd00:67:6::1' is an IPv6 address; IPv6 neighbours are resolved by \`stack neigh" "${v6[@]}" stack arp $kernel_ip6
 bad "stack send: '[fd00::1]' has no port" "${v6[@]}" stack send "[fd00::1]" --bytes 10
 bad "stack send: '[fd00::1:7000' has no closing ']'" "${v6[@]}" stack send "[fd00::1:7000" --bytes 10
 bad "stack send: 'fd00::1:7000': write an IPv6 peer in brackets" "${v6[@]}" stack send fd00::1:7000 --bytes 10
 bad "stack send port: '70000' must be a whole number in 1..65535" "${v6[@]}" stack send "[fd00::1]:70000" --bytes 10
-bad "dpdk.ipv6_prefix_length" --set dpdk.ipv6_prefix_length=129 stack ping $stack_ip
+# Bad option values: exit 1 with the option and the value named, before the EAL starts.
+bad_option() {  # EXPECTED_TEXT ARGS...
+  local expected="$1"; shift
+  local err rc
+  timeout 20 "$tool" --set dpdk.host_ip=$stack_ip --set dpdk.vdev=net_null0 "$@" >/dev/null 2>"$dir.err"
+  rc=$?
+  err=$(cat "$dir.err"); rm -f "$dir.err"
+  case "$err" in *EAL*|*" I pmd: "*) fail "'$*' started the EAL: $err"; return;; esac
+  if [ $rc -eq 1 ] && [[ "$err" == *"$expected"* ]]; then ok "'$*' -> $err"; else fail "'$*' (rc $rc) said '$err', expected '$expected'"; fi
+}
+bad_option "dpdk.ipv6_prefix_length" --set dpdk.ipv6_prefix_length=129 stack ping $kernel_ip6
+bad_option "dpdk.host_ipv6: 'ff02::1' is not a unicast address" --set dpdk.host_ipv6=ff02::1 stack ping $kernel_ip6
+bad_option "dpdk.host_ipv6: 'fd00::2/64': give the address alone" --set dpdk.host_ipv6=fd00::2/64 stack neigh
+bad_option "dpdk.gateway_ipv6: 'fd01::1' is neither link-local" --set dpdk.host_ipv6=fd00::2 --set dpdk.gateway_ipv6=fd01::1 stack neigh
 
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (creates the tap $tap)"; exit 77; fi
 for need in ip ping timeout sysctl; do
@@ -74,6 +87,9 @@ ip tuntap add dev "$tap" mode tap multi_queue || { echo "FAIL: cannot create the
 # IPv6 may be disabled by default (net.ipv6.conf.default.disable_ipv6): enable it on the tap only.
 sysctl -qw "net.ipv6.conf.$tap.disable_ipv6=0" || { echo "FAIL: cannot enable IPv6 on $tap"; exit 1; }
 sysctl -qw "net.ipv6.conf.$tap.accept_dad=0" 2>/dev/null
+# The tap loses its carrier whenever a run of the tool closes it; without keep_addr_on_down the
+# kernel then drops the tap's IPv6 address and route (IPv4 keeps them), and answers from eth0.
+sysctl -qw "net.ipv6.conf.$tap.keep_addr_on_down=1" || { echo "FAIL: cannot keep IPv6 addresses on $tap"; exit 1; }
 ip addr add "10.66.6.1/24" dev "$tap" &&
   ip -6 addr add "$kernel_ip6/64" dev "$tap" nodad &&
   ip link set "$tap" up || { echo "FAIL: cannot address $tap"; exit 1; }
@@ -92,7 +108,8 @@ dpdk:
   in_memory: true
   link_wait: 5s
 EOF
-run() { timeout 60 "$tool" -c "$dir/stack.yaml" "$@"; }
+# net_tap gives the stack a new MAC each run: the kernel forgets the last one first.
+run() { ip -6 neigh flush dev "$tap" 2>/dev/null; timeout 60 "$tool" -c "$dir/stack.yaml" "$@"; }
 
 # ---- (a) ping from the stack -------------------------------------------------------------------
 out=$(run stack ping $kernel_ip6 -c 3 -i 200ms -W 2s 2>"$dir/err"); rc=$?
@@ -118,8 +135,9 @@ else
 fi
 
 # ---- (c) neigh -----------------------------------------------------------------------------------
-kernel_mac=$(cat /sys/class/net/$tap/address)
 out=$(run stack neigh $kernel_ip6 2>"$dir/err"); rc=$?
+# net_tap gives the kernel's tap the port's MAC at start-up, a new one each run: read it after.
+kernel_mac=$(cat /sys/class/net/$tap/address)
 if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -Eq "^  $kernel_ip6 +$kernel_mac +(REACHABLE|STALE) "; then
   ok "stack neigh $kernel_ip6: $kernel_mac $(printf '%s\n' "$out" | grep -Eo "$kernel_mac +[A-Z]+" | head -1 | awk '{print $2}')"
 else
@@ -144,6 +162,7 @@ if ! grep -q "ready on $stack_ip" "$dir/server.out"; then
   fail "echo-server did not start: $(cat "$dir/server.out" "$dir/server.err")"
 else
   ip -6 neigh flush dev "$tap" 2>/dev/null  # the kernel resolves us afresh
+  kernel_mac=$(cat /sys/class/net/$tap/address)
   if ping -6 -c 3 -i 0.2 -W 2 $stack_ip6 >"$dir/ping.out" 2>&1 && grep -q "3 received" "$dir/ping.out"; then
     ok "kernel ping -6 $stack_ip6: 3 replies from the stack"
   else
