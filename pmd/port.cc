@@ -380,13 +380,20 @@ Port::MulticastMode Port::join_multicast(const std::vector<std::array<uint8_t, 6
                groups.size());
     return MulticastMode::Filter;
   }
-  // Many NICs match a multicast destination against their unicast MAC table as well.
-  int table = 0;
+  // Many NICs match a multicast destination against their unicast MAC table as well. Only where
+  // the table has room beside the port's own address: ethdev puts an added address in the first
+  // empty slot, which on a port without a MAC (net_ring) is the default address's own.
+  int table = -ENOSPC;
   size_t added = 0;
-  for (rte_ether_addr& address : addresses) {
-    table = rte_eth_dev_mac_addr_add(port_id, &address, 0);
-    if (table != 0) break;
-    ++added;
+  rte_eth_dev_info dev{};
+  rte_ether_addr own{};
+  if (rte_eth_dev_info_get(port_id, &dev) == 0 && rte_eth_macaddr_get(port_id, &own) == 0 &&
+      !rte_is_zero_ether_addr(&own) && dev.max_mac_addrs > groups.size()) {
+    for (rte_ether_addr& address : addresses) {
+      table = rte_eth_dev_mac_addr_add(port_id, &address, 0);
+      if (table != 0) break;
+      ++added;
+    }
   }
   if (table == 0) {
     BYPASS_LOG(Info, "pmd", "%s: %zu multicast groups added to the MAC address table (no multicast filter: %s)",

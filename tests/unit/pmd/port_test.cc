@@ -258,6 +258,22 @@ TEST_F(RingPortTest, Ipv6ExtensionHeadersBeforeTcpKeepTheFlowsWorker) {
   EXPECT_EQ(got, 64u);
 }
 
+// A ring device has no multicast filter and a MAC table of one slot holding no address: the
+// groups must not take the port's own slot; the port falls back to all-multicast (or, lacking
+// that too, filters nothing) and says so.
+TEST_F(RingPortTest, JoiningNeighborDiscoveryGroupsLeavesThePortsAddressAlone) {
+  open(1, 1);
+  rte_ether_addr before{}, after{};
+  ASSERT_EQ(rte_eth_macaddr_get(port_->id(), &before), 0);
+  const std::vector<std::array<uint8_t, 6>> groups = {{0x33, 0x33, 0xff, 0, 0, 2}, {0x33, 0x33, 0, 0, 0, 1}};
+  const Port::MulticastMode mode = port_->join_multicast(groups);
+  EXPECT_NE(mode, Port::MulticastMode::UnicastTable) << Port::to_string(mode);
+  EXPECT_NE(mode, Port::MulticastMode::Filter) << Port::to_string(mode);
+  ASSERT_EQ(rte_eth_macaddr_get(port_->id(), &after), 0);
+  EXPECT_TRUE(rte_is_same_ether_addr(&before, &after));
+  EXPECT_EQ(port_->join_multicast(groups), mode);  // again, as a later stack on the same port does
+}
+
 TEST_F(RingPortTest, WorkersOnTheirOwnThreadsReceiveEveryPacketOnce) {
   open(3, 1);
   constexpr unsigned kPackets = 3000;
