@@ -15,6 +15,16 @@ void register_dpdk_options(Registry& r) {
          .help = "Netmask of dpdk.host_ip's subnet; other destinations go through the gateway."});
   r.add({.name = "dpdk.gateway", .type = OptionType::IPv4, .default_value = "0.0.0.0",
          .help = "Default gateway; 0.0.0.0 means none (only the local subnet is reachable)."});
+  // IPv6 (RFC 8200) beside IPv4 on the same port: Neighbor Discovery (RFC 4861) and ICMPv6 echo.
+  r.add({.name = "dpdk.host_ipv6", .type = OptionType::String, .default_value = "",
+         .help = "IPv6 unicast address of the userspace stack (e.g. fd00:10::2); empty leaves IPv6 off."});
+  r.add({.name = "dpdk.ipv6_prefix_length", .type = OptionType::Int, .default_value = "64",
+         .help = "On-link prefix length of dpdk.host_ipv6 (RFC 4291 §2.5.4: 64 for most links); other "
+                 "destinations go through dpdk.gateway_ipv6.",
+         .min = 1, .max = 128});
+  r.add({.name = "dpdk.gateway_ipv6", .type = OptionType::String, .default_value = "",
+         .help = "IPv6 default router: link-local (fe80::1, RFC 4861 §8) or on dpdk.host_ipv6's prefix; "
+                 "empty means none (only on-link destinations are reachable)."});
   r.add({.name = "dpdk.hw_addr", .type = OptionType::String, .default_value = "",
          .help = "MAC address to use (aa:bb:cc:dd:ee:ff); empty uses the port's own."});
 

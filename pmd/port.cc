@@ -353,6 +353,66 @@ Port::~Port() {
   rte_eth_dev_close(info_.port_id);
 }
 
+const char* Port::to_string(MulticastMode mode) {
+  switch (mode) {
+    case MulticastMode::Filter: return "multicast filter";
+    case MulticastMode::UnicastTable: return "MAC address table";
+    case MulticastMode::AllMulticast: return "all-multicast mode";
+    case MulticastMode::Promiscuous: return "promiscuous mode";
+    case MulticastMode::Unfiltered: return "unfiltered device";
+  }
+  return "?";
+}
+
+Port::MulticastMode Port::join_multicast(const std::vector<std::array<uint8_t, 6>>& groups) {
+  const uint16_t port_id = info_.port_id;
+  const std::string label = port_label(port_id, info_.name);
+  if (rte_eth_promiscuous_get(port_id) == 1) {
+    BYPASS_LOG(Info, "pmd", "%s: multicast groups arrive in promiscuous mode", label.c_str());
+    return MulticastMode::Promiscuous;
+  }
+  std::vector<rte_ether_addr> addresses(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i)
+    std::copy(groups[i].begin(), groups[i].end(), addresses[i].addr_bytes);
+  const int filter = rte_eth_dev_set_mc_addr_list(port_id, addresses.data(), static_cast<uint32_t>(addresses.size()));
+  if (filter == 0) {
+    BYPASS_LOG(Info, "pmd", "%s: %zu multicast groups joined through the device's multicast filter", label.c_str(),
+               groups.size());
+    return MulticastMode::Filter;
+  }
+  // Many NICs match a multicast destination against their unicast MAC table as well. Only where
+  // the table has room beside the port's own address: ethdev puts an added address in the first
+  // empty slot, which on a port without a MAC (net_ring) is the default address's own.
+  int table = -ENOSPC;
+  size_t added = 0;
+  rte_eth_dev_info dev{};
+  rte_ether_addr own{};
+  if (rte_eth_dev_info_get(port_id, &dev) == 0 && rte_eth_macaddr_get(port_id, &own) == 0 &&
+      !rte_is_zero_ether_addr(&own) && dev.max_mac_addrs > groups.size()) {
+    for (rte_ether_addr& address : addresses) {
+      table = rte_eth_dev_mac_addr_add(port_id, &address, 0);
+      if (table != 0) break;
+      ++added;
+    }
+  }
+  if (table == 0) {
+    BYPASS_LOG(Info, "pmd", "%s: %zu multicast groups added to the MAC address table (no multicast filter: %s)",
+               label.c_str(), groups.size(), ethdev_error(filter).c_str());
+    return MulticastMode::UnicastTable;
+  }
+  for (size_t i = 0; i < added; ++i) rte_eth_dev_mac_addr_remove(port_id, &addresses[i]);
+  const int all = rte_eth_allmulticast_enable(port_id);
+  if (all == 0) {
+    BYPASS_LOG(Info, "pmd", "%s: all-multicast mode on (multicast filter: %s; MAC table: %s)", label.c_str(),
+               ethdev_error(filter).c_str(), ethdev_error(table).c_str());
+    return MulticastMode::AllMulticast;
+  }
+  // net_ring and net_memif deliver every frame their peer sends: there is nothing to open.
+  BYPASS_LOG(Info, "pmd", "%s: %s has no multicast filter, MAC table or all-multicast mode (%s); it filters nothing",
+             label.c_str(), info_.driver.c_str(), ethdev_error(all).c_str());
+  return MulticastMode::Unfiltered;
+}
+
 LinkState Port::link() const {
   rte_eth_link l{};
   LinkState s;
@@ -380,19 +440,19 @@ void Port::set_owner_function(OwnerFunction function, void* context) {
 
 namespace {
 
-// IPv6 as NICs hash it (RTE_ETH_RSS_NONFRAG_IPV6_TCP/UDP, RTE_ETH_RSS_IPV6): TCP or UDP right
-// after the fixed header (RFC 8200 §3) hashes its 4-tuple; anything else (an extension header, a
-// fragment, ICMPv6) hashes the two addresses only, so all of a fragmented datagram and the
-// neighbour discovery between two hosts land on one worker.
+// IPv6 as NICs hash it (RTE_ETH_RSS_NONFRAG_IPV6_TCP/UDP, RTE_ETH_RSS_IPV6): TCP or UDP hashes its
+// 4-tuple, anything else (a fragment, ICMPv6) the two addresses only, so all of a fragmented
+// datagram and the neighbour discovery between two hosts land on one worker. Hop-by-Hop, Routing
+// and Destination Options headers before TCP are stepped over (ipv6_upper_layer), so a segment
+// that carries one stays with its flow.
 unsigned ipv6_owner(const RssSteering& steering, const rte_mbuf* pkt) {
   uint8_t copy[sizeof(rte_ipv6_hdr)];
   const auto* ip6 = static_cast<const rte_ipv6_hdr*>(rte_pktmbuf_read(pkt, RTE_ETHER_HDR_LEN, sizeof(copy), copy));
   if (!ip6) return kKeepOnReceiver;
   const std::span<const uint8_t, 16> src(ip6->src_addr, 16), dst(ip6->dst_addr, 16);
-  if (ip6->proto == IPPROTO_TCP || ip6->proto == IPPROTO_UDP) {
+  if (const auto upper = ipv6_upper_layer(pkt); upper && (upper->protocol == IPPROTO_TCP || upper->protocol == IPPROTO_UDP)) {
     uint8_t ports_copy[4];
-    const auto* ports = static_cast<const uint8_t*>(
-        rte_pktmbuf_read(pkt, RTE_ETHER_HDR_LEN + sizeof(rte_ipv6_hdr), 4, ports_copy));
+    const auto* ports = static_cast<const uint8_t*>(rte_pktmbuf_read(pkt, upper->offset, 4, ports_copy));
     if (ports)
       return steering.worker_for_ipv6(src, dst, static_cast<uint16_t>(ports[0] << 8 | ports[1]),
                                       static_cast<uint16_t>(ports[2] << 8 | ports[3]));
@@ -401,6 +461,52 @@ unsigned ipv6_owner(const RssSteering& steering, const rte_mbuf* pkt) {
 }
 
 }  // namespace
+
+std::optional<Ipv6UpperLayer> ipv6_upper_layer(const rte_mbuf* pkt) {
+  uint8_t copy[sizeof(rte_ipv6_hdr)];
+  const auto* ip6 = static_cast<const rte_ipv6_hdr*>(rte_pktmbuf_read(pkt, RTE_ETHER_HDR_LEN, sizeof(copy), copy));
+  if (!ip6 || (ip6->vtc_flow & rte_cpu_to_be_32(0xf0000000u)) != rte_cpu_to_be_32(0x60000000u)) return std::nullopt;
+  uint8_t protocol = ip6->proto;
+  uint32_t offset = RTE_ETHER_HDR_LEN + sizeof(rte_ipv6_hdr);
+  // RFC 8200 §4: these three share the layout next header, length in 8-octet units less one. A
+  // bounded walk: a chain longer than this is an attack or nonsense, hashed on addresses.
+  constexpr int kMaxExtensionHeaders = 8;
+  for (int i = 0; i < kMaxExtensionHeaders; ++i) {
+    if (protocol != IPPROTO_HOPOPTS && protocol != IPPROTO_ROUTING && protocol != IPPROTO_DSTOPTS)
+      return Ipv6UpperLayer{protocol, offset};
+    uint8_t header_copy[2];
+    const auto* header = static_cast<const uint8_t*>(rte_pktmbuf_read(pkt, offset, 2, header_copy));
+    if (!header) return std::nullopt;
+    protocol = header[0];
+    offset += (header[1] + 1u) * 8u;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint16_t> tcp_destination_port(const rte_mbuf* pkt) {
+  uint8_t copy[RTE_ETHER_HDR_LEN + sizeof(rte_ipv4_hdr)];
+  const auto* eth = static_cast<const rte_ether_hdr*>(rte_pktmbuf_read(pkt, 0, RTE_ETHER_HDR_LEN, copy));
+  if (!eth) return std::nullopt;
+  uint32_t offset = 0;
+  if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+    const auto* ip = static_cast<const rte_ipv4_hdr*>(
+        rte_pktmbuf_read(pkt, RTE_ETHER_HDR_LEN, sizeof(rte_ipv4_hdr), copy + RTE_ETHER_HDR_LEN));
+    if (!ip || ip->next_proto_id != IPPROTO_TCP || (ip->version_ihl & 0x0f) < 5) return std::nullopt;
+    // A later fragment carries payload where the ports would be.
+    if (rte_be_to_cpu_16(ip->fragment_offset) & RTE_IPV4_HDR_OFFSET_MASK) return std::nullopt;
+    offset = RTE_ETHER_HDR_LEN + (ip->version_ihl & 0x0f) * 4u;
+  } else if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)) {
+    const auto upper = ipv6_upper_layer(pkt);
+    if (!upper || upper->protocol != IPPROTO_TCP) return std::nullopt;
+    offset = upper->offset;
+  } else {
+    return std::nullopt;
+  }
+  uint8_t ports_copy[4];
+  const auto* ports = static_cast<const uint8_t*>(rte_pktmbuf_read(pkt, offset, 4, ports_copy));
+  if (!ports) return std::nullopt;
+  return static_cast<uint16_t>(ports[2] << 8 | ports[3]);
+}
 
 unsigned Port::default_owner(const rte_mbuf* pkt, void* context) {
   const Port& port = *static_cast<const Port*>(context);

@@ -112,6 +112,19 @@ struct Xstat {
 using OwnerFunction = unsigned (*)(const rte_mbuf* pkt, void* context);
 inline constexpr unsigned kKeepOnReceiver = ~0u;
 
+// Where an Ethernet + IPv6 frame's upper-layer header starts, past any Hop-by-Hop, Routing and
+// Destination Options headers (RFC 8200 §4.1 order); `protocol` is what comes there (a Fragment
+// header, 44, ends the walk). nullopt: not IPv6, truncated, or a chain longer than 8 headers.
+struct Ipv6UpperLayer {
+  uint8_t protocol;
+  uint32_t offset;  // from the start of the frame
+};
+std::optional<Ipv6UpperLayer> ipv6_upper_layer(const rte_mbuf* pkt);
+
+// The TCP destination port of an Ethernet + IPv4 or IPv6 frame (IPv6 past the extension headers
+// ipv6_upper_layer steps over); nullopt for anything else, IPv4 non-first fragments included.
+std::optional<uint16_t> tcp_destination_port(const rte_mbuf* pkt);
+
 class Port {
  public:
   // Configures and starts the port (does not wait for the link). Throws PmdError.
@@ -159,6 +172,16 @@ class Port {
   // has stopped polling (the ring has one consumer): a caller accounting for every packet takes
   // them here instead of letting the destructor free them uncounted.
   uint16_t drain_redirect(unsigned worker, rte_mbuf** pkts, uint16_t count);
+
+  // How join_multicast let the groups in.
+  enum class MulticastMode { Filter, UnicastTable, AllMulticast, Promiscuous, Unfiltered };
+  static const char* to_string(MulticastMode mode);
+  // Lets frames to the Ethernet groups `groups` in (IPv6 Neighbor Discovery needs the
+  // solicited-node group and all-nodes, RFC 2464 §7 / RFC 4291 §2.7.1): the device's multicast
+  // filter (rte_eth_dev_set_mc_addr_list, replacing any earlier list) when the driver has one,
+  // else its MAC address table, else all-multicast mode. A promiscuous port needs nothing, and a
+  // driver that offers none of the three (net_ring, net_memif) filters nothing. Logs which.
+  MulticastMode join_multicast(const std::vector<std::array<uint8_t, 6>>& groups);
 
   PortStats stats() const;
   std::vector<Xstat> xstats() const;

@@ -53,7 +53,64 @@ inet::MacAddress choose_mac(const config::Config& conf, const pmd::Port& port, u
 constexpr uint16_t kListenPortFirst = 20000;
 constexpr uint16_t kListenPortLast = 29999;
 
-inet::InetSettings settings_from_config(const config::Config& conf) {
+// True when the first `length` bits of `a` and `b` agree.
+bool same_prefix(const inet::Ipv6Address& a, const inet::Ipv6Address& b, unsigned length) {
+  for (unsigned bit = 0; bit < length; bit += 8) {
+    const unsigned take = std::min(8u, length - bit);
+    const auto mask = static_cast<uint8_t>(0xff00u >> take);
+    if ((a.bytes[bit / 8] & mask) != (b.bytes[bit / 8] & mask)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void apply_dpdk_ipv6_options(const config::Config& conf, inet::InetSettings& settings) {
+  const std::string& address = conf.get_string("dpdk.host_ipv6");
+  const std::string& gateway = conf.get_string("dpdk.gateway_ipv6");
+  const auto prefix = static_cast<unsigned>(conf.get_int("dpdk.ipv6_prefix_length"));
+  if (address.empty()) {
+    if (!gateway.empty())
+      throw std::runtime_error("dpdk.gateway_ipv6: '" + gateway + "' given without dpdk.host_ipv6 (IPv6 is off)");
+    settings.ipv6.address = inet::Ipv6Address{};
+    return;
+  }
+  if (address.find('/') != std::string::npos)
+    throw std::runtime_error("dpdk.host_ipv6: '" + address +
+                             "': give the address alone and its prefix length in dpdk.ipv6_prefix_length");
+  const std::string bare = address.size() > 2 && address.front() == '[' && address.back() == ']'
+                               ? address.substr(1, address.size() - 2)
+                               : address;
+  if (!inet::Ipv6Address::from_string(bare))
+    throw std::runtime_error("dpdk.host_ipv6: '" + address + "' is not an IPv6 address (e.g. fd00:10::2)");
+  inet::InetSettings parsed = settings;
+  if (const std::string error = inet::apply_ipv6_addressing(bare + "/" + std::to_string(prefix), "", parsed);
+      !error.empty()) {
+    // RFC 4291 §2.7, §2.5.2-3: multicast, :: and ::1 name no interface of ours.
+    throw std::runtime_error("dpdk.host_ipv6: '" + address +
+                             "' is not a unicast address (multicast, :: and ::1 cannot be the stack's address)");
+  }
+  if (!gateway.empty()) {
+    const std::string bare_gateway = gateway.size() > 2 && gateway.front() == '[' && gateway.back() == ']'
+                                         ? gateway.substr(1, gateway.size() - 2)
+                                         : gateway;
+    const auto router = inet::Ipv6Address::from_string(bare_gateway);
+    if (!router) throw std::runtime_error("dpdk.gateway_ipv6: '" + gateway + "' is not an IPv6 address (e.g. fe80::1)");
+    if (router->is_unspecified() || router->is_multicast() || router->is_loopback() || *router == parsed.ipv6.address)
+      throw std::runtime_error("dpdk.gateway_ipv6: '" + gateway +
+                               "' is not a unicast address of another node (a router's address)");
+    // A next hop is resolved by Neighbor Discovery, so it must be on the link: routers advertise
+    // their link-local address (RFC 4861 §8: "the link-local address of the router"), and an
+    // address within our own prefix is on-link too (§2.1).
+    if (!router->is_link_local_unicast() && !same_prefix(*router, parsed.ipv6.address, prefix))
+      throw std::runtime_error("dpdk.gateway_ipv6: '" + gateway + "' is neither link-local (fe80::/10) nor on " +
+                               bare + "/" + std::to_string(prefix) + ": Neighbor Discovery could not reach it");
+    parsed.ipv6.gateway = *router;
+  }
+  settings.ipv6 = parsed.ipv6;
+}
+
+inet::InetSettings dpdk_inet_settings(const config::Config& conf) {
   inet::InetSettings settings;
   settings.address.value = conf.get_ipv4("dpdk.host_ip").host_order;
   if (settings.address.is_zero())
@@ -61,8 +118,11 @@ inet::InetSettings settings_from_config(const config::Config& conf) {
   settings.netmask.value = conf.get_ipv4("dpdk.netmask").host_order;
   settings.gateway.value = conf.get_ipv4("dpdk.gateway").host_order;
   inet::apply_tcp_config(conf, settings);
+  apply_dpdk_ipv6_options(conf, settings);
   return settings;
 }
+
+namespace {
 
 // The EAL starts once per process and a closed virtual device (net_tap, net_ring) cannot be
 // probed again, so the port set outlives a stack: later stacks in the process (tests create one
@@ -112,16 +172,9 @@ std::shared_ptr<pmd::PortSet> open_ports(const config::Config& conf) {
 // rest of its passive connections); everything else follows the 4-tuple hash.
 unsigned steer_with_single_listeners(const rte_mbuf* pkt, void* context) {
   auto* self = static_cast<std::pair<pmd::Port*, SingleListenerTable*>*>(context);
-  uint8_t copy[4];
-  const auto* eth = rte_pktmbuf_mtod(pkt, const uint8_t*);
-  if (pkt->data_len >= 14 + 20 && eth[12] == 0x08 && eth[13] == 0x00 && eth[14 + 9] == IPPROTO_TCP) {
-    const unsigned ihl = (eth[14] & 0x0f) * 4u;
-    const auto* ports = static_cast<const uint8_t*>(rte_pktmbuf_read(pkt, 14 + ihl, 4, copy));
-    if (ports != nullptr) {
-      const uint16_t dst_port = static_cast<uint16_t>(ports[2] << 8 | ports[3]);
-      if (const uint8_t owner = self->second->owner_plus_one(dst_port); owner != SingleListenerTable::kNone)
-        return owner - 1u;
-    }
+  if (const auto dst_port = pmd::tcp_destination_port(pkt)) {  // IPv4 or IPv6
+    if (const uint8_t owner = self->second->owner_plus_one(*dst_port); owner != SingleListenerTable::kNone)
+      return owner - 1u;
   }
   return pmd::Port::default_owner(pkt, self->first);
 }
@@ -151,6 +204,12 @@ DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
       timers_(center()),
       inet_(std::make_unique<inet::InetStack>(settings_, device_, timers_, secret_seed)) {
   driver().set_poll_hook([this] { return poll(); });
+  // Neighbor Discovery messages reach one worker (their 4-tuple-less hash picks it), yet every
+  // worker sends to that neighbour: what one replica learns from the wire, the others learn too,
+  // as ARP frames are shared (share_arp). NeighborCache::learn does not call the hook back.
+  inet_->neighbors().set_learn_hook([this](const inet::Ipv6Address& ip, inet::MacAddress mac, bool reachable) {
+    share_neighbor(ip, mac, reachable);
+  });
   // Outgoing connections must use a tuple whose hash brings the replies back to this worker. A
   // received segment has src = remote, dst = local (pmd::Port::default_owner).
   const pmd::RssSteering& steering = port_.steering();
@@ -183,12 +242,11 @@ void DpdkWorker::on_thread_start() {
   }
   // Connections to our own address (the peer is this stack, e.g. over a looped net_ring) resolve
   // to our own MAC; the tick refreshes the entry every second so it never ages out.
-  inet_->arp().learn(settings_.address, device_.mac());
+  learn_own_addresses();
   struct Tick {
     DpdkWorker* worker;
     void operator()() const {
-      if (++worker->ticks_ % kTicksPerArpRefresh == 0)
-        worker->inet().arp().learn(worker->settings_.address, worker->device().mac());
+      if (++worker->ticks_ % kTicksPerArpRefresh == 0) worker->learn_own_addresses();
       worker->tick_ = worker->center().create_timer(kIdleTick, Tick{worker});
     }
   };
@@ -216,6 +274,22 @@ int DpdkWorker::poll() {
   }
   inet_->end_burst();  // coalesced segments go to TCP, their ACKs into this batch
   return static_cast<int>(count + device_.end_batch());
+}
+
+void DpdkWorker::learn_own_addresses() {
+  inet_->arp().learn(settings_.address, device_.mac());
+  // Reachable, and refreshed well within ReachableTime (RFC 4861 §6.3.2, 30 s), so the line never
+  // goes STALE and starts probing ourselves.
+  if (inet_->ipv6_enabled()) inet_->neighbors().learn(settings_.ipv6.address, device_.mac(), true);
+}
+
+void DpdkWorker::share_neighbor(const inet::Ipv6Address& ip, inet::MacAddress mac, bool reachable) {
+  // Rare (a neighbour's first resolution or a change of its address), so the closure's size does
+  // not matter: EventCenter's queue allocates a node per dispatch anyway.
+  for (DpdkWorker* sibling : siblings_) {
+    sibling->center().dispatch_external(
+        [sibling, ip, mac, reachable] { sibling->inet().neighbors().learn(ip, mac, reachable); });
+  }
 }
 
 void DpdkWorker::share_arp(const inet::Packet& frame) {
@@ -270,7 +344,7 @@ int DpdkWorker::connect(const SocketAddress& addr, const SocketOptions& opts, Co
 // ---------------------------------------------------------------------------------------------
 
 DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
-  const inet::InetSettings settings = settings_from_config(conf);
+  const inet::InetSettings settings = dpdk_inet_settings(conf);
   ports_ = open_ports(conf);
   pmd::Port& port = ports_->port(0);
   drain_port(port);
@@ -281,6 +355,24 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
              settings.address.to_string().c_str(), port.info().software_redirect ? ", software redirect" : "",
              offloads.tx_tcp_checksum ? "offloaded" : "software",
              offloads.rx_tcp_checksum ? "offloaded" : "software");
+  if (!settings.ipv6.address.is_unspecified()) {
+    // Neighbor Discovery talks to groups (RFC 4861 §7.2.2, §7.2.6): our solicited-node group, that
+    // of the link-local address a modified EUI-64 interface identifier from our MAC would give
+    // (RFC 4291 §2.5.1, App. A: its low 24 bits are the MAC's), and all-nodes.
+    const auto group = [](const inet::Ipv6Address& ip) {
+      const inet::MacAddress m = ip.multicast_mac();
+      return std::array<uint8_t, 6>{m.bytes[0], m.bytes[1], m.bytes[2], m.bytes[3], m.bytes[4], m.bytes[5]};
+    };
+    std::vector<std::array<uint8_t, 6>> groups = {group(settings.ipv6.address.solicited_node_multicast()),
+                                                  group(inet::Ipv6Address::all_nodes())};
+    const std::array<uint8_t, 6> link_local = {0x33, 0x33, 0xff, mac.bytes[3], mac.bytes[4], mac.bytes[5]};
+    if (link_local != groups[0]) groups.push_back(link_local);
+    BYPASS_LOG(Info, "dpdk", "IPv6 %s/%u%s%s; neighbour discovery through the port's %s",
+               settings.ipv6.address.to_string().c_str(), unsigned{settings.ipv6.prefix_length},
+               settings.ipv6.gateway.is_unspecified() ? "" : " via ",
+               settings.ipv6.gateway.is_unspecified() ? "" : settings.ipv6.gateway.to_string().c_str(),
+               pmd::Port::to_string(port.join_multicast(groups)));
+  }
   single_listeners_ = std::make_unique<SingleListenerTable>();
   if (port.info().software_redirect) {
     steering_context_ = std::make_unique<std::pair<pmd::Port*, SingleListenerTable*>>(&port, single_listeners_.get());
@@ -392,6 +484,14 @@ unsigned DpdkStack::worker_for_peer(uint32_t peer_ip) {
   if (port.workers() <= 1) return 0;
   const uint32_t host = dpdk_worker(0).host_ip();
   return port.steering().worker_for_ipv4_addresses(peer_ip, host);
+}
+
+unsigned DpdkStack::worker_for_peer(const inet::Ipv6Address& peer) {
+  pmd::Port& port = ports_->port(0);
+  const inet::Ipv6Address& host = dpdk_worker(0).host_ipv6();
+  if (port.workers() <= 1 || host.is_unspecified()) return 0;
+  return port.steering().worker_for_ipv6_addresses(std::span<const uint8_t, 16>(peer.bytes),
+                                                   std::span<const uint8_t, 16>(host.bytes));
 }
 
 void release_dpdk_ports() {

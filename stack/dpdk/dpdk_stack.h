@@ -59,6 +59,7 @@ class DpdkWorker final : public Worker {
   inet::InetStack& inet() { return *inet_; }
   DpdkDevice& device() { return device_; }
   uint32_t host_ip() const { return settings_.address.value; }
+  const inet::Ipv6Address& host_ipv6() const { return settings_.ipv6.address; }  // unspecified: IPv6 off
   int inject_socket_failures() const { return inject_socket_failures_; }
   void set_inject_socket_failures(int every) { inject_socket_failures_ = every; }
   // Distinct per worker and socket, the same from run to run (a failing sequence replays).
@@ -69,6 +70,10 @@ class DpdkWorker final : public Worker {
  private:
   int poll();
   void share_arp(const inet::Packet& frame);
+  // The neighbour cache's learn hook: the same line on every sibling (on its own thread).
+  void share_neighbor(const inet::Ipv6Address& ip, inet::MacAddress mac, bool reachable);
+  // Our own addresses map to our MAC, so a looped port (net_ring) reaches this stack itself.
+  void learn_own_addresses();
 
   pmd::Port& port_;
   inet::InetSettings settings_;
@@ -103,6 +108,9 @@ class DpdkStack final : public NetworkStack {
   // The worker that receives IPv4 datagrams without ports (ICMP) from `peer_ip` (host order):
   // RSS and pmd's software steering hash such packets on the two addresses only.
   unsigned worker_for_peer(uint32_t peer_ip);
+  // The same for IPv6 datagrams without ports (ICMPv6, Neighbor Discovery) from `peer` to our
+  // dpdk.host_ipv6 (worker 0 when IPv6 is off).
+  unsigned worker_for_peer(const inet::Ipv6Address& peer);
 
  protected:
   // Worker i's TCP connections whose data or FIN the peer has not acknowledged: stop() lingers for
@@ -114,6 +122,14 @@ class DpdkStack final : public NetworkStack {
   std::unique_ptr<SingleListenerTable> single_listeners_;
   std::unique_ptr<std::pair<pmd::Port*, SingleListenerTable*>> steering_context_;
 };
+
+// The stack's settings from dpdk.host_ip (required), netmask, gateway, the IPv6 options below and
+// tcp.*; throws std::runtime_error naming the option and its bad value.
+inet::InetSettings dpdk_inet_settings(const config::Config& conf);
+// settings.ipv6 from dpdk.host_ipv6 (empty: IPv6 off), dpdk.ipv6_prefix_length and
+// dpdk.gateway_ipv6; refuses a host address that is not unicast and a gateway Neighbor Discovery
+// could not reach (neither link-local nor on the prefix). Throws std::runtime_error.
+void apply_dpdk_ipv6_options(const config::Config& conf, inet::InetSettings& settings);
 
 // Reads the dpdk.* options (dpdk.host_ip is required) and tcp.*; throws std::runtime_error with
 // the option name when the transport cannot run (no port, no memory, bad address).

@@ -112,6 +112,26 @@ class TxChainBuilder::Chain {
   rte_mbuf* tail_ = nullptr;
 };
 
+namespace {
+
+// The EtherType ends the L2 header (14 bytes, or 18 behind a VLAN tag); the stack's headers are
+// always copied into the first mbuf (build()), so it is there to read.
+bool carries_ipv6(const rte_mbuf* head, uint8_t l2_length) {
+  if (l2_length < 2 || head->data_len < l2_length) return false;
+  const auto* type = rte_pktmbuf_mtod_offset(head, const uint8_t*, l2_length - 2);
+  return type[0] == 0x86 && type[1] == 0xdd;
+}
+
+// DPDK's offload contract (rte_mbuf_core.h): RTE_MBUF_F_TX_IPV4 or _IPV6 names the L3 header the
+// device parses; IPv6 has no header checksum (RFC 8200 §3), so never RTE_MBUF_F_TX_IP_CKSUM. The
+// TCP checksum field holds the pseudo-header sum of the family (RFC 8200 §8.1 for IPv6).
+uint64_t l3_flags(const rte_mbuf* head, const inet::TxOffload& tx) {
+  if (carries_ipv6(head, tx.l2_length)) return RTE_MBUF_F_TX_IPV6;
+  return RTE_MBUF_F_TX_IPV4 | (tx.ipv4_checksum ? RTE_MBUF_F_TX_IP_CKSUM : 0);
+}
+
+}  // namespace
+
 TxChainBuilder::TxChainBuilder(rte_mempool* pool, const TxChainOptions& options)
     : pool_(pool),
       options_(options),
@@ -227,8 +247,7 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
     head->l3_len = frame.tx.l3_length;
     head->l4_len = frame.tx.l4_length;
     head->tso_segsz = frame.tx.segment_payload;
-    head->ol_flags |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
-    if (frame.tx.ipv4_checksum) head->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
+    head->ol_flags |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM | l3_flags(head, frame.tx);
     ++counters_.tso_segments;
   } else if (frame.tx.ipv4_checksum || port_tcp_checksum) {
     // DPDK's contract (rte_mbuf_core.h, RTE_MBUF_F_TX_*_CKSUM): l2/l3/l4 lengths set, the IPv4
@@ -236,8 +255,7 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
     head->l2_len = frame.tx.l2_length;
     head->l3_len = frame.tx.l3_length;
     head->l4_len = frame.tx.l4_length;
-    head->ol_flags |= RTE_MBUF_F_TX_IPV4;
-    if (frame.tx.ipv4_checksum) head->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
+    head->ol_flags |= l3_flags(head, frame.tx);
     if (port_tcp_checksum) head->ol_flags |= RTE_MBUF_F_TX_TCP_CKSUM;
     ++counters_.checksum_offloads;
   }
@@ -303,7 +321,9 @@ bool TxChainBuilder::build_cut(const inet::Packet& frame, EmitFrame emit, void* 
       head->l2_len = tx.l2_length;
       head->l3_len = tx.l3_length;
       head->l4_len = tx.l4_length;
-      head->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+      inet::TxOffload cut = tx;
+      cut.ipv4_checksum = false;  // the cutter wrote each IPv4 header's checksum
+      head->ol_flags |= RTE_MBUF_F_TX_TCP_CKSUM | l3_flags(head, cut);
       ++counters_.checksum_offloads;
     }
     ++counters_.frames;

@@ -1,6 +1,6 @@
 // bypass-pmd: testpmd-style diagnostics over pmd/ — ports, stats, xstats, forwarding and
 // generation, mempools — from the command line or an interactive shell (-i); and `stack ...`, the
-// userspace TCP/IP stack on a port (ping, arp, echo/discard servers, bulk send).
+// userspace TCP/IP stack on a port (ping, arp, neigh, echo/discard servers, bulk send).
 //
 //   bypass-pmd [-c FILE] [--set k=v]... [--vdev DEV]... [--json] COMMAND [ARGS]
 //   bypass-pmd [-c FILE] [--set k=v]... [--vdev DEV]... -i
@@ -19,6 +19,7 @@
 #include "config/cli.h"
 #include "base/log.h"
 #include "pmd/pmd.h"
+#include "stack/dpdk/dpdk_stack.h"
 #include "tools/bypass-pmd/commands.h"
 
 namespace {
@@ -188,6 +189,17 @@ int main(int argc, char** argv) {
       throw bypass::tools::UsageError("stack " + parsed->stack.name +
                                       ": dpdk.host_ip is not set (the stack's IPv4 address; e.g. -c "
                                       "config/examples/dpdk-tap.yaml or --set dpdk.host_ip=10.67.0.2)");
+    if (parsed && parsed->name == "stack" && config.get_string("dpdk.host_ipv6").empty() &&
+        (parsed->stack.target_ipv6 || parsed->stack.kind == bypass::tools::StackCommand::Kind::Neigh ||
+         parsed->stack.peer.family() == AF_INET6))
+      throw bypass::tools::UsageError("stack " + parsed->stack.name +
+                                      ": dpdk.host_ipv6 is not set (the stack's IPv6 address; e.g. "
+                                      "--set dpdk.host_ipv6=fd00:67::2)");
+    if (parsed && parsed->name == "stack") {
+      // dpdk.host_ipv6 and friends are checked now, not once the EAL has started.
+      bypass::inet::InetSettings probe;
+      bypass::apply_dpdk_ipv6_options(config, probe);
+    }
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);

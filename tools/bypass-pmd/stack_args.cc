@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "stack/inet/icmp_echo.h"
 #include "tools/bypass-pmd/commands.h"
@@ -13,12 +14,23 @@ namespace {
 
 constexpr uint64_t kMaxPingCount = 1'000'000;
 
+std::string without_brackets(const std::string& text) {
+  return text.size() > 2 && text.front() == '[' && text.back() == ']' ? text.substr(1, text.size() - 2) : text;
+}
+
+// A unicast IPv6 address, with or without brackets ("fd00::1", "[fd00::1]"); nullopt when `text`
+// is no IPv6 address at all.
+std::optional<inet::Ipv6Address> ipv6_arg(const std::string& where, const std::string& text) {
+  const auto ip = inet::Ipv6Address::from_string(without_brackets(text));
+  if (!ip) return std::nullopt;
+  // RFC 4291 §2.5.2, §2.5.3, §2.7: ::, ::1 and groups name no one neighbour to talk to.
+  if (ip->is_unspecified() || ip->is_loopback() || ip->is_multicast())
+    throw UsageError(where + ": '" + text + "' is not a unicast IPv6 address");
+  return ip;
+}
+
 uint32_t ipv4_arg(const std::string& where, const std::string& text) {
   in_addr addr{};
-  in6_addr addr6{};
-  const std::string bare = text.size() > 2 && text.front() == '[' && text.back() == ']' ? text.substr(1, text.size() - 2) : text;
-  if (inet_pton(AF_INET6, bare.c_str(), &addr6) == 1)
-    throw UsageError(where + ": '" + text + "' is an IPv6 address, and the userspace stack speaks IPv4 only so far");
   if (inet_pton(AF_INET, text.c_str(), &addr) != 1)
     throw UsageError(where + ": '" + text + "' is not an IPv4 address (dotted quad, e.g. 10.67.0.1)");
   const uint32_t ip = ntohl(addr.s_addr);
@@ -82,12 +94,17 @@ struct StackFlags {
 }  // namespace
 
 std::string stack_help() {
-  return "stack commands (the userspace TCP/IP stack on the port: dpdk.host_ip, netmask, gateway, vdev):\n"
-         "  stack ping IP [-c N] [-s BYTES] [-i 1s] [-W 1s]   ICMP echo from the stack, ping(8) output\n"
-         "  stack arp IP... [-W 3s]                 resolve; print the ARP cache (IP, MAC, state, age)\n"
+  return "stack commands (the userspace TCP/IP stack on the port: dpdk.host_ip, netmask, gateway, vdev;\n"
+         "  dpdk.host_ipv6, ipv6_prefix_length, gateway_ipv6 for IPv6):\n"
+         "  stack ping IP [-c N] [-s BYTES] [-i 1s] [-W 1s]   ICMP echo from the stack, ping(8) output;\n"
+         "                                          an IPv6 address (fd00::1 or [fd00::1]) sends ICMPv6 echo\n"
+         "  stack arp IP... [-W 3s]                 resolve; print the ARP cache (IP, MAC, state, age);\n"
+         "                                          IPv6 neighbours: stack neigh\n"
+         "  stack neigh [IPV6...] [-W 3s]           resolve by Neighbor Discovery; print the neighbour cache\n"
          "  stack echo-server PORT [--stats-interval D]   echo every byte back until SIGINT/SIGTERM\n"
          "  stack discard-server PORT [--stats-interval D]   read and drop until SIGINT/SIGTERM\n"
          "  stack send IP:PORT --bytes N [-W 10s]   send N random bytes, wait for the peer to close, bytes/s\n"
+         "                                          ([IPV6]:PORT once TCP runs over IPv6)\n"
          "  each takes --state (ARP cache and TCP connections before exiting) and --json; a running\n"
          "  server prints both on SIGUSR1 and every --stats-interval\n";
 }
@@ -96,7 +113,7 @@ StackCommand parse_stack_command(const std::vector<std::string>& args, bool json
   StackCommand c;
   c.json = json;
   if (args.empty())
-    throw UsageError("stack: needs a command: ping, arp, echo-server, discard-server or send");
+    throw UsageError("stack: needs a command: ping, arp, neigh, echo-server, discard-server or send");
   c.name = args[0];
   StackFlags flags;
   flags.command = c.name;
@@ -106,6 +123,10 @@ StackCommand parse_stack_command(const std::vector<std::string>& args, bool json
     flags.with_value = {{"-c", "--count"}, {"-s", "--size"}, {"-i", "--interval"}, {"-W", "--timeout"}};
   } else if (c.name == "arp") {
     c.kind = StackCommand::Kind::Arp;
+    c.timeout = std::chrono::seconds(3);
+    flags.with_value = {{"-W", "--timeout"}};
+  } else if (c.name == "neigh") {
+    c.kind = StackCommand::Kind::Neigh;
     c.timeout = std::chrono::seconds(3);
     flags.with_value = {{"-W", "--timeout"}};
   } else if (c.name == "echo-server" || c.name == "discard-server") {
@@ -119,7 +140,8 @@ StackCommand parse_stack_command(const std::vector<std::string>& args, bool json
     throw UsageError("stack conns: connections live in a running stack; give a server or `stack send` --state, "
                      "--stats-interval D, or send SIGUSR1 to a running server");
   } else {
-    throw UsageError("stack: unknown command '" + c.name + "' (expected ping, arp, echo-server, discard-server or send)");
+    throw UsageError("stack: unknown command '" + c.name +
+                     "' (expected ping, arp, neigh, echo-server, discard-server or send)");
   }
   flags.parse(std::vector<std::string>(args.begin() + 1, args.end()));
   c.state = flags.has("--state");
@@ -154,13 +176,27 @@ StackCommand parse_stack_command(const std::vector<std::string>& args, bool json
   };
   switch (c.kind) {
     case StackCommand::Kind::Ping:
-      if (pos.empty()) throw UsageError("stack ping: needs the IPv4 address to ping");
+      if (pos.empty()) throw UsageError("stack ping: needs the IPv4 or IPv6 address to ping");
       extra(1);
-      c.target_ip = ipv4_arg("stack ping", pos[0]);
+      c.target_ipv6 = ipv6_arg("stack ping", pos[0]);
+      if (!c.target_ipv6 && pos[0].find(':') != std::string::npos)
+        throw UsageError("stack ping: '" + pos[0] + "' is not an IPv6 address (e.g. fd00::1 or [fd00::1])");
+      if (!c.target_ipv6) c.target_ip = ipv4_arg("stack ping", pos[0]);
       break;
     case StackCommand::Kind::Arp:
       if (pos.empty()) throw UsageError("stack arp: needs one or more IPv4 addresses to resolve");
-      for (const auto& p : pos) c.arp_targets.push_back(ipv4_arg("stack arp", p));
+      for (const auto& p : pos) {
+        if (ipv6_arg("stack arp", p))
+          throw UsageError("stack arp: '" + p + "' is an IPv6 address; IPv6 neighbours are resolved by `stack neigh " + p + "`");
+        c.arp_targets.push_back(ipv4_arg("stack arp", p));
+      }
+      break;
+    case StackCommand::Kind::Neigh:
+      for (const auto& p : pos) {
+        const auto ip = ipv6_arg("stack neigh", p);
+        if (!ip) throw UsageError("stack neigh: '" + p + "' is not an IPv6 address (e.g. fd00::1); IPv4: stack arp");
+        c.neigh_targets.push_back(*ip);
+      }
       break;
     case StackCommand::Kind::EchoServer:
     case StackCommand::Kind::DiscardServer:
@@ -169,14 +205,32 @@ StackCommand parse_stack_command(const std::vector<std::string>& args, bool json
       c.port = static_cast<uint16_t>(number_arg("stack " + c.name + " PORT", pos[0], 1, 65535));
       break;
     case StackCommand::Kind::Send: {
-      if (pos.empty()) throw UsageError("stack send: needs the peer as IP:PORT, e.g. 10.67.0.1:9");
+      if (pos.empty()) throw UsageError("stack send: needs the peer as IP:PORT or [IPV6]:PORT, e.g. 10.67.0.1:9");
       extra(1);
-      const size_t colon = pos[0].rfind(':');
-      if (colon == std::string::npos)
-        throw UsageError("stack send: '" + pos[0] + "' has no port; give IP:PORT, e.g. 10.67.0.1:9");
-      const uint32_t ip = ipv4_arg("stack send", pos[0].substr(0, colon));
-      const auto port = static_cast<uint16_t>(number_arg("stack send port", pos[0].substr(colon + 1), 1, 65535));
-      c.peer = SocketAddress::ipv4(ip, port);
+      const std::string& peer = pos[0];
+      if (!peer.empty() && peer.front() == '[') {
+        // RFC 3986 §3.2.2: an IPv6 literal with a port is written in brackets.
+        const size_t close = peer.find(']');
+        if (close == std::string::npos)
+          throw UsageError("stack send: '" + peer + "' has no closing ']'; give [IPV6]:PORT, e.g. [fd00::1]:9");
+        if (close + 1 >= peer.size() || peer[close + 1] != ':')
+          throw UsageError("stack send: '" + peer + "' has no port; give [IPV6]:PORT, e.g. [fd00::1]:9");
+        const std::string host = peer.substr(0, close + 1);
+        const auto ip = ipv6_arg("stack send", host);
+        if (!ip) throw UsageError("stack send: '" + host + "' is not an IPv6 address (e.g. [fd00::1]:9)");
+        const auto port = static_cast<uint16_t>(number_arg("stack send port", peer.substr(close + 2), 1, 65535));
+        if (!SocketAddress::parse("[" + ip->to_string() + "]:" + std::to_string(port), &c.peer))
+          throw UsageError("stack send: '" + peer + "' is not an address");
+      } else {
+        const size_t colon = peer.rfind(':');
+        if (colon == std::string::npos)
+          throw UsageError("stack send: '" + peer + "' has no port; give IP:PORT, e.g. 10.67.0.1:9");
+        if (peer.find(':') != colon)
+          throw UsageError("stack send: '" + peer + "': write an IPv6 peer in brackets, [IPV6]:PORT (e.g. [fd00::1]:9)");
+        const uint32_t ip = ipv4_arg("stack send", peer.substr(0, colon));
+        const auto port = static_cast<uint16_t>(number_arg("stack send port", peer.substr(colon + 1), 1, 65535));
+        c.peer = SocketAddress::ipv4(ip, port);
+      }
       if (!have_bytes) throw UsageError("stack send: needs --bytes N (how much to send, e.g. 10M)");
       break;
     }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -31,6 +32,8 @@ std::string ip_text(uint32_t host_order) { return inet::Ipv4Address{host_order}.
 
 // ------------------------------------------------------------------------------------------------
 
+struct Echo6State;
+
 class StackSession {
  public:
   StackSession(const StackCommand& command, const config::Config& config, std::atomic<bool>& stop,
@@ -49,6 +52,7 @@ class StackSession {
     switch (command_.kind) {
       case StackCommand::Kind::Ping: return ping();
       case StackCommand::Kind::Arp: return arp();
+      case StackCommand::Kind::Neigh: return neigh();
       case StackCommand::Kind::EchoServer:
       case StackCommand::Kind::DiscardServer: return serve();
       case StackCommand::Kind::Send: return send();
@@ -63,6 +67,8 @@ class StackSession {
       out[i].worker = i;
       stack_->run_on_worker(i, [&](inet::InetStack& inet) {
         out[i].arp = inet.arp().entries();
+        out[i].ipv6 = inet.ipv6_enabled();
+        if (out[i].ipv6) out[i].neighbors = inet.neighbors().entries();
         out[i].connections = inet.tcp().connections();
         out[i].listening = inet.tcp().listening_ports();
       });
@@ -72,6 +78,7 @@ class StackSession {
   void dump_state() {
     const auto state = snapshot();
     print_arp(state, command_.json);
+    print_neighbors(state, command_.json);
     print_connections(state, command_.json);
   }
   // Sleeps until `until`, serving SIGUSR1 dumps; false when interrupted.
@@ -90,6 +97,12 @@ class StackSession {
 
   int ping();
   int arp();
+  int neigh();
+  // ICMPv6 echo requests (RFC 4443 §4.1) from our dpdk.host_ipv6; replies come back through
+  // every worker's echo-reply receiver, installed while the session pings.
+  void install_echo6_receivers(const std::shared_ptr<Echo6State>& state);
+  std::string send_echo6(const std::shared_ptr<Echo6State>& state, const inet::Ipv6Address& target,
+                         uint16_t sequence);
   int serve();
   int send();
 
@@ -101,82 +114,224 @@ class StackSession {
   std::shared_ptr<DpdkStack> stack_;
 };
 
+// One echo's outcome as ping(8) prints it, for IPv4 and IPv6 alike.
+struct PingResult {
+  bool reply = false;
+  uint16_t sequence = 0;
+  size_t bytes = 0;  // ICMP(v6) message length of the reply (header + data)
+  unsigned ttl = 0;  // the reply's TTL or hop limit
+  double rtt_ms = 0;
+  bool data_intact = true;  // RFC 792, RFC 4443 §4.2: the reply returns the request's data unchanged
+  std::string from;
+};
+
 // Echo results cross from the worker thread to the tool thread here (the tool polls every 10 ms,
 // between its checks for signals).
 struct EchoResults {
   std::mutex mutex;
-  std::deque<inet::EchoResult> results;
-  void push(const inet::EchoResult& r) {
+  std::deque<PingResult> results;
+  void push(const PingResult& r) {
     std::lock_guard lock(mutex);
     results.push_back(r);
   }
-  std::vector<inet::EchoResult> take() {
+  std::vector<PingResult> take() {
     std::lock_guard lock(mutex);
-    std::vector<inet::EchoResult> out(results.begin(), results.end());
+    std::vector<PingResult> out(results.begin(), results.end());
     results.clear();
     return out;
   }
 };
 
+// ICMPv6 echo bookkeeping shared by the tool thread (sends, timeouts) and the workers (replies).
+struct Echo6State {
+  std::mutex mutex;
+  uint16_t identifier = 0;
+  size_t data_bytes = 0;
+  std::map<uint16_t, Clock::time_point> outstanding;  // sequence -> sent at
+  std::deque<PingResult> results;
+  // Replies, and requests older than `timeout` as timeouts (all outstanding ones when `flush`).
+  std::vector<PingResult> take(std::chrono::nanoseconds timeout, bool flush) {
+    std::lock_guard lock(mutex);
+    const auto now = Clock::now();
+    for (auto it = outstanding.begin(); it != outstanding.end();) {
+      if (flush || now - it->second > timeout) {
+        PingResult r;
+        r.sequence = it->first;
+        results.push_back(r);
+        it = outstanding.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::vector<PingResult> out(results.begin(), results.end());
+    results.clear();
+    return out;
+  }
+};
+
+// The request's data: byte i is i mod 256, so a reply's data can be checked without a copy kept.
+uint8_t echo_data_byte(size_t i) { return static_cast<uint8_t>(i); }
+
+void StackSession::install_echo6_receivers(const std::shared_ptr<Echo6State>& state) {
+  for (unsigned i = 0; i < stack_->num_workers(); ++i) {
+    stack_->run_on_worker(i, [&state](inet::InetStack& inet) {
+      if (!state) {
+        inet.ipv6().icmp().set_echo_reply_receiver(nullptr);
+        return;
+      }
+      inet.ipv6().icmp().set_echo_reply_receiver(
+          [state](const inet::Ipv6Header& ip, const inet::Icmpv6Header& icmp, const BufferList& message) {
+            const auto now = Clock::now();
+            if ((icmp.rest >> 16) != state->identifier) return;  // another pinger's
+            const auto sequence = static_cast<uint16_t>(icmp.rest);
+            bool intact = message.length() == inet::Icmpv6Header::kLength + state->data_bytes;
+            if (intact) {
+              size_t at = 0;
+              for (const BufferSegment& segment : message.segments()) {
+                for (size_t k = 0; k < segment.length() && intact; ++k, ++at) {
+                  if (at >= inet::Icmpv6Header::kLength &&
+                      static_cast<uint8_t>(segment.data()[k]) != echo_data_byte(at - inet::Icmpv6Header::kLength))
+                    intact = false;
+                }
+              }
+            }
+            std::lock_guard lock(state->mutex);
+            const auto sent = state->outstanding.find(sequence);
+            if (sent == state->outstanding.end()) return;  // late (already a timeout) or duplicated
+            PingResult r;
+            r.reply = true;
+            r.sequence = sequence;
+            r.bytes = message.length();
+            r.ttl = ip.hop_limit;
+            r.rtt_ms = std::chrono::duration<double, std::milli>(now - sent->second).count();
+            r.data_intact = intact;
+            r.from = ip.source.to_string();
+            state->outstanding.erase(sent);
+            state->results.push_back(std::move(r));
+          });
+    });
+  }
+}
+
+std::string StackSession::send_echo6(const std::shared_ptr<Echo6State>& state, const inet::Ipv6Address& target,
+                                     uint16_t sequence) {
+  std::string error;
+  stack_->run_on_worker(stack_->worker_for_peer(target), [&](inet::InetStack& inet) {
+    const size_t data = state->data_bytes;
+    BufferSegment head = BufferSegment::allocate(inet::kIpv6FrameHeadroom + inet::Icmpv6Header::kLength);
+    BufferSegment body_bytes = BufferSegment::allocate(data);
+    for (size_t i = 0; i < data; ++i) body_bytes.data()[i] = static_cast<char>(echo_data_byte(i));
+    BufferList body;
+    if (data != 0) body.append(std::move(body_bytes));
+    const inet::Icmpv6Header request =
+        inet::Icmpv6Header::echo(inet::Icmpv6Header::kEchoRequest, state->identifier, sequence);
+    request.emit(reinterpret_cast<uint8_t*>(head.data()) + inet::kIpv6FrameHeadroom,
+                 inet.settings().ipv6.address, target, body);
+    inet::Packet frame;
+    frame.data.append(std::move(head));
+    frame.data.append(std::move(body));
+    {
+      std::lock_guard lock(state->mutex);
+      state->outstanding[sequence] = Clock::now();
+    }
+    // A request larger than the path MTU is fragmented (RFC 8200 §4.5), as ping6 -s does.
+    if (!inet.ipv6().send(target, inet::kIpv6Icmpv6, std::move(frame), true)) {
+      std::lock_guard lock(state->mutex);
+      state->outstanding.erase(sequence);
+      error = "no route (outside dpdk.host_ipv6's prefix and no dpdk.gateway_ipv6)";
+    }
+  });
+  return error;
+}
+
 int StackSession::ping() {
   const StackCommand& c = command_;
-  const inet::Ipv4Address target{c.target_ip};
-  const unsigned worker = stack_->worker_for_peer(c.target_ip);
+  const bool v6 = c.target_ipv6.has_value();
+  const inet::Ipv4Address target4{c.target_ip};
+  const std::string target = v6 ? c.target_ipv6->to_string() : target4.to_string();
+  const unsigned worker = v6 ? stack_->worker_for_peer(*c.target_ipv6) : stack_->worker_for_peer(c.target_ip);
   const auto identifier = static_cast<uint16_t>(getpid());
   auto results = std::make_shared<EchoResults>();
-  const std::string host = ip_text(stack_->dpdk_worker(0).host_ip());
+  std::shared_ptr<Echo6State> echo6;
+  if (v6) {
+    echo6 = std::make_shared<Echo6State>();
+    echo6->identifier = identifier;
+    echo6->data_bytes = c.data_bytes;
+    install_echo6_receivers(echo6);
+  }
+  const std::string host = v6 ? stack_->dpdk_worker(0).host_ipv6().to_string() : ip_text(stack_->dpdk_worker(0).host_ip());
   if (c.json) {
     Json j;
-    j.begin_object().field("type", "start").field("target", target.to_string()).field("source", host)
+    j.begin_object().field("type", "start").field("target", target).field("source", host)
         .field("data_bytes", uint64_t{c.data_bytes}).field("worker", worker).end_object();
     say(j.str());
   } else {
-    say("PING " + target.to_string() + " from " + host + ": " + std::to_string(c.data_bytes) + " data bytes");
+    say("PING " + target + " from " + host + ": " + std::to_string(c.data_bytes) + " data bytes");
   }
   uint64_t transmitted = 0, received = 0, corrupted = 0, completed = 0;
   std::vector<double> rtts;
-  auto report = [&](const inet::EchoResult& r) {
-    const double rtt_ms = std::chrono::duration<double, std::milli>(r.rtt).count();
-    const bool reply = r.outcome == inet::EchoResult::Outcome::Reply;
+  auto report = [&](const PingResult& r) {
     ++completed;
-    if (reply) {
+    if (r.reply) {
       ++received;
-      rtts.push_back(rtt_ms);
+      rtts.push_back(r.rtt_ms);
       if (!r.data_intact) ++corrupted;
     }
     if (c.json) {
       Json j;
-      j.begin_object().field("type", reply ? "reply" : "timeout").field("seq", unsigned{r.sequence})
-          .field("from", r.peer.to_string());
-      if (reply) j.field("bytes", uint64_t{r.bytes}).field("ttl", unsigned{r.ttl}).field("rtt_ms", rtt_ms)
+      j.begin_object().field("type", r.reply ? "reply" : "timeout").field("seq", unsigned{r.sequence})
+          .field("from", r.reply ? r.from : target);
+      if (r.reply) j.field("bytes", uint64_t{r.bytes}).field(v6 ? "hop_limit" : "ttl", r.ttl).field("rtt_ms", r.rtt_ms)
           .field("data_intact", r.data_intact);
       say(j.end_object().str());
-    } else if (reply) {
-      char line[160];
+    } else if (r.reply) {
+      // ping(8) and ping6(8) alike print the hop limit as ttl=.
+      char line[200];
       std::snprintf(line, sizeof line, "%zu bytes from %s: icmp_seq=%u ttl=%u time=%.3f ms%s", r.bytes,
-                    r.peer.to_string().c_str(), r.sequence, r.ttl, rtt_ms,
+                    r.from.c_str(), r.sequence, r.ttl, r.rtt_ms,
                     r.data_intact ? "" : " (wrong data: the reply does not return the request's bytes)");
       say(line);
     } else {
       say("no reply for icmp_seq=" + std::to_string(r.sequence) + " within " + config::format_duration(c.timeout));
     }
   };
+  auto take = [&](bool flush) {
+    if (v6) return echo6->take(c.timeout, flush);
+    return results->take();
+  };
   const auto start = Clock::now();
   bool interrupted = false;
   for (uint64_t seq = 1; c.count == 0 || seq <= c.count; ++seq) {
     std::string error;
-    stack_->run_on_worker(worker, [&](inet::InetStack& inet) {
-      error = inet.echo().request(target, identifier, static_cast<uint16_t>(seq), c.data_bytes, c.timeout,
-                                  [results](const inet::EchoResult& r) { results->push(r); });
-    });
-    if (!error.empty()) throw std::runtime_error("stack ping " + target.to_string() + ": " + error);
+    if (v6) {
+      error = send_echo6(echo6, *c.target_ipv6, static_cast<uint16_t>(seq));
+    } else {
+      stack_->run_on_worker(worker, [&](inet::InetStack& inet) {
+        error = inet.echo().request(target4, identifier, static_cast<uint16_t>(seq), c.data_bytes, c.timeout,
+                                    [results](const inet::EchoResult& e) {
+                                      PingResult r;
+                                      r.reply = e.outcome == inet::EchoResult::Outcome::Reply;
+                                      r.sequence = e.sequence;
+                                      r.bytes = e.bytes;
+                                      r.ttl = e.ttl;
+                                      r.rtt_ms = std::chrono::duration<double, std::milli>(e.rtt).count();
+                                      r.data_intact = e.data_intact;
+                                      r.from = e.peer.to_string();
+                                      results->push(r);
+                                    });
+      });
+    }
+    if (!error.empty()) {
+      if (echo6) install_echo6_receivers(nullptr);
+      throw std::runtime_error("stack ping " + target + ": " + error);
+    }
     ++transmitted;
     const bool last = c.count != 0 && seq == c.count;
     // After the last request wait for its reply or timeout; otherwise until the next is due.
     const auto until = last ? Clock::now() + c.timeout + 50ms : start + c.interval * static_cast<int64_t>(seq);
     while (Clock::now() < until) {
       if (!sleep_until(std::min(until, Clock::now() + 10ms))) break;
-      for (const auto& r : results->take()) report(r);
+      for (const auto& r : take(false)) report(r);
       if (last && completed == transmitted) break;
     }
     if (stop_.load()) {
@@ -184,7 +339,8 @@ int StackSession::ping() {
       break;
     }
   }
-  for (const auto& r : results->take()) report(r);
+  for (const auto& r : take(!interrupted)) report(r);
+  if (echo6) install_echo6_receivers(nullptr);
   const double elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   double min = 0, max = 0, avg = 0, mdev = 0;
   if (!rtts.empty()) {
@@ -198,14 +354,14 @@ int StackSession::ping() {
   const double loss = transmitted ? 100.0 * static_cast<double>(transmitted - received) / transmitted : 0;
   if (c.json) {
     Json j;
-    j.begin_object().field("type", "summary").field("target", target.to_string()).field("transmitted", transmitted)
+    j.begin_object().field("type", "summary").field("target", target).field("transmitted", transmitted)
         .field("received", received).field("loss_percent", loss).field("corrupted", corrupted)
         .field("time_ms", elapsed_ms).field("interrupted", interrupted);
     if (!rtts.empty()) j.field("min_ms", min).field("avg_ms", avg).field("max_ms", max).field("mdev_ms", mdev);
     say(j.end_object().str());
   } else {
     char line[200];
-    say("--- " + target.to_string() + " ping statistics ---");
+    say("--- " + target + " ping statistics ---");
     std::snprintf(line, sizeof line, "%lu packets transmitted, %lu received, %.4g%% packet loss, time %.0fms%s",
                   static_cast<unsigned long>(transmitted), static_cast<unsigned long>(received), loss, elapsed_ms,
                   corrupted ? (", " + std::to_string(corrupted) + " with wrong data").c_str() : "");
@@ -217,6 +373,58 @@ int StackSession::ping() {
   }
   if (c.state) dump_state();
   return received > 0 && corrupted == 0 ? 0 : 1;  // ping(8): 1 when no reply came back
+}
+
+int StackSession::neigh() {
+  const StackCommand& c = command_;
+  // NeighborCache resolves an address when a packet is to go there (RFC 4861 §7.2.2): one ICMPv6
+  // echo request per target starts it, on the worker that receives the target's ND traffic (the
+  // learn hook copies the answer to every other worker).
+  std::shared_ptr<Echo6State> echo6;
+  if (!c.neigh_targets.empty()) {
+    echo6 = std::make_shared<Echo6State>();
+    echo6->identifier = static_cast<uint16_t>(getpid());
+    install_echo6_receivers(echo6);
+    uint16_t sequence = 0;
+    for (const inet::Ipv6Address& ip : c.neigh_targets) {
+      if (const std::string error = send_echo6(echo6, ip, ++sequence); !error.empty()) {
+        install_echo6_receivers(nullptr);
+        throw std::runtime_error("stack neigh " + ip.to_string() + ": " + error);
+      }
+    }
+  }
+  auto known = [&](const inet::Ipv6Address& ip) {
+    bool found = false;
+    stack_->run_on_worker(stack_->worker_for_peer(ip), [&](inet::InetStack& inet) {
+      found = inet.neighbors().lookup(ip).has_value();
+    });
+    return found;
+  };
+  auto resolved = [&] {
+    return std::all_of(c.neigh_targets.begin(), c.neigh_targets.end(), known);
+  };
+  const auto until = Clock::now() + c.timeout;
+  while (!c.neigh_targets.empty() && Clock::now() < until && !resolved()) {
+    if (!sleep_until(std::min(until, Clock::now() + 10ms))) break;
+  }
+  // The echo replies are not reported; a moment for them to arrive keeps them from reaching a
+  // worker after the receivers are gone (they would be counted as unexpected nowhere, but quietly).
+  if (echo6) {
+    sleep_until(std::min(until, Clock::now() + 100ms));
+    install_echo6_receivers(nullptr);
+  }
+  const bool all = resolved();
+  const auto state = snapshot();
+  print_neighbors(state, c.json);
+  if (c.state) print_connections(state, c.json);
+  if (!all && !c.json) {
+    for (const inet::Ipv6Address& ip : c.neigh_targets) {
+      if (!known(ip))
+        std::fprintf(stderr, "bypass-pmd: stack neigh: no Neighbor Advertisement from %s within %s\n",
+                     ip.to_string().c_str(), config::format_duration(c.timeout).c_str());
+    }
+  }
+  return all ? 0 : 1;
 }
 
 int StackSession::arp() {

@@ -6,21 +6,25 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "stack/inet/wire/bytes.h"
 #include "stack/network_stack.h"
 
 namespace bypass::tools {
 
 // One `stack` command line with every value checked (before the EAL starts).
 struct StackCommand {
-  enum class Kind { Ping, Arp, EchoServer, DiscardServer, Send };
+  enum class Kind { Ping, Arp, Neigh, EchoServer, DiscardServer, Send };
   Kind kind = Kind::Ping;
   std::string name;                                  // "ping", "echo-server" ...
-  uint32_t target_ip = 0;                            // ping (host order)
+  uint32_t target_ip = 0;                            // ping an IPv4 address (host order)
+  std::optional<inet::Ipv6Address> target_ipv6;      // ping an IPv6 address (ICMPv6 echo) instead
   std::vector<uint32_t> arp_targets;                 // arp (host order)
+  std::vector<inet::Ipv6Address> neigh_targets;      // neigh: resolve these first (may be none)
   SocketAddress peer;                                // send
   uint16_t port = 0;                                 // echo-server, discard-server
   uint64_t count = 0;                                // ping -c (0: until interrupted)

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include "tools/bypass-pmd/json.h"
 
@@ -39,6 +40,41 @@ void print_arp(const std::vector<WorkerState>& workers, bool json) {
                   incomplete ? "(incomplete)" : e.mac.to_string().c_str(), inet::to_string(e.state), seconds(e.age),
                   e.queued_packets,
                   incomplete ? (" after " + std::to_string(e.requests_sent) + " requests").c_str() : "");
+    }
+  }
+  std::fflush(stdout);
+}
+
+void print_neighbors(const std::vector<WorkerState>& workers, bool json) {
+  const auto upper = [](const char* text) {
+    std::string out(text);
+    for (char& ch : out) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+    return out;
+  };
+  for (const WorkerState& w : workers) {
+    if (!w.ipv6) continue;
+    if (json) {
+      Json j;
+      j.begin_object().field("type", "neigh").field("worker", w.worker).key("entries").begin_array();
+      for (const auto& e : w.neighbors) {
+        const bool incomplete = e.state == inet::NeighborState::Incomplete;
+        j.begin_object().field("ip", e.ip.to_string()).field("mac", incomplete ? std::string() : e.mac.to_string())
+            .field("state", upper(inet::to_string(e.state))).field("queued", uint64_t{e.queued_packets})
+            .field("solicitations", e.solicitations_sent).end_object();
+      }
+      j.end_array().end_object();
+      std::printf("%s\n", j.str().c_str());
+      continue;
+    }
+    std::printf("Neighbour cache, worker %u: %zu entries\n", w.worker, w.neighbors.size());
+    if (w.neighbors.empty()) continue;
+    std::printf("  %-39s  %-17s  %-10s  %6s\n", "IP", "MAC", "STATE", "QUEUED");
+    for (const auto& e : w.neighbors) {
+      const bool incomplete = e.state == inet::NeighborState::Incomplete;
+      std::printf("  %-39s  %-17s  %-10s  %6zu%s\n", e.ip.to_string().c_str(),
+                  incomplete ? "(incomplete)" : e.mac.to_string().c_str(), upper(inet::to_string(e.state)).c_str(),
+                  e.queued_packets,
+                  e.solicitations_sent ? (" after " + std::to_string(e.solicitations_sent) + " solicitations").c_str() : "");
     }
   }
   std::fflush(stdout);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "stack/inet/arp_resolver.h"
+#include "stack/inet/neighbor_cache.h"
 #include "stack/inet/tcp_layer.h"
 
 namespace bypass::tools {
@@ -13,11 +14,15 @@ namespace bypass::tools {
 struct WorkerState {
   unsigned worker = 0;
   std::vector<inet::ArpEntryInfo> arp;
+  bool ipv6 = false;  // dpdk.host_ipv6 set: the neighbour cache below is in use
+  std::vector<inet::NeighborEntryInfo> neighbors;
   std::vector<inet::ConnectionInfo> connections;
   std::vector<uint16_t> listening;
 };
 
 void print_arp(const std::vector<WorkerState>& workers, bool json);
+// The IPv6 neighbour cache (RFC 4861 §7.3.2 states in capitals, as `ip -6 neigh` prints them).
+void print_neighbors(const std::vector<WorkerState>& workers, bool json);
 void print_connections(const std::vector<WorkerState>& workers, bool json);
 
 }  // namespace bypass::tools

@@ -33,8 +33,8 @@ bad() {  # EXPECTED_TEXT ARGS...
 }
 bad "not an IPv4 address" stack ping 10.67.0
 bad "not an IPv4 address" stack ping 10.67.0.300
-bad "is an IPv6 address, and the userspace stack speaks IPv4 only" stack ping fd00::1
-bad "is an IPv6 address, and the userspace stack speaks IPv4 only" stack send [fd00::1]:7000 --bytes 10
+bad "dpdk.host_ipv6 is not set" stack ping fd00::1  # IPv6: stack_ipv6_tap_test.sh
+bad "dpdk.host_ipv6 is not set" stack send [fd00::1]:7000 --bytes 10
 bad "-c: '0' must be a whole number in 1..1000000" stack ping $kernel_ip -c 0
 bad "-c: needs a value" stack ping $kernel_ip -c
 bad "needs a TCP port" stack echo-server

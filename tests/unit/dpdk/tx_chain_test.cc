@@ -249,6 +249,50 @@ TEST_F(TxChainTest, ChecksumOffloadFieldsFollowThePacket) {
   rte_pktmbuf_free(m);
 }
 
+// An IPv6 frame (EtherType 0x86DD) is marked IPv6 for the port's TCP checksum, never with the IPv4
+// header checksum flag: IPv6 has no header checksum (RFC 8200 §3).
+TEST_F(TxChainTest, Ipv6FramesGetIpv6OffloadFlags) {
+  TxChainBuilder builder(pool_, TxChainOptions{});
+  constexpr size_t kIpv6Headers = 14 + 40 + 20;
+  std::string headers = pattern(kIpv6Headers, 'H');
+  headers[12] = static_cast<char>(0x86);
+  headers[13] = static_cast<char>(0xdd);
+  inet::Packet p;
+  p.data.append(BufferSegment::copy_of(headers.data(), headers.size()));
+  p.data.append(BufferSegment::copy_of(pattern(1000, 'a').data(), 1000));
+  p.tx.tcp_checksum = true;
+  p.tx.l2_length = 14;
+  p.tx.l3_length = 40;
+  p.tx.l4_length = 20;
+  rte_mbuf* m = builder.build(p);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->ol_flags & (RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_TCP_CKSUM), RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_TCP_CKSUM);
+  EXPECT_EQ(m->ol_flags & (RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM), 0u);
+  EXPECT_EQ(m->l2_len, 14u);
+  EXPECT_EQ(m->l3_len, 40u);
+  EXPECT_EQ(m->l4_len, 20u);
+  EXPECT_EQ(builder.counters().checksum_offloads, 1u);
+  rte_pktmbuf_free(m);
+
+  // With TSO the large segment is marked for cutting as IPv6 too.
+  TxChainOptions tso;
+  tso.tso = true;
+  TxChainBuilder tso_builder(pool_, tso);
+  inet::Packet large;
+  large.data.append(BufferSegment::copy_of(headers.data(), headers.size()));
+  large.data.append(BufferSegment::copy_of(pattern(20000, 'b').data(), 20000));
+  large.tx = p.tx;
+  large.tx.segment_payload = 1428;
+  m = tso_builder.build(large);
+  ASSERT_NE(m, nullptr);
+  const uint64_t wanted = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_TCP_CKSUM;
+  EXPECT_EQ(m->ol_flags & wanted, wanted);
+  EXPECT_EQ(m->ol_flags & (RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM), 0u);
+  EXPECT_EQ(m->tso_segsz, 1428u);
+  EXPECT_EQ(m->l3_len, 40u);
+  rte_pktmbuf_free(m);
+}
+
 // A virtual device reads frames with the CPU: pieces are copied into the mbufs, never attached,
 // unless dpdk.attach_on_copying_ports asks for attachment anyway.
 TEST_F(TxChainTest, PortsThatCopyGetPiecesCopied) {

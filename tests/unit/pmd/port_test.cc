@@ -190,6 +190,90 @@ TEST_F(RingPortTest, Ipv6FlowsGoToTheWorkerOfTheirHash) {
   EXPECT_EQ(workers_used.size(), 2u) << "100 flows all hashed to one worker";
 }
 
+// IPv6 TCP behind Hop-by-Hop or Destination Options headers (RFC 8200 §4.3, §4.6) stays with its
+// flow: the owner steps over them to the ports. Fragments still hash on addresses only.
+TEST_F(RingPortTest, Ipv6ExtensionHeadersBeforeTcpKeepTheFlowsWorker) {
+  open(2, 1);
+  ASSERT_TRUE(port_->info().software_redirect);
+  const RssSteering& steering = port_->steering();
+  const uint8_t client[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+  const uint8_t server[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  constexpr unsigned kOffset = sizeof(rte_ether_hdr) + sizeof(rte_ipv6_hdr);
+  // One 8-byte extension header of type `first` (next header TCP), then the ports.
+  auto with_extension = [&](uint8_t first, uint16_t sport, uint16_t dport) {
+    rte_mbuf* m = ipv6_packet(port_->mempool(), client, server, first);
+    auto* ext = rte_pktmbuf_mtod_offset(m, uint8_t*, kOffset);
+    ext[0] = IPPROTO_TCP;
+    ext[1] = 0;  // (0 + 1) * 8 bytes
+    ext[8] = uint8_t(sport >> 8), ext[9] = uint8_t(sport), ext[10] = uint8_t(dport >> 8), ext[11] = uint8_t(dport);
+    return m;
+  };
+  rte_mbuf* probe = with_extension(IPPROTO_HOPOPTS, 4000, 443);
+  auto upper = ipv6_upper_layer(probe);
+  ASSERT_TRUE(upper.has_value());
+  EXPECT_EQ(upper->protocol, IPPROTO_TCP);
+  EXPECT_EQ(upper->offset, kOffset + 8);
+  EXPECT_EQ(tcp_destination_port(probe), std::optional<uint16_t>(443));
+  rte_pktmbuf_free(probe);
+  // A Fragment header ends the walk: no ports to read there.
+  rte_mbuf* fragment = ipv6_packet(port_->mempool(), client, server, IPPROTO_FRAGMENT);
+  EXPECT_EQ(ipv6_upper_layer(fragment)->protocol, IPPROTO_FRAGMENT);
+  EXPECT_FALSE(tcp_destination_port(fragment).has_value());
+  rte_pktmbuf_free(fragment);
+  // A chain that loops on itself (each Destination Options header announcing another) ends.
+  rte_mbuf* endless = ipv6_packet(port_->mempool(), client, server, IPPROTO_DSTOPTS);
+  auto* ext = rte_pktmbuf_mtod_offset(endless, uint8_t*, kOffset);
+  ext[0] = IPPROTO_DSTOPTS;
+  ext[1] = 0;
+  EXPECT_FALSE(ipv6_upper_layer(endless).has_value());  // runs off the 20-byte payload
+  rte_pktmbuf_free(endless);
+  // IPv4 and IPv6 TCP alike give their destination port; UDP gives none.
+  rte_mbuf* tcp6 = ipv6_packet(port_->mempool(), client, server, IPPROTO_TCP, 5000, 8080);
+  EXPECT_EQ(tcp_destination_port(tcp6), std::optional<uint16_t>(8080));
+  rte_pktmbuf_free(tcp6);
+  rte_mbuf* udp4 = udp_packet(port_->mempool(), kClient, kServer, 5000, 53);
+  EXPECT_FALSE(tcp_destination_port(udp4).has_value());
+  rte_pktmbuf_free(udp4);
+
+  std::map<uint16_t, unsigned> want;
+  for (uint16_t sport = 4000; sport < 4064; ++sport) {
+    feed(0, with_extension(sport % 2 ? IPPROTO_HOPOPTS : IPPROTO_DSTOPTS, sport, 443));
+    want[sport] = steering.worker_for_ipv6(client, server, sport, 443);
+    EXPECT_EQ(want[sport], steering.worker_for_ipv6(server, client, 443, sport)) << "not symmetric";
+  }
+  unsigned got = 0;
+  rte_mbuf* pkts[64];
+  for (int round = 0; round < 100 && got < 64; ++round) {
+    for (unsigned w = 0; w < 2; ++w) {
+      const uint16_t n = port_->rx_burst(w, pkts, 64);
+      for (uint16_t i = 0; i < n; ++i) {
+        const auto* ports = rte_pktmbuf_mtod_offset(pkts[i], const uint8_t*, kOffset + 8);
+        const uint16_t sport = static_cast<uint16_t>(ports[0] << 8 | ports[1]);
+        EXPECT_EQ(want.at(sport), w) << "source port " << sport;
+        ++got;
+        rte_pktmbuf_free(pkts[i]);
+      }
+    }
+  }
+  EXPECT_EQ(got, 64u);
+}
+
+// A ring device has no multicast filter and a MAC table of one slot holding no address: the
+// groups must not take the port's own slot; the port falls back to all-multicast (or, lacking
+// that too, filters nothing) and says so.
+TEST_F(RingPortTest, JoiningNeighborDiscoveryGroupsLeavesThePortsAddressAlone) {
+  open(1, 1);
+  rte_ether_addr before{}, after{};
+  ASSERT_EQ(rte_eth_macaddr_get(port_->id(), &before), 0);
+  const std::vector<std::array<uint8_t, 6>> groups = {{0x33, 0x33, 0xff, 0, 0, 2}, {0x33, 0x33, 0, 0, 0, 1}};
+  const Port::MulticastMode mode = port_->join_multicast(groups);
+  EXPECT_NE(mode, Port::MulticastMode::UnicastTable) << Port::to_string(mode);
+  EXPECT_NE(mode, Port::MulticastMode::Filter) << Port::to_string(mode);
+  ASSERT_EQ(rte_eth_macaddr_get(port_->id(), &after), 0);
+  EXPECT_TRUE(rte_is_same_ether_addr(&before, &after));
+  EXPECT_EQ(port_->join_multicast(groups), mode);  // again, as a later stack on the same port does
+}
+
 TEST_F(RingPortTest, WorkersOnTheirOwnThreadsReceiveEveryPacketOnce) {
   open(3, 1);
   constexpr unsigned kPackets = 3000;
