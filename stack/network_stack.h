@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -32,6 +33,8 @@ class SocketAddress {
   SocketAddress() = default;
   // An IPv4 address from numbers in host byte order (no parsing, no byte-order slips at call sites).
   static SocketAddress ipv4(uint32_t host_order_ip, uint16_t port);
+  // An IPv6 address from its 16 octets in network order.
+  static SocketAddress ipv6(const std::array<uint8_t, 16>& octets, uint16_t port);
   // A copy of what the kernel or a transport filled in (accept, getsockname); AF_INET or AF_INET6.
   static SocketAddress from_sockaddr(const sockaddr* sa, socklen_t len);
   // "1.2.3.4:5", "[::1]:5", "localhost:5" is not accepted (no resolver on the hot path).
@@ -39,8 +42,10 @@ class SocketAddress {
   static bool parse(std::string_view text, SocketAddress* out);
 
   int family() const { return storage_.ss_family; }  // AF_INET, AF_INET6, or AF_UNSPEC when unset
-  bool is_ipv4() const { return family() == AF_INET; }  // the userspace stacks (dpdk) speak IPv4 only
+  bool is_ipv4() const { return family() == AF_INET; }
+  bool is_ipv6() const { return family() == AF_INET6; }
   uint32_t ipv4_host_order() const;  // only for is_ipv4()
+  std::array<uint8_t, 16> ipv6_octets() const;  // only for is_ipv6(); network order
   uint16_t port() const;  // host byte order
   void set_port(uint16_t port);  // host byte order; e.g. to fill in an ephemeral port
   // For the kernel's socket calls (bind, connect), with sockaddr_len().

@@ -31,6 +31,15 @@ SocketAddress SocketAddress::ipv4(uint32_t host_order_ip, uint16_t port) {
   return addr;
 }
 
+SocketAddress SocketAddress::ipv6(const std::array<uint8_t, 16>& octets, uint16_t port) {
+  SocketAddress addr;
+  auto* sin6 = reinterpret_cast<sockaddr_in6*>(&addr.storage_);
+  sin6->sin6_family = AF_INET6;
+  std::memcpy(&sin6->sin6_addr, octets.data(), octets.size());
+  sin6->sin6_port = htons(port);
+  return addr;
+}
+
 SocketAddress SocketAddress::from_sockaddr(const sockaddr* sa, socklen_t len) {
   SocketAddress addr;
   if (sa == nullptr) return addr;
@@ -84,6 +93,12 @@ bool SocketAddress::parse(std::string_view text, SocketAddress* out) {
 
 uint32_t SocketAddress::ipv4_host_order() const {
   return ntohl(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr.s_addr);
+}
+
+std::array<uint8_t, 16> SocketAddress::ipv6_octets() const {
+  std::array<uint8_t, 16> octets;
+  std::memcpy(octets.data(), &reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr, octets.size());
+  return octets;
 }
 
 uint16_t SocketAddress::port() const {

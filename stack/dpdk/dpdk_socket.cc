@@ -227,21 +227,27 @@ void DpdkConnectedSocket::close() {
   worker_.open_sockets.fetch_sub(1, std::memory_order_relaxed);
 }
 
+namespace {
+SocketAddress socket_address(const inet::IpAddress& ip, uint16_t port) {
+  return ip.is_v4() ? SocketAddress::ipv4(ip.v4().value, port) : SocketAddress::ipv6(ip.v6().bytes, port);
+}
+}  // namespace
+
 SocketAddress DpdkConnectedSocket::local_address() const {
   const inet::FourTuple& t = connection_->tuple();
-  return SocketAddress::ipv4(t.local_ip.v4().value, t.local_port);
+  return socket_address(t.local_ip, t.local_port);
 }
 
 SocketAddress DpdkConnectedSocket::peer_address() const {
   const inet::FourTuple& t = connection_->tuple();
-  return SocketAddress::ipv4(t.remote_ip.v4().value, t.remote_port);
+  return socket_address(t.remote_ip, t.remote_port);
 }
 
 // ---------------------------------------------------------------------------------------------
 
 DpdkServerSocket::DpdkServerSocket(DpdkWorker& worker, std::shared_ptr<inet::TcpListener> listener,
-                                   SingleListenerTable* single)
-    : worker_(worker), listener_(std::move(listener)), single_(single), event_id_(worker.driver().create_user_event()) {
+                                   SingleListenerTable* single, bool ipv6)
+    : worker_(worker), listener_(std::move(listener)), single_(single), ipv6_(ipv6), event_id_(worker.driver().create_user_event()) {
   if (single_ != nullptr) single_->set(listener_->port(), worker_.id());
   listener_->set_acceptable_handler([this] { worker_.driver().notify(event_id_, kEventReadable); });
   if (listener_->acceptable() > 0) worker_.driver().notify(event_id_, kEventReadable);
@@ -275,7 +281,9 @@ void DpdkServerSocket::abort_accept() {
 }
 
 SocketAddress DpdkServerSocket::local_address() const {
-  return SocketAddress::ipv4(worker_.host_ip(), listener_ ? listener_->port() : 0);
+  // One listener takes both families; it reports the family it was opened with.
+  const uint16_t port = listener_ ? listener_->port() : 0;
+  return ipv6_ ? SocketAddress::ipv6(worker_.host_ipv6().bytes, port) : SocketAddress::ipv4(worker_.host_ip(), port);
 }
 
 }  // namespace bypass

@@ -55,7 +55,9 @@ class DpdkConnectedSocket final : public ConnectedSocketImpl {
 class DpdkServerSocket final : public ServerSocketImpl {
  public:
   // `single`: only this worker listens on the port (steered through SingleListenerTable).
-  DpdkServerSocket(DpdkWorker& worker, std::shared_ptr<inet::TcpListener> listener, SingleListenerTable* single);
+  // `ipv6`: opened on an IPv6 address (the listener takes both families; local_address() says which).
+  DpdkServerSocket(DpdkWorker& worker, std::shared_ptr<inet::TcpListener> listener, SingleListenerTable* single,
+                   bool ipv6);
   ~DpdkServerSocket() override;
 
   int accept(ConnectedSocket* sock, const SocketOptions& opts, SocketAddress* peer,
@@ -68,6 +70,7 @@ class DpdkServerSocket final : public ServerSocketImpl {
   DpdkWorker& worker_;
   std::shared_ptr<inet::TcpListener> listener_;
   SingleListenerTable* single_;
+  bool ipv6_;
   int event_id_ = -1;
 };
 

@@ -215,8 +215,14 @@ DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
   const pmd::RssSteering& steering = port_.steering();
   const unsigned self = id;
   if (port_.workers() > 1) {
+    // The tuple as the peer's packets carry it (source = remote), hashed as the port hashes them.
     inet_->tcp().set_port_filter([&steering, self](const inet::FourTuple& t) {
-      return steering.worker_for_ipv4(t.remote_ip.v4().value, t.local_ip.v4().value, t.remote_port,
+      if (t.remote_ip.is_v4())
+        return steering.worker_for_ipv4(t.remote_ip.v4().value, t.local_ip.v4().value, t.remote_port,
+                                        t.local_port) == self;
+      const inet::Ipv6Address remote = t.remote_ip.v6(), local = t.local_ip.v6();
+      return steering.worker_for_ipv6(std::span<const uint8_t, 16>(remote.bytes),
+                                      std::span<const uint8_t, 16>(local.bytes), t.remote_port,
                                       t.local_port) == self;
     });
   }
@@ -309,9 +315,18 @@ void DpdkWorker::share_arp(const inet::Packet& frame) {
 
 int DpdkWorker::listen(const SocketAddress& addr, const ListenOptions& lopts,
                        const SocketOptions& /*sopts*/, ServerSocket* out) {
-  if (!addr.is_ipv4()) return -EAFNOSUPPORT;
-  if (addr.ipv4_host_order() != 0 && addr.ipv4_host_order() != settings_.address.value)
+  // One listener per port takes both families (TcpLayer::listen); the address only has to be ours
+  // or the wildcard of its family.
+  if (addr.is_ipv6()) {
+    if (settings_.ipv6.address.is_unspecified()) return -EADDRNOTAVAIL;  // dpdk.host_ipv6 not set
+    inet::Ipv6Address requested;
+    requested.bytes = addr.ipv6_octets();
+    if (!requested.is_unspecified() && requested != settings_.ipv6.address) return -EADDRNOTAVAIL;
+  } else if (!addr.is_ipv4()) {
+    return -EAFNOSUPPORT;
+  } else if (addr.ipv4_host_order() != 0 && addr.ipv4_host_order() != settings_.address.value) {
     return -EADDRNOTAVAIL;
+  }
   std::shared_ptr<inet::TcpListener> listener;
   if (addr.port() != 0) {
     listener = inet_->tcp().listen(addr.port());
@@ -327,15 +342,23 @@ int DpdkWorker::listen(const SocketAddress& addr, const ListenOptions& lopts,
     if (!listener) return -EADDRINUSE;
   }
   SingleListenerTable* single = lopts.reuse_port ? nullptr : single_listeners_;
-  *out = ServerSocket(std::make_unique<DpdkServerSocket>(*this, std::move(listener), single));
+  *out = ServerSocket(std::make_unique<DpdkServerSocket>(*this, std::move(listener), single, addr.is_ipv6()));
   return 0;
 }
 
 int DpdkWorker::connect(const SocketAddress& addr, const SocketOptions& opts, ConnectedSocket* out) {
-  if (!addr.is_ipv4()) return -EAFNOSUPPORT;
+  if (!addr.is_ipv4() && !addr.is_ipv6()) return -EAFNOSUPPORT;
   if (addr.port() == 0) return -EINVAL;
-  std::shared_ptr<inet::TcpConnection> connection =
-      inet_->tcp().connect(inet::Ipv4Address{addr.ipv4_host_order()}, addr.port());
+  inet::IpAddress remote = inet::Ipv4Address{0};
+  if (addr.is_ipv6()) {
+    if (settings_.ipv6.address.is_unspecified()) return -EADDRNOTAVAIL;  // dpdk.host_ipv6 not set
+    inet::Ipv6Address v6;
+    v6.bytes = addr.ipv6_octets();
+    remote = v6;
+  } else {
+    remote = inet::Ipv4Address{addr.ipv4_host_order()};
+  }
+  std::shared_ptr<inet::TcpConnection> connection = inet_->tcp().connect(remote, addr.port());
   if (!connection) return -EADDRNOTAVAIL;
   *out = ConnectedSocket(std::make_unique<DpdkConnectedSocket>(*this, std::move(connection), opts, true));
   return 0;
