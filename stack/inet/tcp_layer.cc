@@ -112,7 +112,9 @@ std::shared_ptr<TcpConnection> TcpLayer::find(const FourTuple& tuple) const {
 }
 
 IpAddress TcpLayer::local_address(const IpAddress& remote) const {
-  return remote.is_v4() ? IpAddress(settings_.address) : IpAddress(settings_.ipv6.address);
+  // IPv6: RFC 6724 source selection (Ipv6Layer::source_address): the link-local address for a
+  // link-local peer, else the configured one; :: while neither is usable (DAD, RFC 4862 §5.4).
+  return remote.is_v4() ? IpAddress(settings_.address) : IpAddress(ip6_.source_address(remote.v6()));
 }
 
 std::shared_ptr<TcpConnection> TcpLayer::connect(IpAddress remote, uint16_t remote_port,
@@ -125,7 +127,7 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(IpAddress remote, uint16_t remo
     // Unicast only, and only with an address of our own (Ipv6Layer sends nothing without one).
     Ipv6Address hop;
     const Ipv6Address v6 = remote.v6();
-    routed = !settings_.ipv6.address.is_unspecified() && !v6.is_multicast() && !v6.is_unspecified() &&
+    routed = !ip6_.source_address(v6).is_unspecified() && !v6.is_multicast() && !v6.is_unspecified() &&
              ip6_.next_hop(v6, hop);
   }
   if (!routed || remote_port == 0) {

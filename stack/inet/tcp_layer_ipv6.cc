@@ -56,7 +56,8 @@ void TcpLayer::send_segment_v6(const FourTuple& tuple, const TcpHeader& header, 
   ++stats_.tcp_segments_sent;
   // No fragmentation (RFC 8200 §5 leaves it to the source, and TCP sizes segments to the path
   // MTU instead): a segment too big is dropped and counted by Ipv6Layer, and resent smaller.
-  ip6_.send(destination, kIpv6Tcp, std::move(frame), /*allow_fragment=*/false);
+  // From the tuple's own address, which the pseudo-header above covers (not a fresh source choice).
+  ip6_.send_from(source, destination, kIpv6Tcp, std::move(frame), /*allow_fragment=*/false);
 }
 
 void TcpLayer::on_icmpv6_error(const Icmpv6Header& error, const Ipv6Header& quoted, const uint8_t* after_header,
