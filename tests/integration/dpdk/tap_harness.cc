@@ -388,6 +388,10 @@ void TapStackEnvironment::SetUp() {
     ASSERT_EQ(run_command("sysctl -qw " + conf + "disable_ipv6=0"), 0) << "cannot enable IPv6 on " << settings_.tap;
     run_command("sysctl -qw " + conf + "accept_dad=0");
     ASSERT_EQ(run_command("sysctl -qw " + conf + "keep_addr_on_down=1"), 0);
+    // The kernel's end of a tap may carry the port's MAC, and then its EUI-64 link-local address
+    // would be the stack's (RFC 4291 App. A): the stack's DAD would find it duplicated and give
+    // IPv6 up (RFC 4862 §5.4.5). The kernel generates no link-local address here (addr_gen_mode=1).
+    ASSERT_EQ(run_command("sysctl -qw " + conf + "addr_gen_mode=1"), 0);
     ASSERT_EQ(run_command("ip -6 addr add " + settings_.kernel_ip6 + "/64 dev " + settings_.tap + " nodad"), 0);
   }
   ASSERT_EQ(run_command("ip link set " + settings_.tap + " up"), 0);
