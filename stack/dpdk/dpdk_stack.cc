@@ -210,6 +210,13 @@ DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
   inet_->neighbors().set_learn_hook([this](const inet::Ipv6Address& ip, inet::MacAddress mac, bool reachable) {
     share_neighbor(ip, mac, reachable);
   });
+  // Duplicate Address Detection (RFC 4862 §5.4): the NA or NS that reveals a duplicate reaches one
+  // worker's queue only, yet all workers send from our addresses; the others must stop using the
+  // address too (§5.4.5), or one worker would keep answering for an address the others gave up.
+  // learn_duplicate does not call the hook back.
+  inet_->neighbors().set_duplicate_hook([this](const inet::Ipv6Address& ip, inet::MacAddress claimed_by) {
+    share_duplicate(ip, claimed_by);
+  });
   // Outgoing connections must use a tuple whose hash brings the replies back to this worker. A
   // received segment has src = remote, dst = local (pmd::Port::default_owner).
   const pmd::RssSteering& steering = port_.steering();
@@ -295,6 +302,14 @@ void DpdkWorker::share_neighbor(const inet::Ipv6Address& ip, inet::MacAddress ma
   for (DpdkWorker* sibling : siblings_) {
     sibling->center().dispatch_external(
         [sibling, ip, mac, reachable] { sibling->inet().neighbors().learn(ip, mac, reachable); });
+  }
+}
+
+void DpdkWorker::share_duplicate(const inet::Ipv6Address& ip, inet::MacAddress claimed_by) {
+  // Rarer still than share_neighbor (once per address at most).
+  for (DpdkWorker* sibling : siblings_) {
+    sibling->center().dispatch_external(
+        [sibling, ip, claimed_by] { sibling->inet().neighbors().learn_duplicate(ip, claimed_by); });
   }
 }
 

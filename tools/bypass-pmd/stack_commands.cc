@@ -49,6 +49,7 @@ class StackSession {
   }
 
   int run() {
+    wait_for_dad();
     switch (command_.kind) {
       case StackCommand::Kind::Ping: return ping();
       case StackCommand::Kind::Arp: return arp();
@@ -68,12 +69,36 @@ class StackSession {
       stack_->run_on_worker(i, [&](inet::InetStack& inet) {
         out[i].arp = inet.arp().entries();
         out[i].ipv6 = inet.ipv6_enabled();
-        if (out[i].ipv6) out[i].neighbors = inet.neighbors().entries();
+        if (out[i].ipv6) {
+          out[i].neighbors = inet.neighbors().entries();
+          out[i].addresses = inet.neighbors().addresses();
+        }
         out[i].connections = inet.tcp().connections();
         out[i].listening = inet.tcp().listening_ports();
       });
     }
     return out;
+  }
+  // Our IPv6 addresses are tentative until Duplicate Address Detection ends (RFC 4862 §5.4: one
+  // RetransTimer, 1 s, after the last probe), and a tentative address is neither a source nor
+  // answered for: a command run at once would find no route. Waits (bounded) for every worker's
+  // DAD to end, preferred or duplicated (the latter is logged by the stack).
+  void wait_for_dad() {
+    const auto until = Clock::now() + 5s;
+    const auto tentative = [&] {
+      bool any = false;
+      for (unsigned i = 0; i < stack_->num_workers(); ++i) {
+        stack_->run_on_worker(i, [&](inet::InetStack& stack) {
+          if (!stack.ipv6_enabled()) return;
+          for (const inet::OwnAddressInfo& a : stack.neighbors().addresses())
+            any = any || a.state == inet::AddressState::Tentative;
+        });
+      }
+      return any;
+    };
+    while (Clock::now() < until && tentative()) {
+      if (!sleep_until(std::min(until, Clock::now() + 10ms))) return;
+    }
   }
   void dump_state() {
     const auto state = snapshot();

@@ -55,7 +55,14 @@ void print_neighbors(const std::vector<WorkerState>& workers, bool json) {
     if (!w.ipv6) continue;
     if (json) {
       Json j;
-      j.begin_object().field("type", "neigh").field("worker", w.worker).key("entries").begin_array();
+      j.begin_object().field("type", "neigh").field("worker", w.worker).key("addresses").begin_array();
+      for (const auto& a : w.addresses) {
+        j.begin_object().field("ip", a.ip.to_string()).field("state", upper(inet::to_string(a.state)))
+            .field("dad_solicitations", a.dad_solicitations_sent);
+        if (a.state == inet::AddressState::Duplicated) j.field("claimed_by", a.claimed_by.to_string());
+        j.end_object();
+      }
+      j.end_array().key("entries").begin_array();
       for (const auto& e : w.neighbors) {
         const bool incomplete = e.state == inet::NeighborState::Incomplete;
         j.begin_object().field("ip", e.ip.to_string()).field("mac", incomplete ? std::string() : e.mac.to_string())
@@ -65,6 +72,15 @@ void print_neighbors(const std::vector<WorkerState>& workers, bool json) {
       j.end_array().end_object();
       std::printf("%s\n", j.str().c_str());
       continue;
+    }
+    // Who we are on the link before whom we know: an address still TENTATIVE is not answered for
+    // nor sent from yet, a DUPLICATED one never will be (RFC 4862 §5.4.5).
+    std::printf("IPv6 addresses, worker %u:\n", w.worker);
+    for (const auto& a : w.addresses) {
+      std::string note;
+      if (a.state == inet::AddressState::Duplicated) note = "  claimed by " + a.claimed_by.to_string();
+      std::printf("  %-39s  %-10s  %d DAD solicitations%s\n", a.ip.to_string().c_str(),
+                  upper(inet::to_string(a.state)).c_str(), a.dad_solicitations_sent, note.c_str());
     }
     std::printf("Neighbour cache, worker %u: %zu entries\n", w.worker, w.neighbors.size());
     if (w.neighbors.empty()) continue;

@@ -16,12 +16,14 @@ struct WorkerState {
   std::vector<inet::ArpEntryInfo> arp;
   bool ipv6 = false;  // dpdk.host_ipv6 set: the neighbour cache below is in use
   std::vector<inet::NeighborEntryInfo> neighbors;
+  std::vector<inet::OwnAddressInfo> addresses;  // our own IPv6 addresses and their DAD state
   std::vector<inet::ConnectionInfo> connections;
   std::vector<uint16_t> listening;
 };
 
 void print_arp(const std::vector<WorkerState>& workers, bool json);
-// The IPv6 neighbour cache (RFC 4861 §7.3.2 states in capitals, as `ip -6 neigh` prints them).
+// Our IPv6 addresses with their DAD state (RFC 4862 §5.4: TENTATIVE, PREFERRED, DUPLICATED), then
+// the IPv6 neighbour cache (RFC 4861 §7.3.2 states in capitals, as `ip -6 neigh` prints them).
 void print_neighbors(const std::vector<WorkerState>& workers, bool json);
 void print_connections(const std::vector<WorkerState>& workers, bool json);
 

@@ -90,6 +90,10 @@ sysctl -qw "net.ipv6.conf.$tap.accept_dad=0" 2>/dev/null
 # The tap loses its carrier whenever a run of the tool closes it; without keep_addr_on_down the
 # kernel then drops the tap's IPv6 address and route (IPv4 keeps them), and answers from eth0.
 sysctl -qw "net.ipv6.conf.$tap.keep_addr_on_down=1" || { echo "FAIL: cannot keep IPv6 addresses on $tap"; exit 1; }
+# net_tap gives the kernel's tap the port's MAC, so the kernel's EUI-64 link-local address would be
+# the stack's own (RFC 4291 App. A): the kernel answers the stack's DAD probe for it and the stack
+# gives IPv6 up (RFC 4862 §5.4.5). No link-local address on the kernel's side (addr_gen_mode=1).
+sysctl -qw "net.ipv6.conf.$tap.addr_gen_mode=1" || { echo "FAIL: cannot stop $tap generating a link-local address"; exit 1; }
 ip addr add "10.66.6.1/24" dev "$tap" &&
   ip -6 addr add "$kernel_ip6/64" dev "$tap" nodad &&
   ip link set "$tap" up || { echo "FAIL: cannot address $tap"; exit 1; }
@@ -142,6 +146,14 @@ if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -Eq "^  $kernel_ip6 +$kernel_mac
   ok "stack neigh $kernel_ip6: $kernel_mac $(printf '%s\n' "$out" | grep -Eo "$kernel_mac +[A-Z]+" | head -1 | awk '{print $2}')"
 else
   fail "stack neigh (rc $rc, kernel MAC $kernel_mac): $out $(tail -3 "$dir/err")"
+fi
+# Our own addresses come first with their DAD state (RFC 4862 §5.4): the configured one and the
+# link-local one from the MAC, tentative or preferred by now, never duplicated on this link.
+own=$(printf '%s\n' "$out" | grep -Ec "^  ($stack_ip6|fe80::[0-9a-f:]+) +(TENTATIVE|PREFERRED) +[0-9]+ DAD solicitations")
+if [ "$own" -eq $((2 * ${BYPASS_MS_WORKERS:-1})) ]; then
+  ok "stack neigh lists our own addresses with their DAD state ($own lines)"
+else
+  fail "stack neigh: own addresses and DAD states missing ($own lines): $out"
 fi
 out=$(run stack neigh fd00:67:6::98 -W 500ms 2>"$dir/err"); rc=$?
 if [ $rc -eq 1 ] && grep -q "no Neighbor Advertisement from fd00:67:6::98 within 500ms" "$dir/err"; then

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "stack/dpdk/dpdk_stack.h"
@@ -41,6 +42,28 @@ sockaddr_in kernel_address(const char* ip, uint16_t port) {
   sa.sin_port = htons(port);
   inet_pton(AF_INET, ip, &sa.sin_addr);
   return sa;
+}
+
+KernelSockaddr kernel_sockaddr(const char* ip, uint16_t port) {
+  KernelSockaddr out;
+  if (std::strchr(ip, ':') != nullptr) {
+    sockaddr_in6 sa{};
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons(port);
+    inet_pton(AF_INET6, ip, &sa.sin6_addr);
+    std::memcpy(&out.storage, &sa, sizeof(sa));
+    out.length = sizeof(sa);
+  } else {
+    const sockaddr_in sa = kernel_address(ip, port);
+    std::memcpy(&out.storage, &sa, sizeof(sa));
+    out.length = sizeof(sa);
+  }
+  return out;
+}
+
+std::string address_with_port(const std::string& ip, uint16_t port) {
+  const bool v6 = ip.find(':') != std::string::npos;
+  return (v6 ? "[" + ip + "]" : ip) + ":" + std::to_string(port);
 }
 
 // --- EchoServer --------------------------------------------------------------------------------
@@ -184,10 +207,10 @@ void EchoClient::on_event(int mask) {
 
 std::string kernel_echo_client(const char* stack_ip, uint16_t port, const std::string& data,
                                std::chrono::seconds deadline_after) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  const KernelSockaddr sa = kernel_sockaddr(stack_ip, port);
+  const int fd = ::socket(sa.family(), SOCK_STREAM | SOCK_NONBLOCK, 0);
   if (fd < 0) return "socket failed";
-  const sockaddr_in sa = kernel_address(stack_ip, port);
-  ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
+  ::connect(fd, sa.get(), sa.length);
   std::string received;
   received.reserve(data.size());
   size_t sent = 0;
@@ -243,19 +266,27 @@ std::string kernel_echo_client(const char* stack_ip, uint16_t port, const std::s
 }
 
 KernelEchoServer::KernelEchoServer(const char* ip, std::chrono::seconds deadline) {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  KernelSockaddr sa = kernel_sockaddr(ip, 0);
+  listen_fd_ = ::socket(sa.family(), SOCK_STREAM, 0);
   if (listen_fd_ < 0) throw std::runtime_error(std::string("kernel echo server: socket: ") + strerror(errno));
   const int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in sa = kernel_address(ip, 0);
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 || ::listen(listen_fd_, 4) != 0) {
+  if (::bind(listen_fd_, sa.get(), sa.length) != 0 || ::listen(listen_fd_, 4) != 0) {
     const std::string why = strerror(errno);
     ::close(listen_fd_);
     throw std::runtime_error("kernel echo server: bind/listen on " + std::string(ip) + ": " + why);
   }
-  socklen_t len = sizeof(sa);
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-  port_ = ntohs(sa.sin_port);
+  socklen_t len = sizeof(sa.storage);
+  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa.storage), &len);
+  if (sa.family() == AF_INET6) {
+    sockaddr_in6 bound{};
+    std::memcpy(&bound, &sa.storage, sizeof(bound));
+    port_ = ntohs(bound.sin6_port);
+  } else {
+    sockaddr_in bound{};
+    std::memcpy(&bound, &sa.storage, sizeof(bound));
+    port_ = ntohs(bound.sin_port);
+  }
   thread_ = std::thread([this, deadline] { serve(deadline); });
 }
 
@@ -303,7 +334,7 @@ std::string stack_echo_to_kernel(Worker& worker, const char* kernel_ip, const st
   auto client = std::make_unique<EchoClient>(worker, data);
   std::future<std::string> result = client->done.get_future();
   SocketAddress target;
-  if (!SocketAddress::parse(std::string(kernel_ip) + ":" + std::to_string(kernel_server.port()), &target))
+  if (!SocketAddress::parse(address_with_port(kernel_ip, kernel_server.port()), &target))
     return std::string("cannot parse ") + kernel_ip;
   if (const int rc = client->start(target); rc != 0) return std::string("connect: ") + socket_error_name(rc);
   std::string outcome;
@@ -340,10 +371,29 @@ void TapStackEnvironment::SetUp() {
   conf_->set_assignment("dpdk.netmask=255.255.255.0", "test");
   conf_->set_assignment("dpdk.no_huge=auto", "test");
   conf_->set_assignment("dpdk.memory=256M", "test");
+  const bool ipv6 = !settings_.stack_ip6.empty() && !settings_.kernel_ip6.empty();
+  if (ipv6) {
+    conf_->set_assignment("dpdk.host_ipv6=" + settings_.stack_ip6, "test");
+    conf_->set_assignment("dpdk.ipv6_prefix_length=64", "test");
+  }
   for (const std::string& a : settings_.assignments) conf_->set_assignment(a, "test");
   conf_->apply_environment();  // e.g. BYPASS_MS_WORKERS=2 or BYPASS_DPDK_FAULT_DROP
   stack_ = NetworkStack::create(*conf_);
   ASSERT_EQ(run_command("ip addr add " + settings_.kernel_ip + "/24 dev " + settings_.tap), 0);
+  if (ipv6) {
+    // IPv6 may be off by default (net.ipv6.conf.default.disable_ipv6): on for this tap only. No
+    // DAD on the kernel's side (nodad, accept_dad=0): its address is usable at once. net_tap
+    // drops the carrier while the port restarts; keep_addr_on_down keeps the address meanwhile.
+    const std::string conf = "net.ipv6.conf." + settings_.tap + ".";
+    ASSERT_EQ(run_command("sysctl -qw " + conf + "disable_ipv6=0"), 0) << "cannot enable IPv6 on " << settings_.tap;
+    run_command("sysctl -qw " + conf + "accept_dad=0");
+    ASSERT_EQ(run_command("sysctl -qw " + conf + "keep_addr_on_down=1"), 0);
+    // The kernel's end of a tap may carry the port's MAC, and then its EUI-64 link-local address
+    // would be the stack's (RFC 4291 App. A): the stack's DAD would find it duplicated and give
+    // IPv6 up (RFC 4862 §5.4.5). The kernel generates no link-local address here (addr_gen_mode=1).
+    ASSERT_EQ(run_command("sysctl -qw " + conf + "addr_gen_mode=1"), 0);
+    ASSERT_EQ(run_command("ip -6 addr add " + settings_.kernel_ip6 + "/64 dev " + settings_.tap + " nodad"), 0);
+  }
   ASSERT_EQ(run_command("ip link set " + settings_.tap + " up"), 0);
   stack_->start();
 }
@@ -367,6 +417,28 @@ pmd::PortStats TapStackEnvironment::port_stats() {
   pmd::PortStats out;
   run_on(*stack_->worker(0), [&] { out = dpdk.ports().port(0).stats(); });
   return out;
+}
+
+std::string TapStackEnvironment::wait_ipv6_preferred(std::chrono::milliseconds bound) {
+  if (current_ == nullptr || current_->stack_ip6.empty()) return "IPv6 is not configured on this tap";
+  const std::optional<inet::Ipv6Address> ours = inet::Ipv6Address::from_string(current_->stack_ip6);
+  if (!ours) return "cannot parse " + current_->stack_ip6;
+  const auto deadline = Clock::now() + bound;
+  std::string states;
+  for (;;) {
+    states.clear();
+    bool all = true;
+    for (unsigned w = 0; w < stack_->num_workers(); ++w) {
+      auto& worker = static_cast<DpdkWorker&>(*stack_->worker(w));
+      std::optional<inet::AddressState> state;
+      run_on(worker, [&] { state = worker.inet().neighbors().address_state(*ours); });
+      states += " worker " + std::to_string(w) + ": " + (state ? inet::to_string(*state) : "not ours");
+      all = all && state == inet::AddressState::Preferred;
+    }
+    if (all) return "";
+    if (Clock::now() > deadline) return current_->stack_ip6 + " not preferred within the bound:" + states;
+    std::this_thread::sleep_for(50ms);
+  }
 }
 
 unsigned TapStackEnvironment::mbufs_in_use() {

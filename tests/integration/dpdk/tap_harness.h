@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -31,6 +32,16 @@ std::string random_bytes(size_t n, uint64_t seed);
 int run_command(const std::string& command);
 void run_on(Worker& w, std::function<void()> fn);
 sockaddr_in kernel_address(const char* ip, uint16_t port);
+// `ip` (IPv4 dotted quad or IPv6 text) and `port` as a kernel socket address; its family says which.
+struct KernelSockaddr {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  int family() const { return storage.ss_family; }
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+};
+KernelSockaddr kernel_sockaddr(const char* ip, uint16_t port);
+// "ip:port", or "[ip]:port" for IPv6 (the form SocketAddress::parse takes).
+std::string address_with_port(const std::string& ip, uint16_t port);
 
 // Echoes every byte of one accepted connection back, on the stack's worker thread.
 class EchoServer {
@@ -77,7 +88,7 @@ class EchoClient {
   bool finished_ = false;
 };
 
-// Kernel client: connects to stack_ip:port, writes `data` and reads the echo concurrently;
+// Kernel client (IPv4 or IPv6, as stack_ip says): connects to stack_ip:port, writes `data` and reads the echo concurrently;
 // returns "" when the echo is byte-exact, else what went wrong.
 std::string kernel_echo_client(const char* stack_ip, uint16_t port, const std::string& data,
                                std::chrono::seconds deadline);
@@ -109,6 +120,10 @@ struct TapSettings {
   std::string kernel_ip;  // address of the kernel end (/24)
   std::string stack_ip;   // address of the userspace stack
   std::vector<std::string> assignments;  // extra "key=value" options, before the environment's
+  // IPv6 on the tap, when both are set: the kernel's address (/64, added nodad) and the stack's
+  // (dpdk.host_ipv6). Empty: the stack runs IPv4 only, as before.
+  std::string kernel_ip6;
+  std::string stack_ip6;
 };
 
 // One stack per process: the EAL and the tap port live as long as the process, so a gtest
@@ -127,6 +142,10 @@ class TapStackEnvironment : public ::testing::Environment {
   static pmd::PortStats port_stats();
   // Mbufs taken from the stack's pools (device rings, sockets, queues) summed over pools.
   static unsigned mbufs_in_use();
+  // Waits (bounded) until every worker's DAD (RFC 4862 §5.4) has made the stack's IPv6 address
+  // preferred; before that the stack neither answers for it nor sends from it. "" when preferred,
+  // else what the workers report.
+  static std::string wait_ipv6_preferred(std::chrono::milliseconds bound);
 
  private:
   TapSettings settings_;

@@ -6,6 +6,9 @@
 //   the stack answers as the RFCs say, counts every drop, leaks no mbuf and still echoes
 //   byte-exact.
 // - TapKernelLoss: echo transfers both ways while nftables on the tap drops 5 % each way.
+// - TapIpv6Echo, TapIpv6Options, TapIpv6KernelLoss: TCP over IPv6 against the kernel on the same
+//   tap (kernel fd00:7a::1/64, stack fd00:7a::2): 64 MiB echoed each way, the handshake options
+//   over IPv6 (MSS = MTU - 60), and echo transfers under the same nftables loss.
 // - TapFaults: echo transfers both ways through the pmd fault shim (loss, reorder, duplication),
 //   run only by the registration that sets dpdk.fault_* (tests/integration/dpdk/meson.build).
 // Root is required (exit 77 otherwise); dumpcap, tshark and Debian's python3-scapy must be
@@ -34,11 +37,16 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kTapName = "bpD0";
 constexpr const char* kKernelIp = "10.68.0.1";
 constexpr const char* kStackIp = "10.68.0.2";
+constexpr const char* kKernelIp6 = "fd00:7a::1";
+constexpr const char* kStackIp6 = "fd00:7a::2";
 constexpr const char* kPeerIp = "10.68.0.99";  // the made-up host hostile_frames.py plays
 // Options this suite configures, so the capture checks values that come from the configuration
 // rather than from defaults that happen to match.
 constexpr int kWindowScale = 5;
 constexpr int kExpectedMss = 1500 - 20 - 20;  // dpdk.mtu minus IPv4 and TCP headers
+constexpr int kExpectedMss6 = 1500 - 40 - 20;  // minus the 40-byte IPv6 header (RFC 8200 §8.3) and TCP
+// DAD (RFC 4862 §5.4) takes one RetransTimer (1 s) after the first probe; a bound well above it.
+constexpr auto kDadBound = 5000ms;
 constexpr uint16_t kClosedPort = 7399;  // nothing listens there
 constexpr size_t kCheckTransferBytes = 4u << 20;
 constexpr auto kCheckDeadline = 60s;
@@ -62,16 +70,17 @@ std::string counter_changes(const inet::InetStats& before, const inet::InetStats
 }
 
 // Echo both ways after whatever the test did: the stack must still serve byte-exact.
-void expect_echo_both_ways(uint16_t server_port, size_t bytes, std::chrono::seconds deadline, uint64_t seed) {
+void expect_echo_both_ways(uint16_t server_port, size_t bytes, std::chrono::seconds deadline, uint64_t seed,
+                           const char* stack_ip = kStackIp, const char* kernel_ip = kKernelIp) {
   Worker& worker = *TapStackEnvironment::stack().worker(0);
   EchoServer server(worker);
   ASSERT_EQ(server.start(server_port), 0);
   const std::string inbound = random_bytes(bytes, seed);
-  EXPECT_EQ(kernel_echo_client(kStackIp, server_port, inbound, deadline), "") << "kernel client -> stack echo";
+  EXPECT_EQ(kernel_echo_client(stack_ip, server_port, inbound, deadline), "") << "kernel client -> stack echo";
   EXPECT_EQ(server.errors.load(), 0);
   server.stop();
   const std::string outbound = random_bytes(bytes, seed + 1);
-  EXPECT_EQ(stack_echo_to_kernel(worker, kKernelIp, outbound, deadline), "") << "stack client -> kernel echo";
+  EXPECT_EQ(stack_echo_to_kernel(worker, kernel_ip, outbound, deadline), "") << "stack client -> kernel echo";
 }
 
 // Every mbuf taken by the test's traffic must come back: waits (bounded) for the pools' in-use
@@ -148,9 +157,12 @@ struct SynFields {
 };
 
 // The SYN and SYN-ACK segments in `pcap` that match the display filter `only`.
-std::vector<SynFields> read_syns(const std::string& pcap, const std::string& only, std::string* error) {
+// `source_field` is ip.src or ipv6.src.
+std::vector<SynFields> read_syns(const std::string& pcap, const std::string& only, std::string* error,
+                                 const std::string& source_field = "ip.src") {
   const test::CommandResult run = test::run_with_status(
-      "tshark -n -r " + pcap + " -Y 'tcp.flags.syn == 1 && (" + only + ")' -T fields -E separator=, -e ip.src -e tcp.flags.ack -e tcp.options.mss_val"
+      "tshark -n -r " + pcap + " -Y 'tcp.flags.syn == 1 && (" + only + ")' -T fields -E separator=, -e " +
+      source_field + " -e tcp.flags.ack -e tcp.options.mss_val"
           " -e tcp.options.wscale.shift -e tcp.options.sack_perm -e tcp.options.timestamp.tsval"
           " -e tcp.options.timestamp.tsecr 2>/dev/null");
   const std::string& output = run.out;
@@ -170,13 +182,24 @@ std::vector<SynFields> read_syns(const std::string& pcap, const std::string& onl
   return syns;
 }
 
-TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
-  const std::string pcap = "/tmp/bypass-D-tap-options-" + std::to_string(::getpid()) + ".pcap";
+// One address family's view of the handshake checks.
+struct Family {
+  const char* kernel_ip;
+  const char* stack_ip;
+  const char* source_field;    // tshark's source address field
+  const char* capture_filter;  // BPF: tcp[...] reads IPv4 only, so IPv6 captures all of its TCP
+  int expected_mss;
+  uint16_t echo_port;
+  const char* pcap_tag;
+};
+
+void check_handshake_options(const Family& fam) {
+  const std::string pcap = std::string("/tmp/bypass-D-tap-options-") + fam.pcap_tag + "-" + std::to_string(::getpid()) + ".pcap";
   struct RemoveAtExit {
     const std::string& path;
     ~RemoveAtExit() { std::remove(path.c_str()); }
   } remove_pcap{pcap};
-  test::Process dumpcap({"dumpcap", "-q", "-i", kTapName, "-f", "tcp[tcpflags] & tcp-syn != 0", "-a", "duration:60",
+  test::Process dumpcap({"dumpcap", "-q", "-i", kTapName, "-f", fam.capture_filter, "-a", "duration:60",
                          "-w", pcap},
                         60s);
   const auto ready_by = Clock::now() + 10s;
@@ -192,24 +215,24 @@ TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
   std::string error;
   bool capturing = false;
   for (const auto until = Clock::now() + 10s; !capturing && Clock::now() < until;) {
-    kernel_echo_client(kStackIp, kClosedPort, "knock", 1s);
+    kernel_echo_client(fam.stack_ip, kClosedPort, "knock", 1s);
     std::this_thread::sleep_for(200ms);
-    capturing = !read_syns(pcap, "tcp.dstport == " + std::to_string(kClosedPort), &error).empty();
+    capturing = !read_syns(pcap, "tcp.dstport == " + std::to_string(kClosedPort), &error, fam.source_field).empty();
   }
   ASSERT_TRUE(capturing) << "dumpcap captured no SYN to the closed port within 10 s " << error << dumpcap.err_so_far();
 
-  expect_echo_both_ways(7321, 64 * 1024, kCheckDeadline, 31);
+  expect_echo_both_ways(fam.echo_port, 64 * 1024, kCheckDeadline, 31, fam.stack_ip, fam.kernel_ip);
   // The kernel hands captured packets to dumpcap in blocks, on a timer: wait (bounded) until the
   // four handshake segments are in the file before stopping it.
   const std::string handshakes = "tcp.port != " + std::to_string(kClosedPort);
   for (const auto until = Clock::now() + 10s;
-       read_syns(pcap, handshakes, &error).size() < 4 && error.empty() && Clock::now() < until;)
+       read_syns(pcap, handshakes, &error, fam.source_field).size() < 4 && error.empty() && Clock::now() < until;)
     std::this_thread::sleep_for(100ms);
   dumpcap.interrupt();
   const test::Result captured = dumpcap.wait();
   ASSERT_FALSE(captured.timed_out) << "dumpcap did not stop on SIGINT";
   ASSERT_EQ(captured.exit_code, 0) << captured.err;
-  const std::vector<SynFields> syns = read_syns(pcap, handshakes, &error);
+  const std::vector<SynFields> syns = read_syns(pcap, handshakes, &error, fam.source_field);
   ASSERT_EQ(error, "");
   // Four handshake segments: our SYN and the kernel's SYN-ACK, the kernel's SYN and our SYN-ACK.
   ASSERT_EQ(syns.size(), 4u) << "dumpcap: " << captured.err;
@@ -221,7 +244,7 @@ TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
   int stack_syn = 0, stack_syn_ack = 0, kernel_segments = 0;
   std::string kernel_syn_tsval;
   for (const SynFields& s : syns)
-    if (s.source == kKernelIp && s.ack_flag == "0") kernel_syn_tsval = s.tsval;
+    if (s.source == fam.kernel_ip && s.ack_flag == "0") kernel_syn_tsval = s.tsval;
   for (const SynFields& s : syns) {
     const std::string what = s.source + (s.ack_flag == "1" ? " SYN-ACK" : " SYN");
     // Both ends offer all four options, or the connection would run without them.
@@ -229,13 +252,13 @@ TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
     EXPECT_FALSE(s.wscale.empty()) << what << " has no window scale option";
     EXPECT_FALSE(s.sack_permitted.empty()) << what << " has no SACK-permitted option";
     EXPECT_FALSE(s.tsval.empty()) << what << " has no timestamp option";
-    if (s.source != kStackIp) {
+    if (s.source != fam.stack_ip) {
       ++kernel_segments;
       continue;
     }
-    // RFC 9293 §3.7.1: MSS is the MTU less the fixed IPv4 and TCP headers; RFC 7323 §2.2: the
-    // shift we offer is tcp.window_scale.
-    EXPECT_EQ(s.mss, std::to_string(kExpectedMss)) << what;
+    // RFC 9293 §3.7.1: MSS is the MTU less the fixed IP (IPv4 20, IPv6 40 bytes, RFC 8200 §8.3)
+    // and TCP headers; RFC 7323 §2.2: the shift we offer is tcp.window_scale.
+    EXPECT_EQ(s.mss, std::to_string(fam.expected_mss)) << what;
     EXPECT_EQ(s.wscale, std::to_string(kWindowScale)) << what;
     if (s.ack_flag == "1") {
       ++stack_syn_ack;
@@ -249,6 +272,47 @@ TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
   EXPECT_EQ(stack_syn, 1);
   EXPECT_EQ(stack_syn_ack, 1);
   EXPECT_EQ(kernel_segments, 2);
+}
+
+TEST(TapOptions, SynAndSynAckCarryTheConfiguredOptions) {
+  check_handshake_options({kKernelIp, kStackIp, "ip.src", "tcp[tcpflags] & tcp-syn != 0", kExpectedMss, 7321, "v4"});
+}
+
+// The same over IPv6: both SYNs and SYN-ACKs carry MSS 1440 (MTU 1500 - 40 - 20), window scale,
+// SACK-permitted and timestamps.
+TEST(TapIpv6Options, SynAndSynAckCarryTheConfiguredOptions) {
+  ASSERT_EQ(TapStackEnvironment::wait_ipv6_preferred(kDadBound), "");
+  check_handshake_options({kKernelIp6, kStackIp6, "ipv6.src", "ip6 and tcp", kExpectedMss6, 7421, "v6"});
+}
+
+// 64 MiB over IPv6 each way, byte-exact: kernel client -> stack echo server, stack client ->
+// kernel echo server.
+constexpr size_t kIpv6TransferBytes = 64u << 20;
+constexpr size_t kIpv6LossTransferBytes = 64u << 20;
+
+TEST(TapIpv6Echo, KernelClientToStackServer) {
+  ASSERT_EQ(TapStackEnvironment::wait_ipv6_preferred(kDadBound), "");
+  Worker& worker = *TapStackEnvironment::stack().worker(0);
+  EchoServer server(worker);
+  ASSERT_EQ(server.start(7401), 0);
+  const std::string data = random_bytes(kIpv6TransferBytes, 61);
+  const auto start = Clock::now();
+  EXPECT_EQ(kernel_echo_client(kStackIp6, 7401, data, 60s), "") << "kernel client -> stack echo over IPv6";
+  std::printf("IPv6 kernel -> stack: %zu bytes echoed in %.1f s\n", data.size(),
+              std::chrono::duration<double>(Clock::now() - start).count());
+  EXPECT_EQ(server.errors.load(), 0);
+  EXPECT_EQ(server.echoed.load(), data.size());
+  server.stop();
+}
+
+TEST(TapIpv6Echo, StackClientToKernelServer) {
+  ASSERT_EQ(TapStackEnvironment::wait_ipv6_preferred(kDadBound), "");
+  Worker& worker = *TapStackEnvironment::stack().worker(0);
+  const std::string data = random_bytes(kIpv6TransferBytes, 62);
+  const auto start = Clock::now();
+  EXPECT_EQ(stack_echo_to_kernel(worker, kKernelIp6, data, 60s), "") << "stack client -> kernel echo over IPv6";
+  std::printf("IPv6 stack -> kernel: %zu bytes echoed in %.1f s\n", data.size(),
+              std::chrono::duration<double>(Clock::now() - start).count());
 }
 
 // Kernel-side loss: an nftables netdev table on the tap drops 5 % of the frames in each
@@ -293,6 +357,29 @@ TEST(TapKernelLoss, EchoBothWaysStaysByteExactUnderNftablesLoss) {
   ASSERT_EQ(dropped.size(), 2u) << "cannot read the nftables counters";
   EXPECT_GT(dropped[0], 0u) << "the ingress rule (stack -> kernel) dropped nothing";
   EXPECT_GT(dropped[1], 0u) << "the egress rule (kernel -> stack) dropped nothing";
+  expect_mbufs_back_to(baseline);
+}
+
+// The same over IPv6. `meta l4proto` is set for IPv6 frames too in a netdev chain, so the rules
+// drop TCP over IPv6 and leave Neighbor Discovery alone; the counters prove they dropped.
+// BYPASS_TEST_IPV6_LOSS_TRANSFER (bytes) overrides the size for measurements.
+TEST(TapIpv6KernelLoss, EchoBothWaysStaysByteExactUnderNftablesLoss) {
+  ASSERT_EQ(TapStackEnvironment::wait_ipv6_preferred(kDadBound), "");
+  const char* size_env = std::getenv("BYPASS_TEST_IPV6_LOSS_TRANSFER");
+  const size_t bytes = size_env ? std::strtoull(size_env, nullptr, 0) : kIpv6LossTransferBytes;
+  ASSERT_GT(bytes, 0u) << "BYPASS_TEST_IPV6_LOSS_TRANSFER=" << size_env;
+  run_command(std::string("nft delete table netdev ") + NftLoss::kTable);  // a leftover from a killed run
+  const unsigned baseline = TapStackEnvironment::mbufs_in_use();
+  NftLoss loss(5);
+  ASSERT_EQ(loss.error(), "");
+  const auto start = Clock::now();
+  expect_echo_both_ways(7441, bytes, 120s, 71, kStackIp6, kKernelIp6);
+  std::printf("IPv6 under 5 %% loss: %zu bytes echoed each way in %.1f s\n", bytes,
+              std::chrono::duration<double>(Clock::now() - start).count());
+  const std::vector<uint64_t> dropped = loss.dropped();
+  ASSERT_EQ(dropped.size(), 2u) << "cannot read the nftables counters";
+  EXPECT_GT(dropped[0], 0u) << "the ingress rule (stack -> kernel) dropped no IPv6 frame";
+  EXPECT_GT(dropped[1], 0u) << "the egress rule (kernel -> stack) dropped no IPv6 frame";
   expect_mbufs_back_to(baseline);
 }
 
@@ -344,6 +431,7 @@ int main(int argc, char** argv) {
         "tcp.ip_reassembly_timeout=1s",
         // The tap's RTT is tens of microseconds; with the default 200 ms RTO floor every lost
         // retransmission in the loss tests stalls its transfer for 200 ms (about 10x the run time).
-        "tcp.rto_min=20ms"}}));
+        "tcp.rto_min=20ms"},
+       bypass::tap_test::kKernelIp6, bypass::tap_test::kStackIp6}));
   return RUN_ALL_TESTS();
 }
