@@ -170,6 +170,6 @@ int main(int argc, char** argv) {
                                                   bypass::tap_test::kStackIp,
                                                   // EchoUsesZeroCopySend... checks attachment against the kernel;
                                                   // net_tap copies frames, so by default it would copy pieces.
-                                                  {"dpdk.attach_on_copying_ports=true"}}));
+                                                  {"dpdk.attach_on_copying_ports=true"}, "", ""}));
   return RUN_ALL_TESTS();
 }

@@ -138,6 +138,6 @@ int main(int argc, char** argv) {
   }
   ::testing::AddGlobalTestEnvironment(new bypass::tap_test::TapStackEnvironment(
       {bypass::tap_test::kTapName, bypass::tap_test::kKernelIp, bypass::tap_test::kStackIp,
-       {"tcp.snd_buffer=16M", "ms.shutdown_linger=10s"}}));
+       {"tcp.snd_buffer=16M", "ms.shutdown_linger=10s"}, "", ""}));
   return RUN_ALL_TESTS();
 }

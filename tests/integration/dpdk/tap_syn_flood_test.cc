@@ -290,6 +290,6 @@ int main(int argc, char** argv) {
       {bypass::tap_test::kTapName, bypass::tap_test::kKernelIp, bypass::tap_test::kStackIp,
        {"tcp.syn_backlog=" + std::to_string(bypass::tap_test::kSynBacklog), "tcp.syn_cookies=true",
         // SYN-ACKs to the flood's random sources go through the kernel end, which drops them.
-        std::string("dpdk.gateway=") + bypass::tap_test::kKernelIp}}));
+        std::string("dpdk.gateway=") + bypass::tap_test::kKernelIp}, "", ""}));
   return RUN_ALL_TESTS();
 }
