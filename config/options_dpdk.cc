@@ -25,6 +25,11 @@ void register_dpdk_options(Registry& r) {
   r.add({.name = "dpdk.gateway_ipv6", .type = OptionType::String, .default_value = "",
          .help = "IPv6 default router: link-local (fe80::1, RFC 4861 §8) or on dpdk.host_ipv6's prefix; "
                  "empty means none (only on-link destinations are reachable)."});
+  r.add({.name = "dpdk.ipv6_dad_transmits", .type = OptionType::Int, .default_value = "1",
+         .help = "Duplicate Address Detection probes per IPv6 address at start, 1 s apart (RFC 4862 "
+                 "DupAddrDetectTransmits, Linux's dad_transmits); an address is used once they pass "
+                 "unanswered. 0 skips DAD (links where no other node can hold the address, e.g. net_ring).",
+         .min = 0, .max = 10});
   r.add({.name = "dpdk.hw_addr", .type = OptionType::String, .default_value = "",
          .help = "MAC address to use (aa:bb:cc:dd:ee:ff); empty uses the port's own."});
 

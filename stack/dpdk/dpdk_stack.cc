@@ -107,6 +107,7 @@ void apply_dpdk_ipv6_options(const config::Config& conf, inet::InetSettings& set
                                bare + "/" + std::to_string(prefix) + ": Neighbor Discovery could not reach it");
     parsed.ipv6.gateway = *router;
   }
+  parsed.ipv6.dad_transmits = static_cast<int>(conf.get_int("dpdk.ipv6_dad_transmits"));
   settings.ipv6 = parsed.ipv6;
 }
 
