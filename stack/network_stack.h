@@ -42,8 +42,8 @@ class SocketAddress {
   static bool parse(std::string_view text, SocketAddress* out);
 
   int family() const { return storage_.ss_family; }  // AF_INET, AF_INET6, or AF_UNSPEC when unset
-  bool is_ipv4() const { return family() == AF_INET; }
-  bool is_ipv6() const { return family() == AF_INET6; }
+  bool is_ipv4() const { return family() == AF_INET; }   // every transport takes either family
+  bool is_ipv6() const { return family() == AF_INET6; }  // dpdk: with dpdk.host_ipv6 set
   uint32_t ipv4_host_order() const;  // only for is_ipv4()
   std::array<uint8_t, 16> ipv6_octets() const;  // only for is_ipv6(); network order
   uint16_t port() const;  // host byte order
