@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "base/log.h"
+#include "stack/inet/tcp_receive_checksum.h"
 #include "stack/inet/wire/checksum.h"
 #include "stack/inet/wire/icmp.h"
 
@@ -202,13 +203,7 @@ void TcpLayer::send_segment(const FourTuple& tuple, const TcpHeader& header, Buf
 }
 
 void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
-  if (packet.rx_l4_checksum == RxChecksum::Bad ||
-      (packet.rx_l4_checksum == RxChecksum::Unknown &&
-       tcp_checksum(ip.source, ip.destination, packet.data) != 0)) {
-    ++stats_.tcp_bad_checksum;
-    BYPASS_LOG(Debug, "tcp", "dropped segment from %s: bad checksum", ip.source.to_string().c_str());
-    return;
-  }
+  if (!tcp_receive_checksum_ok(ip.source, ip.destination, packet, stats_)) return;
   if (ip.destination.is_broadcast()) {
     ++stats_.rx_malformed_tcp;
     BYPASS_LOG(Debug, "tcp", "dropped segment from %s: to a broadcast address", ip.source.to_string().c_str());

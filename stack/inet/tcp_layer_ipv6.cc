@@ -5,6 +5,7 @@
 
 #include "base/log.h"
 #include "stack/inet/tcp_layer.h"
+#include "stack/inet/tcp_receive_checksum.h"
 #include "stack/inet/wire/checksum.h"
 #include "stack/inet/wire/icmpv6.h"
 
@@ -14,13 +15,7 @@ void TcpLayer::receive(const Ipv6Header& ip, Packet&& packet) {
   // RFC 8200 §8.1: the checksum covers the pseudo-header with the upper-layer length, which is
   // `ip.payload_length` as Ipv6Layer delivers it (extension headers excluded) and the length of
   // `packet.data`. Unlike IPv4 there is no header checksum below, so this is the only check.
-  if (packet.rx_l4_checksum == RxChecksum::Bad ||
-      (packet.rx_l4_checksum == RxChecksum::Unknown &&
-       tcp_checksum(ip.source, ip.destination, packet.data) != 0)) {
-    ++stats_.tcp_bad_checksum;
-    BYPASS_LOG(Debug, "tcp", "dropped segment from %s: bad checksum", ip.source.to_string().c_str());
-    return;
-  }
+  if (!tcp_receive_checksum_ok(ip.source, ip.destination, packet, stats_)) return;
   // TCP is unicast (RFC 9293 §3.9.1 ties a connection to one remote address): Ipv6Layer also
   // accepts our multicast groups, and a source must be a unicast address we could answer.
   if (ip.destination.is_multicast() || ip.source.is_multicast() || ip.source.is_unspecified() ||
