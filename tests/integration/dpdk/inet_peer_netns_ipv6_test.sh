@@ -17,7 +17,8 @@
 # IPv6 sees them), but each of H1's full-size segments is answered with ICMPv6 Packet Too Big
 # (MTU 1280). The transfer only completes if H1 takes it and resends smaller; H1 must report
 # icmpv6_packet_too_big_received > 0, a path MTU of 1280 to H3 and an SMSS of 1208 (1280 - 40 IPv6
-# - 20 TCP - 12 timestamps) on every data connection to H3, which started at 1428.
+# - 20 TCP - 12 timestamps) on every data connection to H3, which started at 1428, and no segment
+# refused locally for its size (ipv6_tx_too_big) since.
 #
 # The router's veth ends run without checksum, segmentation and receive offloads: what it forwards
 # or sends must reach the af_packet readers complete and at most MTU-sized (see the IPv4 test).
@@ -149,6 +150,11 @@ ip -n $nsr -6 neigh show $h3 | grep -q lladdr || fail "the router never resolved
 ptb=$(sed -n 's/^stats worker 0:.* icmpv6_packet_too_big_received=\([0-9]*\).*/\1/p' "$work/h1.out")
 [ "${ptb:-0}" -gt 0 ] || fail "H1 counted no ICMPv6 Packet Too Big (the router sends one per segment over $narrow_mtu)"
 grep -qxF "path_mtu $h3 $narrow_mtu" "$work/h1.out" || fail "H1's path MTU to $h3 is not $narrow_mtu"
+# Every segment sent after the Packet Too Big, retransmissions included, was sized to the learned
+# path MTU: Ipv6Layer refused none for its size (the counter stays absent from the stats line).
+if grep "^stats worker 0:" "$work/h1.out" | grep -q " ipv6_tx_too_big="; then
+  fail "H1 tried to send segments larger than its path MTU (ipv6_tx_too_big)"
+fi
 expected_mss=$((narrow_mtu - 40 - 20 - 12))
 grep "^send_mss \[$h3\]:$h3_port " "$work/h1.out" | grep -v " bytes_acked=0\$" >"$work/h1.mss" || true
 [ "$(wc -l <"$work/h1.mss")" = "$connections" ] || fail "H1 listed $(wc -l <"$work/h1.mss") data connections to H3, not $connections"
