@@ -35,36 +35,12 @@ ns1=bp${name}1 ns3=bp${name}3 nsr=bp${name}r
 h1=fd00:73:1::1 h3=fd00:73:3::3 gw_1=fe80::1 gw_3=fd00:73:3::fe
 h3_port=7600
 narrow_mtu=1280
-work=$(mktemp -d /tmp/bypass-netns-$name.XXXXXX)
-pids=()
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-remove_topology() {
-  for ns in $ns1 $ns3 $nsr; do ip netns del "$ns" 2>/dev/null || true; done
-  # Links left in the root namespace by a run killed half-way through set-up.
-  for link in v${name}1a v${name}1b v${name}3a v${name}3b; do ip link del "$link" 2>/dev/null || true; done
-}
-
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  remove_topology
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-[ "$(id -u)" = 0 ] || fail "needs root (network namespaces, veth, af_packet)"
-[ -x "$peer" ] || fail "inet_peer binary '$peer' is not executable"
-command -v ip >/dev/null || fail "the ip command (iproute2) is not installed (tools/setup.sh test)"
-command -v ethtool >/dev/null || fail "ethtool is not installed (tools/setup.sh test)"
+namespaces=("$ns1" "$ns3" "$nsr")
+links=("v${name}1a" "v${name}1b" "v${name}3a" "v${name}3b")
+# shellcheck source-path=SCRIPTDIR source=netns_lib.sh
+source "$(dirname "$0")/netns_lib.sh"
 [ -e /proc/sys/net/ipv6 ] || fail "the kernel has no IPv6"
-
-remove_topology  # leftovers of a crashed run
-for ns in $ns1 $ns3 $nsr; do
-  ip netns add "$ns"
-  ip -n "$ns" link set lo up
-done
+start_netns_test "$peer"
 for ns in $ns1 $ns3; do
   ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 done
@@ -86,22 +62,10 @@ ip netns exec $nsr sysctl -qw net.ipv6.conf.v${name}3b.mtu=$narrow_mtu
 
 dpdk_host() {  # dpdk_host NS IPV4 IPV6 GATEWAY_IPV6 LCORE_CPU: the --set flags of one af_packet Bypass host
   local ns=$1 ipv4=$2 ipv6=$3 gateway=$4 cpu=$5
-  local iface=v${name}${ns: -1}a
-  echo "--set=ms.type=dpdk --set=ms.workers=1 --set=ms.cpus=$cpu"
-  echo "--set=dpdk.vdev=[\"net_af_packet0,iface=$iface\"]"
+  af_packet_host "v${name}${ns: -1}a" "$cpu"
   # IPv4 is required by the stack but unused here: an address on a subnet of its own.
   echo "--set=dpdk.host_ip=$ipv4 --set=dpdk.netmask=255.255.255.0"
   echo "--set=dpdk.host_ipv6=$ipv6 --set=dpdk.ipv6_prefix_length=64 --set=dpdk.gateway_ipv6=$gateway"
-  echo "--set=dpdk.no_huge=auto --set=dpdk.memory=256M --set=dpdk.in_memory=true"
-}
-
-wait_ready() {  # wait_ready PID OUT_FILE ADDRESS
-  for _ in $(seq 300); do
-    grep -qxF "ready $3" "$2" && return 0
-    kill -0 "$1" 2>/dev/null || { cat "$2" "${2%.out}.err" >&2; fail "server $3 exited early"; }
-    sleep 0.1
-  done
-  fail "server $3 printed no ready line within 30 s"
 }
 
 bytes=8M connections=2
