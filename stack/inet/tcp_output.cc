@@ -36,6 +36,10 @@ uint32_t TcpConnection::retransmit_range(uint32_t start, uint32_t stop) {
   // A retransmission resends octets already sent (RFC 9293 §3.8.1, RFC 6298 §5.4), never octets
   // past SND.MAX: those were never offered to the peer's window and would go out uncounted (RACK
   // would then hold them in flight for good; found by the inet stack fuzzer).
+  // Sized to the destination's current path MTU, as output() sizes new data: the loss probe and
+  // the RTO come here directly, and a segment sized to an SMSS the path no longer carries would be
+  // refused by Ipv6Layer (RFC 8201 §5.4: retransmit in smaller packets).
+  if (tuple_.is_v6()) follow_destination_mtu();
   const uint32_t data_end = seq_min(seq_min(stop, send_end()), snd_max_);
   const uint32_t len = seq_lt(start, data_end) ? std::min<uint32_t>(payload_limit(), data_end - start) : 0;
   const bool fin = fin_sent() && start + len == send_end() && seq_gt(stop, send_end());

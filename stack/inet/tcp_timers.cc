@@ -117,6 +117,7 @@ void TcpConnection::on_loss_probe() {
   // with SACK, shows RACK what of the tail was lost; in recovery, the first segment marked lost.
   // (A probe in recovery resends the oldest unacknowledged segment, the one the RTO would.)
   if (in_recovery_ && !rack_.has_lost()) rack_.mark_lost(snd_una_);
+  if (tuple_.is_v6()) follow_destination_mtu();  // the last SMSS below is the path's current one
   if (rack_.has_lost()) {
     if (!send_next_hole()) return;
   } else {

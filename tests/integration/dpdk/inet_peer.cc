@@ -4,6 +4,7 @@
 //   inet_peer [-c FILE]... [--set key=value]... echo-server --listen IP:PORT [--serve N] [--lifetime T]
 //   inet_peer [-c FILE]... [--set key=value]... echo-client --to IP:PORT [--to IP:PORT]... --bytes N
 //             [--connections K] [--seed S] [--timeout T] [--show-arp IP[,IP]...]
+//             [--show-neigh IPV6[,IPV6]...] [--show-path-mtu IPV6[,IPV6]...]
 //
 // The server prints "ready IP:PORT" once it listens and echoes every byte back; it exits 0 after N
 // connections were served (or on SIGTERM/SIGINT when N is 0) and 1 when its lifetime ends first.
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "stack/inet/wire/bytes.h"
 #include "stack/network_stack.h"
 #include "tests/integration/dpdk/peer_cli.h"
 #include "tests/integration/dpdk/stack_inspection.h"
@@ -59,11 +61,15 @@ const char* kUsage =
     "      (N=0, the default: on SIGTERM/SIGINT), 1 when T (default 120s) passes first\n"
     "  echo-client --to IP:PORT [--to IP:PORT]... --bytes N [--connections K] [--seed S]\n"
     "              [--timeout T] [--wait-for-server T] [--show-arp IP[,IP]...]\n"
+    "              [--show-neigh IPV6[,IPV6]...] [--show-path-mtu IPV6[,IPV6]...]\n"
     "      print 'worker I cpus LIST' per worker; send N seeded random bytes (default seed 1) split\n"
     "      over K connections (default 1) to each target and check the echo byte-exact within T\n"
     "      (default 60s); with --wait-for-server, first retry connecting (for up to T) until each\n"
     "      target listens; then print 'arp IP MAC' or 'arp IP unresolved' for each --show-arp\n"
-    "      address from worker 0's ARP table (ms.type=dpdk)\n";
+    "      address from worker 0's ARP table, 'neigh IP MAC' or 'neigh IP unresolved' for each\n"
+    "      --show-neigh address from its Neighbor Discovery cache, and for each --show-path-mtu\n"
+    "      address 'path_mtu IP N' (worker 0's path MTU to it) and 'send_mss [IP]:PORT N\n"
+    "      bytes_acked=B' per TCP connection to it (ms.type=dpdk); IPv6 addresses print in canonical form (RFC 5952)\n";
 
 constexpr auto kPollInterval = 100ms;
 const char* kHelp = "inet_peer --help";
@@ -195,14 +201,34 @@ struct ClientOptions {
   std::chrono::milliseconds timeout = 60s;
   std::chrono::milliseconds wait_for_server = 0ms;
   std::vector<std::string> show_arp;
+  std::vector<std::string> show_neigh;
+  std::vector<std::string> show_path_mtu;
+  bool inspects_stack() const { return !show_arp.empty() || !show_neigh.empty() || !show_path_mtu.empty(); }
 };
+
+enum class Family { kIpv4, kIpv6 };
+
+// "IP[,IP]..." of one family; throws ConfigError describing a bad address.
+std::vector<std::string> parse_address_list(const std::string& value, Family family) {
+  std::vector<std::string> ips;
+  std::stringstream list(value);
+  for (std::string ip; std::getline(list, ip, ',');) {
+    if (family == Family::kIpv4) {
+      config::parse_ipv4(ip);
+    } else if (!inet::Ipv6Address::from_string(ip)) {
+      throw config::ConfigError("'" + ip + "' is not an IPv6 address");
+    }
+    ips.push_back(ip);
+  }
+  return ips;
+}
 
 ClientOptions parse_client_flags(const std::vector<std::string>& args) {
   ClientOptions o;
   bool have_bytes = false;
   for_each_flag(args, "echo-client",
                 {"--to", "--bytes", "--connections", "--seed", "--timeout", "--wait-for-server",
-                 "--show-arp"},
+                 "--show-arp", "--show-neigh", "--show-path-mtu"},
                 kHelp, [&](const std::string& flag, const std::string& value) {
                   if (flag == "--to") {
                     o.targets.push_back(parse_address(value));
@@ -217,12 +243,12 @@ ClientOptions parse_client_flags(const std::vector<std::string>& args) {
                     o.timeout = parse_positive_duration(value);
                   } else if (flag == "--wait-for-server") {
                     o.wait_for_server = parse_positive_duration(value);
+                  } else if (flag == "--show-arp") {
+                    o.show_arp = parse_address_list(value, Family::kIpv4);
+                  } else if (flag == "--show-neigh") {
+                    o.show_neigh = parse_address_list(value, Family::kIpv6);
                   } else {
-                    std::stringstream list(value);
-                    for (std::string ip; std::getline(list, ip, ',');) {
-                      config::parse_ipv4(ip);  // throws ConfigError describing a bad address
-                      o.show_arp.push_back(ip);
-                    }
+                    o.show_path_mtu = parse_address_list(value, Family::kIpv6);
                   }
                 });
   if (o.targets.empty()) throw config::ConfigError("echo-client: --to IP:PORT is required");
@@ -281,8 +307,8 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
   std::vector<std::pair<size_t, size_t>> slices(total);  // [offset, length) of `data` per connection
   Completion done;
   RunningStack running(conf);
-  if (!o.show_arp.empty() && !testing::is_dpdk_stack(running.stack())) {
-    std::cerr << "inet_peer: echo-client: --show-arp needs ms.type=dpdk (this stack is "
+  if (o.inspects_stack() && !testing::is_dpdk_stack(running.stack())) {
+    std::cerr << "inet_peer: echo-client: --show-arp, --show-neigh and --show-path-mtu need ms.type=dpdk (this stack is "
               << running.stack().type() << ")\n";
     return 2;
   }
@@ -350,6 +376,8 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
             << seconds << " s" << std::endl;
   print_inet_stats(running.stack(), std::cout);
   if (!o.show_arp.empty()) print_arp_entries(running.stack(), o.show_arp, std::cout);
+  if (!o.show_neigh.empty()) testing::print_neighbor_entries(running.stack(), o.show_neigh, std::cout);
+  if (!o.show_path_mtu.empty()) testing::print_path_mtu(running.stack(), o.show_path_mtu, std::cout);
   return 0;
 }
 

@@ -25,36 +25,12 @@ name=G  # this suite's tag: every namespace, link and file it creates carries it
 ns1=bp${name}1 ns2=bp${name}2 ns3=bp${name}3 nsr=bp${name}r
 h1=10.71.0.1 h2=10.71.0.2 h3=10.72.0.3 gw_x=10.71.0.254 gw_y=10.72.0.254
 h2_port=7400 h3_port=7500
-work=$(mktemp -d /tmp/bypass-netns-$name.XXXXXX)
-pids=()
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-remove_topology() {
-  for ns in $ns1 $ns2 $ns3 $nsr; do ip netns del "$ns" 2>/dev/null || true; done
-  # Links left in the root namespace by a run killed half-way through set-up.
-  for link in v${name}1a v${name}1b v${name}2a v${name}2b v${name}3a v${name}3b; do
-    ip link del "$link" 2>/dev/null || true
-  done
-}
-
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  remove_topology
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-[ "$(id -u)" = 0 ] || fail "needs root (network namespaces, veth, af_packet)"
-[ -x "$peer" ] || fail "inet_peer binary '$peer' is not executable"
-command -v ip >/dev/null || fail "the ip command (iproute2) is not installed (tools/setup.sh test)"
-command -v ethtool >/dev/null || fail "ethtool is not installed (tools/setup.sh test)"
-
-remove_topology  # leftovers of a crashed run
-for ns in $ns1 $ns2 $ns3 $nsr; do
-  ip netns add "$ns"
-  ip -n "$ns" link set lo up
+namespaces=("$ns1" "$ns2" "$ns3" "$nsr")
+links=("v${name}1a" "v${name}1b" "v${name}2a" "v${name}2b" "v${name}3a" "v${name}3b")
+# shellcheck source-path=SCRIPTDIR source=netns_lib.sh
+source "$(dirname "$0")/netns_lib.sh"
+start_netns_test "$peer"
+for ns in "${namespaces[@]}"; do
   # No IPv6 chatter (router solicitations, DAD) on links the userspace stack reads.
   ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 done
@@ -79,20 +55,8 @@ ip netns exec $ns2 ethtool -K v${name}2a tx off tso off gso off >/dev/null
 
 dpdk_host() {  # dpdk_host NS IP GATEWAY LCORE_CPU: the --set flags of one af_packet Bypass host
   local ns=$1 ip=$2 gateway=$3 cpu=$4
-  local iface=v${name}${ns: -1}a
-  echo "--set=ms.type=dpdk --set=ms.workers=1 --set=ms.cpus=$cpu"
-  echo "--set=dpdk.vdev=[\"net_af_packet0,iface=$iface\"]"
+  af_packet_host "v${name}${ns: -1}a" "$cpu"
   echo "--set=dpdk.host_ip=$ip --set=dpdk.netmask=255.255.255.0 --set=dpdk.gateway=$gateway"
-  echo "--set=dpdk.no_huge=auto --set=dpdk.memory=256M --set=dpdk.in_memory=true"
-}
-
-wait_ready() {  # wait_ready PID OUT_FILE ADDRESS
-  for _ in $(seq 300); do
-    grep -q "^ready $3\$" "$2" && return 0
-    kill -0 "$1" 2>/dev/null || { cat "$2" "${2%.out}.err" >&2; fail "server $3 exited early"; }
-    sleep 0.1
-  done
-  fail "server $3 printed no ready line within 30 s"
 }
 
 h1_bytes=32M h1_connections=2 h2_bytes=8M h2_connections=2

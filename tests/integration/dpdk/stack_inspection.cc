@@ -1,5 +1,6 @@
 #include "tests/integration/dpdk/stack_inspection.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "config/config.h"
@@ -15,6 +16,13 @@ void for_each_dpdk_worker(NetworkStack& stack, const std::function<void(unsigned
   if (dpdk == nullptr) return;
   for (unsigned i = 0; i < dpdk->num_workers(); ++i)
     dpdk->run_on_worker(i, [&](inet::InetStack& host) { visit(i, host); });
+}
+
+// Each address of `ips` (valid IPv6 text) in the stack's form.
+std::vector<inet::Ipv6Address> ipv6_addresses(const std::vector<std::string>& ips) {
+  std::vector<inet::Ipv6Address> addresses;
+  for (const std::string& ip : ips) addresses.push_back(inet::Ipv6Address::from_string(ip).value());
+  return addresses;
 }
 
 }  // namespace
@@ -71,6 +79,37 @@ void print_arp_entries(NetworkStack& stack, const std::vector<std::string>& ips,
       const auto mac = host.arp().lookup(inet::Ipv4Address{config::parse_ipv4(ip).host_order});
       out << "arp " << ip << " " << (mac ? mac->to_string() : "unresolved") << "\n";
     }
+  });
+  out.flush();
+}
+
+void print_neighbor_entries(NetworkStack& stack, const std::vector<std::string>& ips, std::ostream& out) {
+  const std::vector<inet::Ipv6Address> addresses = ipv6_addresses(ips);
+  for_each_dpdk_worker(stack, [&](unsigned i, inet::InetStack& host) {
+    if (i != 0) return;
+    for (const inet::Ipv6Address& ip : addresses) {
+      const auto mac = host.neighbors().lookup(ip);
+      out << "neigh " << ip.to_string() << " " << (mac ? mac->to_string() : "unresolved") << "\n";
+    }
+  });
+  out.flush();
+}
+
+void print_path_mtu(NetworkStack& stack, const std::vector<std::string>& ips, std::ostream& out) {
+  const std::vector<inet::Ipv6Address> addresses = ipv6_addresses(ips);
+  for_each_dpdk_worker(stack, [&](unsigned i, inet::InetStack& host) {
+    if (i != 0) return;
+    for (const inet::Ipv6Address& ip : addresses)
+      out << "path_mtu " << ip.to_string() << " " << host.ipv6().path_mtu(ip) << "\n";
+  });
+  for_each_dpdk_worker(stack, [&](unsigned, inet::InetStack& host) {
+    host.tcp().for_each_connection([&](const inet::TcpConnection& c) {
+      const inet::FourTuple& tuple = c.tuple();
+      if (!tuple.is_v6()) return;
+      if (std::find(addresses.begin(), addresses.end(), tuple.remote_ip.v6()) == addresses.end()) return;
+      out << "send_mss " << inet::endpoint_to_string(tuple.remote_ip, tuple.remote_port) << " " << c.send_mss()
+          << " bytes_acked=" << c.bytes_acked() << "\n";
+    });
   });
   out.flush();
 }

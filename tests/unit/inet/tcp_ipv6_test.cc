@@ -369,6 +369,45 @@ TEST(TcpIpv6Test, PacketTooBigOutsideTheWindowIsIgnored) {
   EXPECT_GT(client->retransmitted_segments(), resent);
 }
 
+// A Packet Too Big about another packet to the same destination (here another connection's)
+// lowers the destination's path MTU (ipv6_path_mtu.h) without telling this connection, whose
+// full-sized flight the router dropped without a word (its own Packet Too Big lost or rate
+// limited). Its loss probe and RTO retransmissions must follow the lowered path MTU too: sized to
+// the old SMSS, Ipv6Layer refused each (ipv6_tx_too_big) and only the second RTO, going back N
+// through output(), got data through (found by dpdk_netns_ipv6_gateway).
+TEST(TcpIpv6Test, RetransmissionsFollowAPathMtuLearnedFromAnotherPacket) {
+  TwoHosts hosts(109, dual_stack());
+  auto [client, server] = connect6(hosts);
+  ASSERT_TRUE(client && server);
+  const uint32_t full_mss = client->send_mss();
+  ASSERT_GT(full_mss + 60u + 12u, 1280u);
+  // A router with MTU 1280 towards b that drops larger packets and reports none of them.
+  int dropped = 0;
+  hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
+    Seen6 s{from, {}, 0, 0};
+    if (from != 0 || !parse_tcp6(bytes, s) || s.ip_packet <= 1280) return true;
+    ++dropped;
+    return false;
+  };
+  constexpr size_t kBytes = 6 * 1400;
+  BufferList data = pattern(0, kBytes);
+  ASSERT_EQ(client->send(data), kBytes);
+  hosts.run_for(10us);
+  ASSERT_GT(dropped, 0);
+  ASSERT_EQ(client->send_mss(), full_mss);  // the flight went out full-sized
+  inject(*hosts.a, packet_too_big(hosts, *client, client->initial_send_sequence() + 1, 1280, 1));
+  ASSERT_EQ(hosts.a->ipv6().path_mtu(hosts.settings_b.ipv6.address), 1280u);
+  BufferList received;
+  server->set_event_handler([&](int) { received.append(server->read()); });
+  ASSERT_TRUE(hosts.run_until([&] { return received.length() == kBytes; }, 30s));
+  server->set_event_handler(nullptr);
+  EXPECT_EQ(first_mismatch(received, 0), -1);
+  EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u);
+  // Nothing was refused for its size, and the loss probe repaired the flight before any RTO.
+  EXPECT_EQ(hosts.a->stats().ipv6_tx_too_big, 0u);
+  EXPECT_EQ(client->timeouts(), 0u);
+}
+
 TEST(TcpIpv6Test, DestinationUnreachablePortEndsAConnectionAttempt) {
   TwoHosts hosts(109, dual_stack());
   hosts.wire.cut = true;  // b never answers
