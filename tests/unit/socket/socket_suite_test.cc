@@ -309,6 +309,29 @@ TEST_F(SocketSuite, ZeroCopyReadHandsOverExactBytesWithinTheLimit) {
 
 // ms.inject_socket_failures makes reads and sends fail with -ECONNRESET now and then (the
 // messenger's reconnect tests depend on it).
+// With Duplicate Address Detection on (RFC 4862 §5.4): on dpdk over IPv6 (socket_dpdk_ring_ipv6,
+// whose other tests turn DAD off) the stack's start returns once DAD passed, so a listen and a
+// connect at once find the address usable instead of tentative (EADDRNOTAVAIL). Other transports
+// and families: the same exchange right after start, which they always allowed.
+class SocketSuiteWithAddressDetection : public SocketSuite {
+ protected:
+  std::vector<std::string> extra_options() const override { return {"dpdk.ipv6_dad_transmits=1"}; }
+};
+
+TEST_F(SocketSuiteWithAddressDetection, ConnectRightAfterStartIsAnswered) {
+  const SocketAddress addr = serve_default<ReplyAfterEofServer>();
+  const std::string request = "sent at once after the stack started";
+  ClientSpec spec;
+  spec.payload.append_copy(request);
+  spec.expected = std::make_shared<const std::string>("reply:" + request);
+  spec.expected_length = spec.expected->size();
+  ClientResult result;
+  Completion done;
+  spawn_client(0, addr, std::move(spec), &result, &done);
+  ASSERT_TRUE(done.wait_for(1, 30s));
+  expect_verified(result, 0);
+}
+
 class SocketSuiteWithInjectedFailures : public SocketSuite {
  protected:
   std::vector<std::string> extra_options() const override { return {"ms.inject_socket_failures=2"}; }
