@@ -8,7 +8,8 @@
 #   (c) `stack neigh fd00:67:6::1` and a running server's SIGUSR1 dump list the kernel's MAC as
 #       REACHABLE or STALE, the kernel's `ip -6 neigh` lists ours;
 #   (d) the stack's counters (bypass-admin perf dump) show no port drops and no malformed or
-#       unroutable IPv6, ICMPv6 or ND packets, and the echo replies it sent.
+#       unroutable IPv6, ICMPv6 or ND packets, and the echo replies it sent;
+#   (e) with the kernel's address as its own, the stack's start fails: Duplicate Address Detection.
 # Bad IPv6 command lines and options fail with one line naming the bad value (no root needed).
 # With BYPASS_MS_WORKERS=2 ND and echo replies cross workers (software redirect, learn hook).
 # Needs root (exit 77 otherwise).  Args: BYPASS_PMD BYPASS_ADMIN
@@ -225,6 +226,19 @@ EOF
   wait "$server_pid"; rc=$?
   server_pid=""
   [ $rc -eq 0 ] && ok "server exited 0 on SIGINT" || fail "server exited $rc: $(tail -3 "$dir/server.err")"
+fi
+
+# ---- (e) an address another node holds ----------------------------------------------------------
+# The kernel's own address as the stack's: the kernel defends it against the stack's DAD probe
+# (RFC 4862 §5.4.3), so the stack's start fails with one error naming the option and the kernel's MAC.
+# The stack takes a MAC of its own: net_tap gives the kernel's tap the port's, and a Neighbor
+# Advertisement from our own MAC is our own looped back (another worker's), no evidence.
+out=$(run --set dpdk.host_ipv6=$kernel_ip6 --set dpdk.hw_addr=02:00:00:67:06:02 stack neigh 2>"$dir/err"); rc=$?
+kernel_mac=$(cat /sys/class/net/$tap/address)
+if [ $rc -eq 1 ] && grep -q "bypass-pmd: dpdk.host_ipv6: $kernel_ip6 is already used by $kernel_mac on the link" "$dir/err"; then
+  ok "dpdk.host_ipv6 held by the kernel: start fails naming it and $kernel_mac"
+else
+  fail "duplicate dpdk.host_ipv6 (rc $rc, kernel MAC $kernel_mac): $out $(tail -3 "$dir/err")"
 fi
 
 [ $failures -eq 0 ] && { echo "all stack IPv6 checks passed"; exit 0; }
