@@ -6,7 +6,8 @@
 #   (b) the kernel's `ping -6 -c 3 fd00:67:6::2` gets 3 replies from the stack (the kernel
 #       resolves us: our solicited-node group reaches the stack);
 #   (c) `stack neigh fd00:67:6::1` and a running server's SIGUSR1 dump list the kernel's MAC as
-#       REACHABLE or STALE, the kernel's `ip -6 neigh` lists ours;
+#       REACHABLE or STALE, the kernel's `ip -6 neigh` lists ours, and its conns a kernel
+#       connection over IPv6 in aligned columns;
 #   (d) the stack's counters (bypass-admin perf dump) show no port drops and no malformed or
 #       unroutable IPv6, ICMPv6 or ND packets, and the echo replies it sent;
 #   (e) with the kernel's address as its own, the stack's start fails: Duplicate Address Detection.
@@ -18,6 +19,7 @@ tool="$1"
 admin="$2"
 tap=bpV6
 kernel_ip6=fd00:67:6::1
+kernel_long_ip6=fd00:67:6:0:1234:5678:9abc:def0  # an endpoint wider than any IPv4 one, for conns
 stack_ip6=fd00:67:6::2
 stack_ip=10.66.6.2
 py=/usr/bin/python3
@@ -183,6 +185,16 @@ else
   fi
   our_mac=$(ip -6 neigh show $stack_ip6 dev "$tap" | grep -Eo 'lladdr [0-9a-f:]+' | awk '{print $2}')
   [ -n "$our_mac" ] && ok "the kernel resolved $stack_ip6 to $our_mac" || fail "kernel has no neighbour entry for $stack_ip6: $(ip -6 neigh show dev "$tap")"
+  # A kernel connection over IPv6 from a long address, held open across the dump below: `conns`
+  # must show both endpoints in full, in columns as wide as they are. (Added only now: the kernel
+  # would pick it as the source of the ping and Neighbor Discovery above.)
+  ip -6 addr add "$kernel_long_ip6/64" dev "$tap" nodad || fail "cannot add $kernel_long_ip6 to $tap"
+  $py -c 'import socket, sys, time
+s = socket.create_connection((sys.argv[1], 7), timeout=5, source_address=(sys.argv[3], 0))
+s.sendall(b"hello"); assert s.recv(5) == b"hello"
+open(sys.argv[2], "w").close(); time.sleep(4)' "$stack_ip6" "$dir/held" "$kernel_long_ip6" 2>"$dir/held.err" &
+  holder_pid=$!
+  for _ in $(seq 100); do [ -e "$dir/held" ] && break; sleep 0.05; done
   before=$(wc -l <"$dir/server.out")
   kill -USR1 "$server_pid"
   for _ in $(seq 100); do
@@ -197,6 +209,16 @@ else
   else
     fail "SIGUSR1 neighbour caches ($listed of $workers list the kernel): $dump"
   fi
+  row=$(printf '%s\n' "$dump" | grep -E "^  \[$stack_ip6\]:7 +\[$kernel_long_ip6\]:[0-9]+ +ESTABLISHED " | head -1)
+  header=$(printf '%s\n' "$dump" | grep -E "^  LOCAL +REMOTE +STATE " | head -1)
+  if [ -n "$row" ] && [ "$(awk -v h="$header" 'BEGIN { print index(h, " STATE ") }')" = \
+                         "$(awk -v r="$row" 'BEGIN { print index(r, " ESTABLISHED ") }')" ]; then
+    ok "SIGUSR1: conns shows the kernel's IPv6 connection, columns aligned: $row"
+  else
+    fail "SIGUSR1: conns without an aligned IPv6 connection ($(cat "$dir/held.err")): $dump"
+  fi
+  wait "$holder_pid" 2>/dev/null
+  ip -6 addr del "$kernel_long_ip6/64" dev "$tap"
   printf '%s\n' "$dump" | grep -Eq "^  $stack_ip6 +[0-9a-f:]{17} +REACHABLE " && ok "our own address is in the cache (for a looped port)" ||
     fail "our own address is missing from the neighbour cache: $dump"
   if "$admin" "$dir/pmd.asok" perf dump >"$dir/perf.json" 2>"$dir/perf.err" && $py - "$dir/perf.json" <<'EOF'
