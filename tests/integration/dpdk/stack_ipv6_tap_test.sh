@@ -188,7 +188,11 @@ else
   # A kernel connection over IPv6 from a long address, held open across the dump below: `conns`
   # must show both endpoints in full, in columns as wide as they are. (Added only now: the kernel
   # would pick it as the source of the ping and Neighbor Discovery above.)
+  # The kernel resolves us afresh, from that address: its solicitation tells every worker where the
+  # address is. (The stack's own solicitation would do for one worker, but with two the kernel's
+  # answer may reach the worker that did not ask, which drops it: a known gap.)
   ip -6 addr add "$kernel_long_ip6/64" dev "$tap" nodad || fail "cannot add $kernel_long_ip6 to $tap"
+  ip -6 neigh flush dev "$tap" 2>/dev/null
   $py -c 'import socket, sys, time
 s = socket.create_connection((sys.argv[1], 7), timeout=5, source_address=(sys.argv[3], 0))
 s.sendall(b"hello"); assert s.recv(5) == b"hello"
