@@ -198,7 +198,15 @@ int AsyncMessenger::start() {
     started_ = true;
     requests = bind_requests_;
   }
-  stack_->start();
+  try {
+    stack_->start();
+  } catch (...) {
+    // The transport did not start (e.g. a duplicate IPv6 address): shutdown() must not wait on
+    // workers that do not run.
+    std::lock_guard<std::mutex> guard(lock_);
+    started_ = false;
+    throw;
+  }
   if (admin_) admin_->attach(stack_.get(), this, &conf_);
   dispatch_thread_ = std::thread([this] { dispatch_loop(); });
   if (cephx_keeper_) cephx_keeper_->start();

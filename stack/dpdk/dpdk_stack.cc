@@ -9,6 +9,7 @@
 #include <random>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include "base/log.h"
 #include "pmd/error.h"
@@ -384,6 +385,7 @@ int DpdkWorker::connect(const SocketAddress& addr, const SocketOptions& opts, Co
 
 DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
   const inet::InetSettings settings = dpdk_inet_settings(conf);
+  ipv6_ = settings.ipv6;
   ports_ = open_ports(conf);
   pmd::Port& port = ports_->port(0);
   drain_port(port);
@@ -457,6 +459,59 @@ DpdkStack::~DpdkStack() {
   workers_.clear();
   if (steering_context_) ports_->port(0).set_owner_function(nullptr, nullptr);
   ports_.reset();
+}
+
+void DpdkStack::start() {
+  if (started_) return;
+  NetworkStack::start();
+  const std::string failure = wait_for_address_detection();
+  if (failure.empty()) return;
+  stop(std::chrono::nanoseconds(0));  // nothing was sent yet: no linger
+  throw std::runtime_error(failure);
+}
+
+std::string DpdkStack::wait_for_address_detection() {
+  // RFC 4862 §5.4: a tentative address is neither a source nor a destination, so until DAD passes
+  // (DupAddrDetectTransmits probes RetransTimer apart, then RetransTimer of silence) a connect
+  // fails with EADDRNOTAVAIL and a SYN to our listener is dropped. Waiting here, bounded, rather
+  // than using the address at once as RFC 4429's Optimistic DAD would: an optimistic address may
+  // not answer Neighbor Solicitations with an override nor advertise itself (§3.3), so the peer of
+  // an early connect could not resolve us until DAD ended anyway; and every worker runs the stack's
+  // loop, so the first connect or listen (on a worker's thread) cannot block there instead.
+  if (ipv6_.address.is_unspecified() || ipv6_.dad_transmits <= 0) return "";
+  constexpr auto kMargin = std::chrono::seconds(2);  // thread start-up, timer tick, a loaded machine
+  const auto bound = ipv6_.nd_retrans_timer * ipv6_.dad_transmits + kMargin;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    std::vector<inet::OwnAddressInfo> tentative, duplicated;
+    for (unsigned i = 0; i < num_workers(); ++i) {
+      run_on_worker(i, [&](inet::InetStack& inet) {
+        for (const inet::OwnAddressInfo& own : inet.neighbors().addresses()) {
+          if (own.state == inet::AddressState::Tentative) tentative.push_back(own);
+          if (own.state == inet::AddressState::Duplicated) duplicated.push_back(own);
+        }
+      });
+    }
+    for (const inet::OwnAddressInfo& own : duplicated) {
+      const std::string by = own.claimed_by.is_zero() ? "another node" : own.claimed_by.to_string();
+      if (own.ip == ipv6_.address)
+        return "dpdk.host_ipv6: " + own.ip.to_string() + " is already used by " + by +
+               " on the link (RFC 4862 Duplicate Address Detection); give this host another address";
+      // RFC 4862 §5.4.5: the link-local address comes from the MAC, so the MAC is not unique.
+      return "dpdk.hw_addr: the link-local address " + own.ip.to_string() +
+             " formed from this port's MAC is already used by " + by +
+             " on the link (RFC 4862 §5.4.5: the MAC is not unique there, IPv6 is off); give the port another "
+             "dpdk.hw_addr";
+    }
+    if (tentative.empty()) return "";
+    if (std::chrono::steady_clock::now() > deadline)
+      return "dpdk.ipv6_dad_transmits: Duplicate Address Detection of " + tentative.front().ip.to_string() +
+             " did not end within " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(bound).count()) +
+             " ms (" + std::to_string(ipv6_.dad_transmits) + " probes, " +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ipv6_.nd_retrans_timer).count()) +
+             " ms apart): a worker is not running";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 NetworkStack::Counters DpdkStack::port_counters() {

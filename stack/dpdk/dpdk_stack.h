@@ -12,6 +12,7 @@
 #include <functional>
 #include <atomic>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -95,6 +96,11 @@ class DpdkStack final : public NetworkStack {
  public:
   explicit DpdkStack(const config::Config& conf);
   ~DpdkStack() override;
+  // Starts the workers and, with IPv6 and Duplicate Address Detection on, returns once every
+  // worker's addresses passed DAD (RFC 4862 §5.4: about dpdk.ipv6_dad_transmits x RetransTimer),
+  // so a connect or listen right after start finds them usable. Throws std::runtime_error naming
+  // the option when an address turned out to be another node's (the workers are stopped then).
+  void start() override;
   bool listen_per_worker() const override { return true; }
   pmd::PortSet& ports() { return *ports_; }
   // Port packets/bytes/drops and the main TCP/IP counters summed over workers (read on each
@@ -120,6 +126,11 @@ class DpdkStack final : public NetworkStack {
   size_t awaiting_acknowledgement(unsigned i) override;
 
  private:
+  // Empty once no worker's IPv6 address is tentative; otherwise why not (an address duplicated,
+  // or DAD unfinished within its bound).
+  std::string wait_for_address_detection();
+
+  inet::Ipv6Settings ipv6_;  // as configured (unspecified address: IPv6 off)
   std::shared_ptr<pmd::PortSet> ports_;
   std::unique_ptr<SingleListenerTable> single_listeners_;
   std::unique_ptr<std::pair<pmd::Port*, SingleListenerTable*>> steering_context_;

@@ -541,11 +541,14 @@ void NeighborCache::receive_advertisement(const Ipv6Header& ip, const BufferList
     return;
   }
   if (OwnAddress* own = find_own(na.target)) {
+    // Each worker's replica runs its own DAD and announces the address when it passes; on a port
+    // that loops frames back (net_ring) that announcement, from our own MAC, reaches a replica
+    // still tentative or already preferred: ours, not another node's.
+    if (link_source == device_.mac()) return;
     switch (own->state) {
       case AddressState::Tentative:
         // RFC 4862 §5.4.4: an advertisement for a tentative address means another node has it.
-        // We never advertise a tentative address, so it cannot be ours looped back. Its Target
-        // Link-Layer Address option names the owner; the frame's source when it has none.
+        // Its Target Link-Layer Address option names the owner; the frame's source when it has none.
         if (!disabled_)
           address_duplicated(*own, na.options.target_link_layer.value_or(link_source),
                              "it is advertised by another node (Neighbor Advertisement)");

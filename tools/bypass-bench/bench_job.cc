@@ -3,8 +3,12 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <stdexcept>
 
+#include "stack/dpdk/dpdk_stack.h"
+#include "stack/inet/wire/bytes.h"
 #include "stack/network_stack.h"
 
 namespace bypass::bench {
@@ -36,6 +40,55 @@ void check_overlay_items(const config::Config& conf, const std::string& key) {
       fail(conf, key, "item '" + item + "': " + name +
                           " cannot differ between sides (set bench.transports or the bench option itself)");
   }
+}
+
+// An IPv6 address as dpdk.host_ipv6 takes it (brackets allowed); nullopt when it is not one.
+std::optional<inet::Ipv6Address> parse_host_ipv6(const std::string& text) {
+  const bool bracketed = text.size() > 2 && text.front() == '[' && text.back() == ']';
+  return inet::Ipv6Address::from_string(bracketed ? std::string_view(text).substr(1, text.size() - 2) : text);
+}
+
+// The IPv6 server address of the job, nullopt when bench.server_address is empty or IPv4.
+std::optional<inet::Ipv6Address> ipv6_server_address(const config::Config& conf) {
+  SocketAddress parsed;
+  if (!SocketAddress::parse(conf.get_string("bench.server_address"), &parsed) || !parsed.is_ipv6())
+    return std::nullopt;
+  const std::array<uint8_t, 16> octets = parsed.ipv6_octets();
+  return inet::Ipv6Address::from_bytes(octets.data());
+}
+
+// The dpdk side's dpdk.host_ipv6 when bench.server_address is IPv6: the stack speaks IPv6 only
+// with an address of its own. A side whose settings name one keeps it. Otherwise the server takes
+// the server address itself (it listens there), and for ::1 / :: (no host's address: "IPv6, on
+// this machine") and for the client the address is the first 96 bits of the server address
+// (fd00:bb:: for ::1 / ::) followed by the side's dpdk.host_ip, so the two sides are on one
+// prefix and distinct whenever their IPv4 addresses are.
+void give_dpdk_side_ipv6(const config::Config& conf, Side side, config::Config& out) {
+  const std::optional<inet::Ipv6Address> server = ipv6_server_address(conf);
+  if (!server) return;
+  const bool host_address = !server->is_loopback() && !server->is_unspecified();
+  const std::string key = side_overlay_key(side, "dpdk");
+  if (const std::string& own = out.get_string("dpdk.host_ipv6"); !own.empty()) {
+    const std::optional<inet::Ipv6Address> own_ip = parse_host_ipv6(own);
+    if (side == Side::Server && host_address && own_ip && *own_ip != *server)
+      fail(conf, "bench.server_address",
+           "'" + conf.get_string("bench.server_address") + "' is not the server's dpdk.host_ipv6 " + own + " (" +
+               out.origin("dpdk.host_ipv6") + "): a dpdk server listens on its own address; drop one of them");
+    return;
+  }
+  if (side == Side::Server && host_address) {
+    out.set("dpdk.host_ipv6", server->to_string(), "bench.server_address");
+    return;
+  }
+  const int64_t prefix_length = out.get_int("dpdk.ipv6_prefix_length");
+  if (prefix_length > 96)
+    fail(conf, key, "no dpdk.host_ipv6 for the IPv6 bench.server_address '" + conf.get_string("bench.server_address") +
+                        "', and dpdk.ipv6_prefix_length " + std::to_string(prefix_length) +
+                        " leaves no room to derive one from dpdk.host_ip; set dpdk.host_ipv6 here");
+  inet::Ipv6Address derived = host_address ? *server : inet::Ipv6Address{{0xfd, 0x00, 0x00, 0xbb}};
+  const uint32_t ipv4 = out.get_ipv4("dpdk.host_ip").host_order;
+  for (int i = 0; i < 4; ++i) derived.bytes[12 + i] = static_cast<uint8_t>(ipv4 >> (24 - 8 * i));
+  out.set("dpdk.host_ipv6", derived.to_string(), "bench.server_address (this side's dpdk.host_ip on its prefix)");
 }
 
 }  // namespace
@@ -128,15 +181,18 @@ BenchJob BenchJob::from_config(const config::Config& conf) {
     if (!SocketAddress::parse(job.server_address, &parsed))
       fail(conf, "bench.server_address",
            "'" + job.server_address + "' is not IPv4:port or [IPv6]:port (e.g. 127.0.0.1:6800, [::1]:6800)");
-    // The userspace stack speaks IPv4 only so far; posix and rdma take either family.
-    if (!parsed.is_ipv4() && std::find(job.transports.begin(), job.transports.end(), "dpdk") != job.transports.end())
-      fail(conf, "bench.server_address",
-           "'" + job.server_address + "' is IPv6, and the dpdk transport's userspace stack speaks IPv4 only");
   }
   for (const std::string& transport : job.transports) {
     for (Side side : {Side::Server, Side::Client}) {
       check_overlay_items(conf, side_overlay_key(side, transport));
-      side_config(conf, side, transport);  // a bad overlay value fails here, before anything runs
+      const config::Config side_conf = side_config(conf, side, transport);  // a bad overlay value fails here
+      if (transport != "dpdk") continue;
+      inet::InetSettings ipv6_only;  // the side's IPv6 options as the stack will read them
+      try {
+        apply_dpdk_ipv6_options(side_conf, ipv6_only);
+      } catch (const std::runtime_error& e) {
+        fail(conf, side_overlay_key(side, transport), e.what());
+      }
     }
   }
   return job;
@@ -166,6 +222,7 @@ config::Config side_config(const config::Config& conf, Side side, const std::str
   for (const std::string& item : conf.get_list(key)) {
     out.set_assignment(item, conf.origin(key) + ": " + key);
   }
+  if (transport == "dpdk") give_dpdk_side_ipv6(conf, side, out);
   const std::string cpus_key = std::string("bench.") + side_name(side) + ".cpus";
   if (!conf.get_cpus(cpus_key).empty()) out.set("ms.cpus", conf.to_string(cpus_key), conf.origin(cpus_key));
   return out;
@@ -199,6 +256,11 @@ void check_two_process_job(const config::Config& conf, const BenchJob& job) {
          "server and client both use dpdk.host_ip " + server.get_ipv4("dpdk.host_ip").to_string() +
              ": a dpdk run is two processes (two hosts); give each side its own address in "
              "bench.server.dpdk and bench.client.dpdk");
+  const std::optional<inet::Ipv6Address> server_ipv6 = parse_host_ipv6(server.get_string("dpdk.host_ipv6"));
+  if (server_ipv6 && server_ipv6 == parse_host_ipv6(client.get_string("dpdk.host_ipv6")))
+    fail(conf, "bench.client.dpdk",
+         "server and client both use dpdk.host_ipv6 " + server_ipv6->to_string() +
+             ": give each side its own address in bench.server.dpdk and bench.client.dpdk");
   if (!server.get_bool("dpdk.in_memory") && !client.get_bool("dpdk.in_memory") &&
       server.get_string("dpdk.file_prefix") == client.get_string("dpdk.file_prefix"))
     fail(conf, "bench.client.dpdk",

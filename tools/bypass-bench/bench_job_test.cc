@@ -52,6 +52,38 @@ TEST(BenchJob, GoodJobExpandsIntoCasesAndSides) {
   EXPECT_EQ(client.get_cpus("ms.cpus"), (std::vector<int>{0}));
 }
 
+// An IPv6 server address gives each dpdk side an IPv6 address of its own on one prefix (the
+// userspace stack speaks IPv6 with dpdk.host_ipv6 only); a side's overlay may name its own.
+TEST(BenchJob, IPv6ServerAddressGivesEachDpdkSideAnIPv6Address) {
+  const auto ipv6_of = [](const std::vector<std::string>& sets, Side side) {
+    const config::Config conf = load(kGoodJob, sets);
+    const BenchJob job = BenchJob::from_config(conf);
+    check_two_process_job(conf, job);
+    return side_config(conf, side, "dpdk").get_string("dpdk.host_ipv6");
+  };
+  // ::1 and :: name no host: a ULA prefix, each side's IPv4 address (10.96.0.1 / .2) as its last 32 bits.
+  EXPECT_EQ(ipv6_of({"bench.server_address=[::1]:0"}, Side::Server), "fd00:bb::a60:1");
+  EXPECT_EQ(ipv6_of({"bench.server_address=[::1]:0"}, Side::Client), "fd00:bb::a60:2");
+  EXPECT_EQ(ipv6_of({"bench.server_address=[::]:6800"}, Side::Client), "fd00:bb::a60:2");
+  // A host's address: the server's own, the client's on its prefix.
+  EXPECT_EQ(ipv6_of({"bench.server_address=[fd00:96::1]:0"}, Side::Server), "fd00:96::1");
+  EXPECT_EQ(ipv6_of({"bench.server_address=[fd00:96::1]:0"}, Side::Client), "fd00:96::a60:2");
+  // The per-side overlay wins.
+  EXPECT_EQ(ipv6_of({"bench.server_address=[fd00:96::1]:0",
+                     "bench.client.dpdk=[dpdk.host_ip=10.96.0.2, dpdk.host_ipv6=fd00:96::7]"},
+                    Side::Client),
+            "fd00:96::7");
+  EXPECT_EQ(ipv6_of({"bench.server_address=[fd00:96::1]:0",
+                     "bench.server.dpdk=[dpdk.host_ip=10.96.0.1, dpdk.host_ipv6=fd00:96::1]"},
+                    Side::Server),
+            "fd00:96::1");
+  // IPv4 server address: IPv6 stays off; other transports are untouched.
+  EXPECT_EQ(ipv6_of({"bench.server_address=10.96.0.1:0"}, Side::Client), "");
+  EXPECT_EQ(side_config(load(kGoodJob, {"bench.server_address=[::1]:0"}), Side::Client, "posix")
+                .get_string("dpdk.host_ipv6"),
+            "");
+}
+
 TEST(BenchJob, DefaultsRunOneCaseOnMsType) {
   const config::Config conf = load("ms: {type: posix}");
   const BenchJob job = BenchJob::from_config(conf);
@@ -103,8 +135,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadJob{"think time with stream", "bench: {mode: stream, think_time: 10us}", {}, "bench.think_time: think time needs bench.mode reqrep"},
         BadJob{"shared messenger, many connections", "bench: {connections: 4}", {}, "bench.connections: 4 connections need bench.messengers per-thread"},
         BadJob{"bad server address", "bench: {server_address: 'localhost:1'}", {}, "bench.server_address: 'localhost:1' is not IPv4:port or [IPv6]:port"},
-        BadJob{"IPv6 server address on dpdk", "bench: {server_address: '[::1]:0', transports: [dpdk]}", {},
-               "bench.server_address: '[::1]:0' is IPv6, and the dpdk transport's userspace stack speaks IPv4 only"},
+        BadJob{"IPv6 server address not the server's own", kGoodJob,
+               {"bench.server_address=[fd00:96::1]:0", "bench.server.dpdk=[dpdk.host_ip=10.96.0.1, dpdk.host_ipv6=fd00:96::5]"},
+               "bench.server_address: '[fd00:96::1]:0' is not the server's dpdk.host_ipv6 fd00:96::5 (--set: bench.server.dpdk): "
+               "a dpdk server listens on its own address"},
+        BadJob{"IPv6 prefix too long to derive a side's address", kGoodJob,
+               {"bench.server_address=[fd00:96::1]:0", "dpdk.ipv6_prefix_length=112"},
+               "bench.client.dpdk: no dpdk.host_ipv6 for the IPv6 bench.server_address '[fd00:96::1]:0', and "
+               "dpdk.ipv6_prefix_length 112 leaves no room to derive one from dpdk.host_ip; set dpdk.host_ipv6 here"},
+        BadJob{"IPv6 multicast server address on dpdk", kGoodJob, {"bench.server_address=[ff02::1]:0"},
+               "bench.server.dpdk: dpdk.host_ipv6: 'ff02::1' is not a unicast address"},
+        BadJob{"same IPv6 address both sides", kGoodJob,
+               {"bench.server_address=[::1]:0", "dpdk.host_ipv6=fd00:96::9"},
+               "bench.client.dpdk: server and client both use dpdk.host_ipv6 fd00:96::9"},
         BadJob{"overlay not key=value", "bench: {server: {posix: [nodelay]}}", {}, "bench.server.posix: item 'nodelay' is not key=value"},
         BadJob{"overlay sets the transport", "bench: {client: {posix: [ms.type=dpdk]}}", {}, "ms.type cannot differ between sides"},
         BadJob{"overlay sets a bench option", "bench: {client: {posix: [bench.iodepth=4]}}", {}, "bench.iodepth cannot differ between sides"},

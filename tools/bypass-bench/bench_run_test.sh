@@ -1,7 +1,8 @@
 #!/bin/bash
 # `bypass-bench run` end to end on one transport: a 2 s job (queue depth 1 and 8, plus a stream
 # case) must exit 0 with non-zero messages and no errors in the table, and its JSON must pass
-# check_result_json.py and be readable by `bypass-bench compare`; on posix once more over [::1]. A bad job must fail before anything starts, in one line.
+# check_result_json.py and be readable by `bypass-bench compare`; once more over IPv6 ([::1] on
+# posix, [fd00:95::1] on dpdk). A bad job must fail before anything starts, in one line.
 #   bench_run_test.sh BYPASS_BENCH CHECKER posix|dpdk
 # dpdk runs server and client as two DPDK processes over net_memif (needs root).
 set -u
@@ -69,5 +70,10 @@ if [ "$transport" = posix ]; then
   # Over IPv6 loopback: the server listens on [::1] and the client reaches it there.
   run ipv6 1 --set "bench.server_address=[::1]:0" --set bench.iodepth=1 --set bench.duration=1s
   grep -q "^== posix: server ready at \[::1\]:[0-9]" "$work/ipv6.out" || fail "ipv6: the server is not on [::1]"
+else
+  # Over IPv6 through both userspace stacks: the server listens on the address given, the client
+  # takes one on its prefix (fd00:95::<its dpdk.host_ip>), both after Duplicate Address Detection.
+  run ipv6 1 --set "bench.server_address=[fd00:95::1]:0" --set bench.iodepth=1 --set bench.duration=1s
+  grep -q "^== dpdk: server ready at \[fd00:95::1\]:[0-9]" "$work/ipv6.out" || fail "ipv6: the server is not on [fd00:95::1]"
 fi
 echo "PASS: $transport run"

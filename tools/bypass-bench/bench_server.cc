@@ -7,6 +7,7 @@
 
 #include "msgr/messenger.h"
 #include "pmd/mempools.h"
+#include "stack/inet/wire/bytes.h"
 #include "stack/network_stack.h"
 #include "tools/bypass-bench/bench_job.h"
 #include "tools/bypass-bench/bench_protocol.h"
@@ -48,6 +49,15 @@ class Responder : public msgr::Dispatcher {
 msgr::EntityAddr listen_address(const config::Config& side, const BenchJob& job, const std::string& transport) {
   std::string text = job.server_address;
   if (text.empty()) text = (transport == "dpdk" ? side.get_ipv4("dpdk.host_ip").to_string() : "127.0.0.1") + ":0";
+  SocketAddress parsed;
+  if (transport == "dpdk" && SocketAddress::parse(text, &parsed) && parsed.is_ipv6()) {
+    // The userspace stack has no loopback interface, and a wildcard listener would print "[::]"
+    // for the client to connect to: ::1 and :: mean this side's own IPv6 address (side_config).
+    const std::array<uint8_t, 16> octets = parsed.ipv6_octets();
+    const inet::Ipv6Address ip = inet::Ipv6Address::from_bytes(octets.data());
+    if (ip.is_loopback() || ip.is_unspecified())
+      text = "[" + side.get_string("dpdk.host_ipv6") + "]:" + std::to_string(parsed.port());
+  }
   msgr::EntityAddr addr;
   if (!msgr::EntityAddr::parse("v2:" + text, &addr))
     throw config::ConfigError("bench.server_address: '" + text + "' is not IPv4:port or [IPv6]:port");
@@ -109,7 +119,8 @@ const char* bench_server_usage() {
          "\n"
          "Serves the messenger benchmark of the job for one transport (bench.transports must name\n"
          "one, or ms.type is used): listens on bench.server_address (default 127.0.0.1, or\n"
-         "dpdk.host_ip for dpdk, on a free port), prints 'ready IP:PORT TRANSPORT' and answers\n"
+         "dpdk.host_ip for dpdk, on a free port; for dpdk [::1] and [::] mean its dpdk.host_ipv6),\n"
+         "prints 'ready IP:PORT TRANSPORT' and answers\n"
          "until SIGINT/SIGTERM; SIGUSR1 prints 'status mempool NAME in_use N size N' lines (dpdk) and\n"
          "'status end'. The server side's settings are bench.server.<transport> and\n"
          "bench.server.cpus. Run `bypass-bench client` with the same job against it.\n";

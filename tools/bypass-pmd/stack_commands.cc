@@ -40,7 +40,13 @@ class StackSession {
                std::atomic<bool>& dump, const std::atomic<int>& stop_signal)
       : command_(command), config_(config), stop_(stop), dump_(dump), stop_signal_(stop_signal) {
     stack_ = std::make_shared<DpdkStack>(config);
-    stack_->start();
+    try {
+      stack_->start();  // returns once our IPv6 addresses passed Duplicate Address Detection
+    } catch (...) {     // e.g. one of them is another node's: the port goes, then the error
+      stack_.reset();
+      release_dpdk_ports();
+      throw;
+    }
   }
   ~StackSession() {
     if (stack_) stack_->stop();
@@ -49,7 +55,6 @@ class StackSession {
   }
 
   int run() {
-    wait_for_dad();
     switch (command_.kind) {
       case StackCommand::Kind::Ping: return ping();
       case StackCommand::Kind::Arp: return arp();
@@ -78,27 +83,6 @@ class StackSession {
       });
     }
     return out;
-  }
-  // Our IPv6 addresses are tentative until Duplicate Address Detection ends (RFC 4862 §5.4: one
-  // RetransTimer, 1 s, after the last probe), and a tentative address is neither a source nor
-  // answered for: a command run at once would find no route. Waits (bounded) for every worker's
-  // DAD to end, preferred or duplicated (the latter is logged by the stack).
-  void wait_for_dad() {
-    const auto until = Clock::now() + 5s;
-    const auto tentative = [&] {
-      bool any = false;
-      for (unsigned i = 0; i < stack_->num_workers(); ++i) {
-        stack_->run_on_worker(i, [&](inet::InetStack& stack) {
-          if (!stack.ipv6_enabled()) return;
-          for (const inet::OwnAddressInfo& a : stack.neighbors().addresses())
-            any = any || a.state == inet::AddressState::Tentative;
-        });
-      }
-      return any;
-    };
-    while (Clock::now() < until && tentative()) {
-      if (!sleep_until(std::min(until, Clock::now() + 10ms))) return;
-    }
   }
   void dump_state() {
     const auto state = snapshot();

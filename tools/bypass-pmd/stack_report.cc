@@ -1,5 +1,6 @@
 #include "tools/bypass-pmd/stack_report.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -120,11 +121,18 @@ void print_connections(const std::vector<WorkerState>& workers, bool json) {
     std::printf("TCP connections, worker %u: %zu, listening on %s\n", w.worker, w.connections.size(),
                 ports.empty() ? "-" : ports.c_str());
     if (w.connections.empty()) continue;
-    std::printf("  %-21s  %-21s  %-12s  %8s  %9s  %9s  %7s  %12s  %12s\n", "LOCAL", "REMOTE", "STATE", "CWND",
-                "SRTT", "RTTVAR", "RETRANS", "BYTES-IN", "BYTES-OUT");
+    // Address columns as wide as the widest endpoint: 21 fits any IPv4 one ("255.255.255.255:65535"),
+    // an IPv6 one takes up to 47 ("[ffff:...:ffff]:65535").
+    int local_width = 21, remote_width = 21;
     for (const auto& c : w.connections) {
-      std::printf("  %-21s  %-21s  %-12s  %8u  %7.3fms  %7.3fms  %7lu  %12lu  %12lu\n",
-                  endpoint(c.tuple.local_ip, c.tuple.local_port).c_str(),
+      local_width = std::max(local_width, static_cast<int>(endpoint(c.tuple.local_ip, c.tuple.local_port).size()));
+      remote_width = std::max(remote_width, static_cast<int>(endpoint(c.tuple.remote_ip, c.tuple.remote_port).size()));
+    }
+    std::printf("  %-*s  %-*s  %-12s  %8s  %9s  %9s  %7s  %12s  %12s\n", local_width, "LOCAL", remote_width, "REMOTE",
+                "STATE", "CWND", "SRTT", "RTTVAR", "RETRANS", "BYTES-IN", "BYTES-OUT");
+    for (const auto& c : w.connections) {
+      std::printf("  %-*s  %-*s  %-12s  %8u  %7.3fms  %7.3fms  %7lu  %12lu  %12lu\n", local_width,
+                  endpoint(c.tuple.local_ip, c.tuple.local_port).c_str(), remote_width,
                   endpoint(c.tuple.remote_ip, c.tuple.remote_port).c_str(), inet::to_string(c.state), c.cwnd,
                   ms(c.srtt), ms(c.rttvar), static_cast<unsigned long>(c.retransmitted_segments),
                   static_cast<unsigned long>(c.bytes_in), static_cast<unsigned long>(c.bytes_out));

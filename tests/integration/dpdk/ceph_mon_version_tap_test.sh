@@ -6,7 +6,9 @@
 # bypass-bench starts. Needs root; exits 77 when a prerequisite is absent.
 # The rate mode then runs over the same path and must write a result file compare can read.
 # Args: BYPASS_BENCH CEPH_MON_UP_SH. BYPASS_TEST_TAP and BYPASS_TEST_SUBNET (three octets) rename
-# the tap and its /24 so concurrent runs do not collide.
+# the tap and its /24 so concurrent runs do not collide. BYPASS_TEST_IPV6=1: the monitor binds
+# fd00:79::1 on the tap (IPv6 only) and the stack reaches it from dpdk.host_ipv6 fd00:79::2, by
+# `--mon v2:[fd00:79::1]:PORT` (the versions only: the rate mode and cephx do not depend on the family).
 set -u
 bench="$1"
 mon_up="$2"
@@ -14,6 +16,10 @@ tap=${BYPASS_TEST_TAP:-bmontap0}
 subnet=${BYPASS_TEST_SUBNET:-10.79.0}
 kernel_ip=$subnet.1
 stack_ip=$subnet.2
+ipv6=${BYPASS_TEST_IPV6:-0}
+kernel_ip6=fd00:79::1
+stack_ip6=fd00:79::2
+if [ "$ipv6" = 1 ]; then mon_ip=$kernel_ip6 mon_host="[$kernel_ip6]"; else mon_ip=$kernel_ip mon_host=$kernel_ip; fi
 
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (creates the tap $tap)"; exit 77; fi
 for tool in ip ceph-mon ceph monmaptool; do
@@ -41,9 +47,21 @@ trap cleanup EXIT
 
 ip link del "$tap" 2>/dev/null  # a leftover from a killed run
 ip tuntap add dev "$tap" mode tap multi_queue || { echo "FAIL: cannot create the tap $tap"; exit 1; }
-ip addr add "$kernel_ip/24" dev "$tap" && ip link set "$tap" up || { echo "FAIL: cannot address $tap"; exit 1; }
+ip addr add "$kernel_ip/24" dev "$tap" || { echo "FAIL: cannot address $tap"; exit 1; }
+ipv6_sets=()
+if [ "$ipv6" = 1 ]; then
+  # As stack_ipv6_tap_test.sh: IPv6 on the tap only, no DAD on the kernel's side (its address is
+  # usable at once), and no EUI-64 link-local address: net_tap gives the tap the port's MAC, so it
+  # would be the stack's own and its Duplicate Address Detection would refuse to start.
+  for setting in disable_ipv6=0 accept_dad=0 keep_addr_on_down=1 addr_gen_mode=1; do
+    sysctl -qw "net.ipv6.conf.$tap.$setting" || { echo "FAIL: cannot set net.ipv6.conf.$tap.$setting"; exit 1; }
+  done
+  ip -6 addr add "$kernel_ip6/64" dev "$tap" nodad || { echo "FAIL: cannot add $kernel_ip6 to $tap"; exit 1; }
+  ipv6_sets=(--set dpdk.host_ipv6=$stack_ip6)
+fi
+ip link set "$tap" up || { echo "FAIL: cannot bring $tap up"; exit 1; }
 
-conf=$("$mon_up" "$dir" auto "$kernel_ip" 2>&1 | tail -1)
+conf=$("$mon_up" "$dir" auto "$mon_ip" 2>&1 | tail -1)
 if [ "$conf" != "$dir/ceph.conf" ]; then echo "FAIL: monitor did not start: $conf"; exit 1; fi
 port=$(sed -n 's/^mon host = v2:.*:\([0-9]*\)$/\1/p' "$conf")
 # Make the osdmap epoch differ from the monmap's, so swapped answers cannot pass.
@@ -60,9 +78,9 @@ rx_before=$(cat "/sys/class/net/$tap/statistics/rx_packets")
 auth_sets=()  # --set ms.auth=... for the cephx runs below
 dpdk_bench() {
   timeout 90 "$bench" --set ms.type=dpdk --set ms.workers=1 "${auth_sets[@]}" \
-    --set "dpdk.vdev=[\"net_tap0,iface=$tap\"]" --set dpdk.host_ip=$stack_ip \
+    --set "dpdk.vdev=[\"net_tap0,iface=$tap\"]" --set dpdk.host_ip=$stack_ip "${ipv6_sets[@]}" \
     --set dpdk.netmask=255.255.255.0 --set dpdk.no_huge=auto --set dpdk.memory=256M \
-    ceph-mon-version --mon "v2:$kernel_ip:${mon_port:-$port}" --timeout 30s "$@"
+    ceph-mon-version --mon "v2:$mon_host:${mon_port:-$port}" --timeout 30s "$@"
 }
 dpdk_bench >"$dir/out" 2>"$dir/err"
 status=$?
@@ -75,7 +93,8 @@ fi
 if [ "$rx_after" -le "$rx_before" ]; then
   echo "FAIL: the kernel received no frames on $tap ($rx_before -> $rx_after)"; exit 1
 fi
-echo "ok: monmap $monmap, osdmap $osdmap over dpdk/net_tap ($((rx_after - rx_before)) frames into the kernel)"
+echo "ok: monmap $monmap, osdmap $osdmap over dpdk/net_tap from ${ipv6_sets[*]:-IPv4} ($((rx_after - rx_before)) frames into the kernel)"
+if [ "$ipv6" = 1 ]; then echo "PASS: versions over dpdk/net_tap from the stack's IPv6 address to a monitor on $mon_host"; exit 0; fi
 
 # Rate mode: exactly 2000 measured replies with 4 in flight, recorded as a dpdk reqrep case.
 dpdk_bench --count 2000 --depth 4 --output "$dir/rate.json" >"$dir/out" 2>"$dir/err"

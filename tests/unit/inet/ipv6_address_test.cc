@@ -192,6 +192,20 @@ TEST_F(Ipv6AddressTest, AnAdvertisementForATentativeAddressMakesItDuplicated) {
   EXPECT_EQ(last().ip.source, kOurLinkLocal);
 }
 
+// Another worker's replica of this stack passed DAD first and announced the address; on a port that
+// loops frames back (net_ring) the announcement, from our own MAC, reaches this replica while it is
+// still tentative, and once preferred: ours, neither a duplicate nor a conflict.
+TEST_F(Ipv6AddressTest, AnAdvertisementFromOurOwnMacIsOursLoopedBack) {
+  stack_->start();
+  inject_advertisement(kOurIp, kOurMac);
+  EXPECT_EQ(state(kOurIp), AddressState::Tentative);
+  finish_dad();
+  EXPECT_EQ(state(kOurIp), AddressState::Preferred);
+  inject_advertisement(kOurIp, kOurMac);
+  EXPECT_EQ(stack_->stats().ipv6_dad_duplicates, 0u);
+  EXPECT_EQ(stack_->stats().nd_duplicate_address, 0u);
+}
+
 TEST_F(Ipv6AddressTest, AProbeFromTheUnspecifiedAddressDuringDadMakesItDuplicated) {
   stack_->start();
   // Someone resolving the tentative address (unicast source) is ignored (RFC 4862 §5.4.3).
