@@ -108,6 +108,7 @@ void apply_dpdk_ipv6_options(const config::Config& conf, inet::InetSettings& set
     parsed.ipv6.gateway = *router;
   }
   parsed.ipv6.dad_transmits = static_cast<int>(conf.get_int("dpdk.ipv6_dad_transmits"));
+  parsed.ipv6.reassembly_timeout = conf.get_duration("dpdk.ipv6_reassembly_timeout");
   settings.ipv6 = parsed.ipv6;
 }
 

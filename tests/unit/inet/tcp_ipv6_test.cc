@@ -353,20 +353,52 @@ TEST(TcpIpv6Test, PacketTooBigOutsideTheWindowIsIgnored) {
   const uint32_t mss = client->send_mss();
   const uint64_t resent = client->retransmitted_segments();
   const uint32_t una = client->initial_send_sequence() + 1;
-  // Beyond SND.NXT, and before SND.UNA: both ignored (RFC 5927 §4.1).
+  const Ipv6Address& b = hosts.settings_b.ipv6.address;
+  // Beyond SND.NXT, and before SND.UNA: both ignored (RFC 5927 §4.1), the destination's path MTU
+  // included (the table is shared by every connection to b: checked before it changes).
   inject(*hosts.a, packet_too_big(hosts, *client, una + 1'000'000, 1280));
   inject(*hosts.a, packet_too_big(hosts, *client, una - 5000, 1280));
   EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 2u);
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_unvalidated, 2u);
+  EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1500u);
   EXPECT_EQ(client->send_mss(), mss);
   EXPECT_EQ(client->retransmitted_segments(), resent);
   // A tuple with no connection: ignored too.
   inject(*hosts.a, packet_too_big(hosts, *client, una, 1280, 1));
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_unvalidated, 3u);
+  EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1500u);
   EXPECT_EQ(client->send_mss(), mss);
   EXPECT_EQ(client->retransmitted_segments(), resent);
   // The same error quoting SND.UNA is taken: smaller segments, the flight resent.
   inject(*hosts.a, packet_too_big(hosts, *client, una, 1280));
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_unvalidated, 3u);
+  EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1280u);
   EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u);
   EXPECT_GT(client->retransmitted_segments(), resent);
+}
+
+// RFC 8201 §4: a reported MTU below 1280 means 1280, and a Packet Too Big never raises the path
+// MTU, not even a validated one about the connection's own segment.
+TEST(TcpIpv6Test, PacketTooBigIsClampedTo1280AndNeverRaisesTheMss) {
+  TwoHosts hosts(109, dual_stack());
+  auto [client, server] = connect6(hosts);
+  ASSERT_TRUE(client && server);
+  hosts.wire.cut = true;
+  BufferList data = pattern(0, 20000);
+  client->send(data);
+  hosts.run_for(1ms);
+  const uint32_t una = client->initial_send_sequence() + 1;
+  const Ipv6Address& b = hosts.settings_b.ipv6.address;
+  inject(*hosts.a, packet_too_big(hosts, *client, una, 600));
+  EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1280u);
+  EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u);
+  for (const uint32_t larger : {1400u, 1500u, 9000u}) {
+    inject(*hosts.a, packet_too_big(hosts, *client, una, larger));
+    EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1280u) << larger;
+    EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u) << "raised by a Packet Too Big reporting " << larger;
+  }
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 4u);
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_unvalidated, 0u);
 }
 
 TEST(TcpIpv6Test, DestinationUnreachablePortEndsAConnectionAttempt) {
