@@ -320,12 +320,14 @@ void DpdkWorker::share_arp(const inet::Packet& frame) {
   uint8_t type[2];
   frame.data.copy_out(12, 2, type);
   if ((type[0] << 8 | type[1]) != kEtherTypeArp) return;
-  const std::string bytes = frame.data.to_string();
+  // The replicas learn the sender; only this worker answers a request (and counts the frame), or
+  // a request would draw one reply per worker.
+  const std::string bytes = frame.data.to_string().substr(14);
   for (DpdkWorker* sibling : siblings_) {
     sibling->center().dispatch_external([sibling, bytes] {
       BufferList copy;
       copy.append_copy(bytes);
-      sibling->inet().receive(inet::Packet(std::move(copy)));
+      sibling->inet().arp().learn_from_shared(copy);
     });
   }
 }

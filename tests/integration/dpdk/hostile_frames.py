@@ -379,10 +379,15 @@ def arp_cases(stack, kernel_ip, kernel_mac):
     mark = wire.mark()
     wire.send(Ether(src=PEER_MAC, dst=BROADCAST) /
               ARP(op=1, hwsrc=PEER_MAC, psrc=stack.peer_ip, pdst=stack.ip))
-    answer = wire.expect(mark, lambda p: ARP in p and p[ARP].op == 2 and p[ARP].psrc == stack.ip,
-                         "ARP reply after a claim on the stack's address")
+    is_reply = lambda p: ARP in p and p[ARP].op == 2 and p[ARP].psrc == stack.ip  # noqa: E731
+    answer = wire.expect(mark, is_reply, "ARP reply after a claim on the stack's address")
     if answer[ARP].hwsrc != stack.mac:
         raise Failure(f"stack answered with {answer[ARP].hwsrc}, it was {stack.mac}")
+    # One request, one reply, however many workers the stack runs (each keeps an ARP replica).
+    time.sleep(SILENCE_WAIT)
+    replies = sum(1 for p in wire.since(mark) if is_reply(p))
+    if replies != 1:
+        raise Failure(f"one ARP request drew {replies} replies")
     stack.expect("arp_replies_sent", 1)
     mark = wire.mark()
     stack.send_dropped(Ether(src=PEER_MAC, dst=stack.mac, type=0x0806) /
