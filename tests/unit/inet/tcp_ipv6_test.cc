@@ -341,15 +341,21 @@ TEST(TcpIpv6Test, PacketTooBigInTheWindowLowersTheMssAndResends) {
   EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 1u);
 }
 
-TEST(TcpIpv6Test, PacketTooBigOutsideTheWindowIsIgnored) {
-  TwoHosts hosts(108, dual_stack());
-  auto [client, server] = connect6(hosts);
-  ASSERT_TRUE(client && server);
-  // Something in flight, held on the wire, so SND.UNA < SND.NXT when the errors arrive.
+// connect6, then 20000 bytes sent and held on a cut wire, so SND.UNA < SND.NXT when errors arrive.
+std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect6_with_flight(TwoHosts& hosts) {
+  auto connection = connect6(hosts);
+  if (!connection.first) return connection;
   hosts.wire.cut = true;
   BufferList data = pattern(0, 20000);
-  client->send(data);
+  connection.first->send(data);
   hosts.run_for(1ms);
+  return connection;
+}
+
+TEST(TcpIpv6Test, PacketTooBigOutsideTheWindowIsIgnored) {
+  TwoHosts hosts(108, dual_stack());
+  auto [client, server] = connect6_with_flight(hosts);
+  ASSERT_TRUE(client && server);
   const uint32_t mss = client->send_mss();
   const uint64_t resent = client->retransmitted_segments();
   const uint32_t una = client->initial_send_sequence() + 1;
@@ -381,12 +387,8 @@ TEST(TcpIpv6Test, PacketTooBigOutsideTheWindowIsIgnored) {
 // MTU, not even a validated one about the connection's own segment.
 TEST(TcpIpv6Test, PacketTooBigIsClampedTo1280AndNeverRaisesTheMss) {
   TwoHosts hosts(109, dual_stack());
-  auto [client, server] = connect6(hosts);
+  auto [client, server] = connect6_with_flight(hosts);
   ASSERT_TRUE(client && server);
-  hosts.wire.cut = true;
-  BufferList data = pattern(0, 20000);
-  client->send(data);
-  hosts.run_for(1ms);
   const uint32_t una = client->initial_send_sequence() + 1;
   const Ipv6Address& b = hosts.settings_b.ipv6.address;
   inject(*hosts.a, packet_too_big(hosts, *client, una, 600));
