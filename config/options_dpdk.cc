@@ -30,6 +30,10 @@ void register_dpdk_options(Registry& r) {
                  "DupAddrDetectTransmits, Linux's dad_transmits); an address is used once they pass "
                  "unanswered. 0 skips DAD (links where no other node can hold the address, e.g. net_ring).",
          .min = 0, .max = 10});
+  r.add({.name = "dpdk.ipv6_reassembly_timeout", .type = OptionType::Duration, .default_value = "60s",
+         .help = "Discard an incomplete fragmented IPv6 packet after this long (RFC 8200 §4.5: 60 s), with "
+                 "Time Exceeded to its source when its first fragment came.",
+         .min = 1'000'000});
   r.add({.name = "dpdk.hw_addr", .type = OptionType::String, .default_value = "",
          .help = "MAC address to use (aa:bb:cc:dd:ee:ff); empty uses the port's own."});
 

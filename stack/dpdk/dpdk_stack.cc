@@ -109,6 +109,7 @@ void apply_dpdk_ipv6_options(const config::Config& conf, inet::InetSettings& set
     parsed.ipv6.gateway = *router;
   }
   parsed.ipv6.dad_transmits = static_cast<int>(conf.get_int("dpdk.ipv6_dad_transmits"));
+  parsed.ipv6.reassembly_timeout = conf.get_duration("dpdk.ipv6_reassembly_timeout");
   settings.ipv6 = parsed.ipv6;
 }
 
@@ -320,12 +321,14 @@ void DpdkWorker::share_arp(const inet::Packet& frame) {
   uint8_t type[2];
   frame.data.copy_out(12, 2, type);
   if ((type[0] << 8 | type[1]) != kEtherTypeArp) return;
-  const std::string bytes = frame.data.to_string();
+  // The replicas learn the sender; only this worker answers a request (and counts the frame), or
+  // a request would draw one reply per worker.
+  const std::string bytes = frame.data.to_string().substr(14);
   for (DpdkWorker* sibling : siblings_) {
     sibling->center().dispatch_external([sibling, bytes] {
       BufferList copy;
       copy.append_copy(bytes);
-      sibling->inet().receive(inet::Packet(std::move(copy)));
+      sibling->inet().arp().learn_from_shared(copy);
     });
   }
 }

@@ -164,12 +164,24 @@ void ArpResolver::receive(const BufferList& payload) {
     BYPASS_LOG(Debug, "arp", "dropped: %s", error);
     return;
   }
+  process(arp, true);
+}
+
+void ArpResolver::learn_from_shared(const BufferList& payload) {
+  if (payload.length() < ArpPacket::kLength) return;  // counted by the worker that received it
+  uint8_t raw[ArpPacket::kLength];
+  payload.copy_out(0, ArpPacket::kLength, raw);
+  ArpPacket arp;
+  if (ArpPacket::parse(raw, sizeof(raw), arp) == nullptr) process(arp, false);
+}
+
+void ArpResolver::process(const ArpPacket& arp, bool answer) {
   // RFC 826 "Packet Reception": update an existing entry for the sender; add one only when the
   // packet is for us (merge flag), so a busy LAN does not fill the cache.
   bool for_us = arp.target_ip == settings_.address;
   bool known = cache_.count(arp.sender_ip.value) || pending_.count(arp.sender_ip.value);
   if ((known || for_us) && arp.sender_ip != settings_.address) insert(arp.sender_ip, arp.sender_mac, true);
-  if (for_us && arp.operation == ArpPacket::kRequest) {
+  if (answer && for_us && arp.operation == ArpPacket::kRequest) {
     ++stats_.arp_replies_sent;
     send_arp(ArpPacket::kReply, arp.sender_mac, arp.sender_mac, arp.sender_ip);
   }

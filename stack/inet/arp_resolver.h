@@ -45,6 +45,10 @@ class ArpResolver {
   void send_ipv4(Ipv4Address next_hop, Packet&& frame);
   // A received ARP packet (bytes after the Ethernet header).
   void receive(const BufferList& payload);
+  // An ARP packet another worker received and handled (DpdkWorker::share_arp): this replica learns
+  // from it as receive() would (RFC 826 merge), but neither answers nor counts it: that worker did,
+  // and one request must draw one reply, not one per worker.
+  void learn_from_shared(const BufferList& payload);
   // Insert or refresh an entry (from another worker's replica, or a static configuration).
   void learn(Ipv4Address ip, MacAddress mac);
   // Start resolving `ip` without queueing a packet (diagnostics), unless it is cached or already
@@ -60,6 +64,9 @@ class ArpResolver {
   void set_learn_hook(LearnHook hook) { learn_hook_ = std::move(hook); }
 
  private:
+  // RFC 826 "Packet Reception" for a parsed packet; `answer`: reply to a request for our address.
+  void process(const ArpPacket& arp, bool answer);
+
   struct Entry {
     MacAddress mac;
     TimePoint learned;

@@ -176,6 +176,20 @@ void Icmpv6Layer::receive_error(const Icmpv6Header& icmp, const BufferList& mess
   if (!neighbors_.address_state(inner.source)) return;  // not about a packet of ours
   if (icmp.type == Icmpv6Header::kPacketTooBig) {
     ++stats_.icmpv6_packet_too_big_received;
+    // RFC 5927 §4.1 (Linux's tcp_v6_err checks before it updates the route): a Packet Too Big
+    // about a TCP segment counts only if the segment is one of a connection's, with a sequence
+    // number in flight, which a blind attacker must guess. Checked before the destination's path
+    // MTU changes: the table is shared by every connection to it, so a forged error would shrink
+    // them all. Quotes of other packets of ours (echo replies, errors) cannot be checked and
+    // lower it as RFC 8201 §4 says (never below 1280, never raised).
+    if (inner.next_header == kIpv6Tcp &&
+        !(tcp_quote_validator_ &&
+          tcp_quote_validator_(inner, quoted + Ipv6Header::kLength, copy - Ipv6Header::kLength))) {
+      ++stats_.icmpv6_packet_too_big_unvalidated;
+      BYPASS_LOG(Debug, "icmpv6", "ignored a Packet Too Big to %s: its TCP quote matches no segment in flight",
+                 inner.destination.to_string().c_str());
+      return;
+    }
     const uint32_t mtu = path_mtu_.on_packet_too_big(inner.destination, icmp.mtu(), device_.mtu());
     BYPASS_LOG(Debug, "icmpv6", "path MTU to %s is %u (reported %u)", inner.destination.to_string().c_str(), mtu,
                icmp.mtu());

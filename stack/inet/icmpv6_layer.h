@@ -1,6 +1,7 @@
 // ICMPv6 (RFC 4443) for one stack instance: echo replies to echo requests (§4.2), rate-limited
 // error generation with the §2.4 (e) exceptions, errors received about packets we sent (Packet
-// Too Big updates the path MTU, RFC 8201 §4; every error is handed to the transport), and the
+// Too Big updates the path MTU, RFC 8201 §4, once a TCP quote has validated, RFC 5927 §4.1; every
+// error is handed to the transport), and the
 // Neighbor Discovery messages passed to the neighbour cache or validated and ignored.
 #pragma once
 
@@ -26,9 +27,14 @@ class Icmpv6Layer {
   // An ICMPv6 error about a packet we sent (its quoted source is our address): the error's header
   // (type, code, MTU or pointer), the quoted IPv6 header, and the quoted bytes after it (extension
   // headers if it had any, then the upper-layer header; at least 8 bytes). For Packet Too Big the
-  // path MTU is already updated when this runs.
+  // path MTU is already updated when this runs (only for one whose quote validated, see below).
   using ErrorReceiver = std::function<void(const Icmpv6Header& error, const Ipv6Header& quoted,
                                            const uint8_t* after_header, size_t length)>;
+
+  // Whether a quoted TCP segment (`quoted`, then `length` bytes from its TCP header on) belongs to
+  // a connection and quotes a sequence number in flight (RFC 5927 §4.1). A Packet Too Big whose
+  // quote fails it leaves the path MTU alone.
+  using TcpQuoteValidator = std::function<bool(const Ipv6Header& quoted, const uint8_t* after_header, size_t length)>;
 
   Icmpv6Layer(const InetSettings& settings, TimerService& timers, PacketDevice& device, Ipv6Layer& ip,
               NeighborCache& neighbors, Ipv6PathMtu& path_mtu, InetStats& stats);
@@ -43,6 +49,7 @@ class Icmpv6Layer {
 
   void set_echo_reply_receiver(EchoReplyReceiver receiver) { echo_reply_ = std::move(receiver); }
   void set_error_receiver(ErrorReceiver receiver) { error_receiver_ = std::move(receiver); }
+  void set_tcp_quote_validator(TcpQuoteValidator validator) { tcp_quote_validator_ = std::move(validator); }
 
   // Quoted bytes read from an error, enough for the IPv6 header, a few extension headers and the
   // first 8 bytes of a transport header (all RFC 5927 §4.1-style checks need).
@@ -68,6 +75,7 @@ class Icmpv6Layer {
   TimePoint tokens_updated_{0};
   EchoReplyReceiver echo_reply_;
   ErrorReceiver error_receiver_;
+  TcpQuoteValidator tcp_quote_validator_;
 };
 
 }  // namespace bypass::inet

@@ -31,6 +31,9 @@ InetStack::InetStack(const InetSettings& settings, PacketDevice& device, TimerSe
                                          const uint8_t* after_header, size_t length) {
     tcp_.on_icmpv6_error(error, quoted, after_header, length);
   });
+  ipv6_.icmp().set_tcp_quote_validator([this](const Ipv6Header& quoted, const uint8_t* after_header, size_t length) {
+    return tcp_.quote_in_flight(quoted, after_header, length);
+  });
 }
 
 InetStack::~InetStack() = default;

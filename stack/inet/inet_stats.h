@@ -25,6 +25,9 @@ struct InetStats {
   uint64_t ipv6_reassembly_completed = 0, ipv6_reassembly_timeouts = 0, ipv6_reassembly_dropped = 0;
   uint64_t rx_malformed_icmpv6 = 0, icmpv6_echo_replies_sent = 0, icmpv6_errors_sent = 0;
   uint64_t icmpv6_errors_rate_limited = 0, icmpv6_errors_received = 0, icmpv6_packet_too_big_received = 0;
+  // Packet Too Big about a TCP segment of no connection, or out of its window (RFC 5927 §4.1):
+  // ignored, the path MTU unchanged.
+  uint64_t icmpv6_packet_too_big_unvalidated = 0;
   uint64_t ipv6_tx_no_route = 0, ipv6_tx_too_big = 0;
   uint64_t rx_malformed_nd = 0, nd_solicitations_sent = 0, nd_advertisements_sent = 0;
   uint64_t nd_pending_dropped = 0, nd_resolution_failed = 0, nd_cache_full = 0;
@@ -94,6 +97,7 @@ inline constexpr std::array kInetCounters = {
     InetCounter{"icmpv6_errors_rate_limited", &InetStats::icmpv6_errors_rate_limited},
     InetCounter{"icmpv6_errors_received", &InetStats::icmpv6_errors_received},
     InetCounter{"icmpv6_packet_too_big_received", &InetStats::icmpv6_packet_too_big_received},
+    InetCounter{"icmpv6_packet_too_big_unvalidated", &InetStats::icmpv6_packet_too_big_unvalidated},
     InetCounter{"ipv6_tx_no_route", &InetStats::ipv6_tx_no_route},
     InetCounter{"ipv6_tx_too_big", &InetStats::ipv6_tx_too_big},
     InetCounter{"rx_malformed_nd", &InetStats::rx_malformed_nd},

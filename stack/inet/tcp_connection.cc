@@ -201,11 +201,12 @@ void TcpConnection::on_path_mtu(uint16_t mtu) {
 }
 
 void TcpConnection::follow_destination_mtu() {
-  // Icmpv6Layer lowers the destination's path MTU (ipv6_path_mtu.h) for any Packet Too Big about
-  // a packet of ours, before TCP has checked the quoted segment; Ipv6Layer then refuses anything
-  // larger. New segments and retransmissions (output(), retransmit_range()) follow it so none is
-  // dropped locally (a black hole until the entry expires); only a validated Packet Too Big
-  // (TcpLayer::on_packet_error) resends the flight.
+  // Icmpv6Layer lowers the destination's path MTU (ipv6_path_mtu.h) for a Packet Too Big that
+  // validated against another connection to the same destination, or that quoted a packet of
+  // ours which TCP cannot check (an echo reply); Ipv6Layer then refuses anything larger. New
+  // segments and retransmissions (output(), retransmit_range(), on_loss_probe()) follow it so none
+  // is dropped locally (a black hole until the entry expires); only a
+  // Packet Too Big about this connection (TcpLayer::on_icmpv6_error) resends its flight.
   // The table never goes below 1280 (RFC 8201 §4), which bounds what a forged one can do.
   const uint32_t mtu = layer_.path_mtu(tuple_);
   if (mtu < path_mtu_) set_path_mtu(static_cast<uint16_t>(mtu));

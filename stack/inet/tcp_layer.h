@@ -85,6 +85,9 @@ class TcpLayer {
   // From Icmpv6Layer: an ICMPv6 error about a packet we sent (Icmpv6Layer::ErrorReceiver).
   void on_icmpv6_error(const Icmpv6Header& error, const Ipv6Header& quoted, const uint8_t* after_header,
                        size_t length);
+  // Icmpv6Layer::TcpQuoteValidator: the quoted segment is a connection's and its sequence number
+  // is in flight, SND.UNA..SND.NXT (RFC 5927 §4.1).
+  bool quote_in_flight(const Ipv6Header& quoted, const uint8_t* after_header, size_t length) const;
 
   size_t connection_count() const { return connections_.size(); }
   // Connections not yet closed in both directions (every state but TIME-WAIT; closed ones leave
@@ -131,6 +134,9 @@ class TcpLayer {
   // to GRO. `coalescable`: the IP layer allows merging it (tcp_gro.h).
   void receive_verified(const IpAddress& source, const IpAddress& destination, Packet&& packet,
                         bool coalescable);
+  // The connection whose in-flight segment an ICMPv6 error quotes (quote_in_flight), else nullptr.
+  std::shared_ptr<TcpConnection> quoted_connection(const Ipv6Header& quoted, const uint8_t* after_header,
+                                                   size_t length) const;
   // Our address of the family of `remote`.
   IpAddress local_address(const IpAddress& remote) const;
   // A parsed segment (or coalesced unit) to its connection or listener.

@@ -55,23 +55,35 @@ void TcpLayer::send_segment_v6(const FourTuple& tuple, const TcpHeader& header, 
   ip6_.send_from(source, destination, kIpv6Tcp, std::move(frame), /*allow_fragment=*/false);
 }
 
-void TcpLayer::on_icmpv6_error(const Icmpv6Header& error, const Ipv6Header& quoted, const uint8_t* after_header,
-                               size_t length) {
+bool TcpLayer::quote_in_flight(const Ipv6Header& quoted, const uint8_t* after_header, size_t length) const {
+  return quoted_connection(quoted, after_header, length) != nullptr;
+}
+
+std::shared_ptr<TcpConnection> TcpLayer::quoted_connection(const Ipv6Header& quoted, const uint8_t* after_header,
+                                                           size_t length) const {
   // Our segments never carry extension headers, so a quote of one has TCP right after the fixed
   // header; anything else is not about a segment of ours.
-  if (quoted.next_header != kIpv6Tcp || length < 8) return;
+  if (quoted.next_header != kIpv6Tcp || length < 8) return nullptr;
   const FourTuple tuple{quoted.source, load_be16(after_header), quoted.destination, load_be16(after_header + 2)};
   auto connection = find(tuple);
-  if (!connection) return;
+  if (!connection) return nullptr;
   // RFC 5927 §4.1 (as Linux's tcp_v6_err): act only when the quoted sequence number is in flight,
   // which a blind attacker must guess.
   const uint32_t seq = load_be32(after_header + 4);
-  if (!seq_in(seq, connection->snd_una_, connection->snd_max_ + 1)) return;
+  if (!seq_in(seq, connection->snd_una_, connection->snd_max_ + 1)) return nullptr;
+  return connection;
+}
+
+void TcpLayer::on_icmpv6_error(const Icmpv6Header& error, const Ipv6Header& quoted, const uint8_t* after_header,
+                               size_t length) {
+  const std::shared_ptr<TcpConnection> connection = quoted_connection(quoted, after_header, length);
+  if (!connection) return;
   switch (error.type) {
     case Icmpv6Header::kPacketTooBig: {
-      // RFC 8201 §4: never below the IPv6 minimum MTU; Icmpv6Layer already updated the
-      // destination's entry, the connection now resends its flight smaller (§5.4).
-      const uint32_t mtu = std::clamp<uint32_t>(error.rest, Ipv6Header::kMinimumMtu, device_.mtu());
+      // Icmpv6Layer already validated the quote and lowered the destination's entry (RFC 8201
+      // §4: never below 1280, never raised); the connection takes that, never more than it has,
+      // and resends its flight smaller (§5.4).
+      const uint32_t mtu = std::min<uint32_t>(path_mtu(connection->tuple()), connection->path_mtu_);
       connection->on_path_mtu(static_cast<uint16_t>(mtu));
       break;
     }

@@ -11,8 +11,12 @@ challenge ACK, nothing at all for garbage). On success the script prints one lin
 test checks the counters. Any wrong or missing answer prints `FAIL: what` and exits 1.
 
 Groups: `malformed` (Ethernet/IPv4/TCP garbage, closed port, out-of-window and overlapping
-segments on an established connection, fragments that never complete) and `arp` (duplicate and
-gratuitous ARP, an ARP claim on the stack's own address, a truncated ARP packet).
+segments on an established connection, fragments that never complete), `arp` (duplicate and
+gratuitous ARP, an ARP claim on the stack's own address, a truncated ARP packet) and `ipv6`
+(truncated headers and bad payload lengths, extension-header chains at and past the stack's limit,
+Routing type 0, overlapping, never-completed, tiny-first and atomic fragments, Neighbor Discovery
+with bad hop limits and options, solicitations for other addresses, an advertisement of the
+stack's own address from another MAC, ICMPv6 errors with garbage quotes, TCP with a bad checksum).
 """
 import argparse
 import collections
@@ -20,7 +24,12 @@ import sys
 import threading
 import time
 
-from scapy.all import ARP, ICMP, IP, TCP, AsyncSniffer, Ether, Raw, conf, sendp
+from scapy.all import (ARP, ICMP, IP, TCP, AsyncSniffer, Ether, ICMPv6DestUnreach, ICMPv6EchoReply,
+                       ICMPv6EchoRequest, ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6ND_RA, ICMPv6NDOptDstLLAddr,
+                       ICMPv6NDOptSrcLLAddr, ICMPv6PacketTooBig, ICMPv6ParamProblem, ICMPv6TimeExceeded,
+                       IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting,
+                       Raw, conf, in6_getnsma, in6_getnsmac, inet_pton, sendp)
+import socket
 
 conf.verb = 0
 
@@ -29,6 +38,7 @@ FOREIGN_MAC = "02:00:00:68:0b:ad"
 BROADCAST = "ff:ff:ff:ff:ff:ff"
 ANSWER_WAIT = 2.0  # seconds to wait for an answer the stack must send
 SILENCE_WAIT = 0.3  # seconds to watch for an answer the stack must not send
+REASSEMBLY_WAIT = 5.0  # the test runs the stack with dpdk.ipv6_reassembly_timeout=1s
 
 
 class Failure(Exception):
@@ -42,10 +52,12 @@ class Wire:
         self.iface = iface
         self.frames = []
         self.lock = threading.Lock()
+        self.responder = None  # called with every collected frame (answers Neighbor Solicitations)
         started = threading.Event()
+        # IPv6 multicast (33:33:...) too: the stack's Neighbor Solicitations for the peer.
         self.sniffer = AsyncSniffer(iface=iface, store=False, prn=self._collect,
                                     lfilter=lambda p: Ether in p and p[Ether].src != PEER_MAC
-                                    and p[Ether].dst in (PEER_MAC, BROADCAST),
+                                    and (p[Ether].dst in (PEER_MAC, BROADCAST) or p[Ether].dst.startswith("33:33:")),
                                     started_callback=started.set)
         self.sniffer.start()
         if not started.wait(5):
@@ -54,6 +66,8 @@ class Wire:
     def _collect(self, frame):
         with self.lock:
             self.frames.append(frame)
+        if self.responder:
+            self.responder(frame)
 
     def mark(self):
         with self.lock:
@@ -365,10 +379,15 @@ def arp_cases(stack, kernel_ip, kernel_mac):
     mark = wire.mark()
     wire.send(Ether(src=PEER_MAC, dst=BROADCAST) /
               ARP(op=1, hwsrc=PEER_MAC, psrc=stack.peer_ip, pdst=stack.ip))
-    answer = wire.expect(mark, lambda p: ARP in p and p[ARP].op == 2 and p[ARP].psrc == stack.ip,
-                         "ARP reply after a claim on the stack's address")
+    is_reply = lambda p: ARP in p and p[ARP].op == 2 and p[ARP].psrc == stack.ip  # noqa: E731
+    answer = wire.expect(mark, is_reply, "ARP reply after a claim on the stack's address")
     if answer[ARP].hwsrc != stack.mac:
         raise Failure(f"stack answered with {answer[ARP].hwsrc}, it was {stack.mac}")
+    # One request, one reply, however many workers the stack runs (each keeps an ARP replica).
+    time.sleep(SILENCE_WAIT)
+    replies = sum(1 for p in wire.since(mark) if is_reply(p))
+    if replies != 1:
+        raise Failure(f"one ARP request drew {replies} replies")
     stack.expect("arp_replies_sent", 1)
     mark = wire.mark()
     stack.send_dropped(Ether(src=PEER_MAC, dst=stack.mac, type=0x0806) /
@@ -383,26 +402,314 @@ def arp_cases(stack, kernel_ip, kernel_mac):
     stack.expect("icmp_echo_replies_sent")
 
 
+ND_HOP_LIMIT = 255  # RFC 4861 §7.1: Neighbor Discovery messages are sent with hop limit 255
+ICMPV6 = 58
+ND_TYPES = range(133, 138)  # RS, RA, NS, NA, Redirect
+
+
+def solicited_node(ip6):
+    """The solicited-node multicast group of `ip6` and its Ethernet address (RFC 4291 §2.7.1)."""
+    group = socket.inet_ntop(socket.AF_INET6, in6_getnsma(inet_pton(socket.AF_INET6, ip6)))
+    return group, in6_getnsmac(inet_pton(socket.AF_INET6, group))
+
+
+class Stack6:
+    """The stack's IPv6 side as the made-up peer (--peer-ip6, PEER_MAC) sees it."""
+
+    def __init__(self, args, wire):
+        self.ip = args.stack_ip6
+        self.peer_ip = args.peer_ip6
+        self.wire = wire
+        self.expected = collections.Counter()
+        wire.responder = self._answer_solicitation
+        # RFC 4861 §7.2.3: a solicitation with a source link-layer address makes the stack cache the
+        # peer (STALE), so it answers the peer without resolving it first.
+        group, group_mac = solicited_node(self.ip)
+        mark = wire.mark()
+        wire.send(Ether(src=PEER_MAC, dst=group_mac) /
+                  IPv6(src=self.peer_ip, dst=group, hlim=ND_HOP_LIMIT) /
+                  ICMPv6ND_NS(tgt=self.ip) / ICMPv6NDOptSrcLLAddr(lladdr=PEER_MAC))
+        answer = wire.expect(mark, lambda p: ICMPv6ND_NA in p and p[ICMPv6ND_NA].tgt == self.ip,
+                             f"Neighbor Advertisement for {self.ip}")
+        self.mac = answer[Ether].src
+        self.expect("nd_advertisements_sent")
+
+    def _answer_solicitation(self, frame):
+        # The stack probes the peer's cache line (RFC 4861 §7.3.3, DELAY -> PROBE after 5 s): answer
+        # as a live host would, so nothing it sends to the peer waits on resolution.
+        if ICMPv6ND_NS in frame and frame[ICMPv6ND_NS].tgt == self.peer_ip and IPv6 in frame:
+            sendp(Ether(src=PEER_MAC, dst=frame[Ether].src) /
+                  IPv6(src=self.peer_ip, dst=frame[IPv6].src, hlim=ND_HOP_LIMIT) /
+                  ICMPv6ND_NA(tgt=self.peer_ip, R=0, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=PEER_MAC),
+                  iface=self.wire.iface)
+
+    def expect(self, counter, n=1):
+        self.expected[counter] += n
+
+    def ip6(self, **fields):
+        fields.setdefault("src", self.peer_ip)
+        fields.setdefault("dst", self.ip)
+        return Ether(src=PEER_MAC, dst=self.mac) / IPv6(**fields)
+
+    def send_dropped(self, frame, counter):
+        self.wire.send(frame)
+        self.expect(counter)
+
+    def from_stack(self, p):
+        return IPv6 in p and p[IPv6].src == self.ip
+
+    def expect_silence(self, mark, what):
+        """Nothing from the stack's address but Neighbor Discovery (its probes for the peer)."""
+        self.wire.expect_silence(
+            mark, lambda p: self.from_stack(p) and not (p[IPv6].nh == ICMPV6 and bytes(p[IPv6].payload)[0] in ND_TYPES),
+            what)
+
+    def echo_request(self, ident, seq=1, data=b"hostile6", **ip_fields):
+        return self.ip6(**ip_fields) / ICMPv6EchoRequest(id=ident, seq=seq, data=data)
+
+    def expect_echo_reply(self, mark, ident, what):
+        self.wire.expect(mark, lambda p: self.from_stack(p) and ICMPv6EchoReply in p and p[ICMPv6EchoReply].id == ident,
+                         what)
+        self.expect("icmpv6_echo_replies_sent")
+
+    def expect_error(self, mark, error_class, what, timeout=ANSWER_WAIT, **fields):
+        """An ICMPv6 error of `error_class` from the stack to the peer whose fields match."""
+        def matches(p):
+            return (self.from_stack(p) and p[IPv6].dst == self.peer_ip and error_class in p and
+                    all(getattr(p[error_class], k) == v for k, v in fields.items()))
+        self.wire.expect(mark, matches, what, timeout=timeout)
+        self.expect("icmpv6_errors_sent")
+
+    def icmpv6_bytes(self, message):
+        """`message` (an ICMPv6 layer) with its checksum over the pseudo-header peer -> stack."""
+        return bytes(IPv6(src=self.peer_ip, dst=self.ip) / message)[40:]
+
+    def fragment(self, ident, offset, more, data, nh=ICMPV6, hlim=64):
+        return self.ip6(hlim=hlim) / IPv6ExtHdrFragment(nh=nh, offset=offset // 8, m=int(more), id=ident) / Raw(data)
+
+
+def ipv6_malformed_headers(stack):
+    mark = stack.wire.mark()
+    echo = IPv6(src=stack.peer_ip, dst=stack.ip) / ICMPv6EchoRequest(id=0x6a01, data=b"x" * 32)
+    ether6 = Ether(src=PEER_MAC, dst=stack.mac, type=0x86DD)
+    stack.send_dropped(ether6 / Raw(bytes(echo)[:30]), "rx_malformed_ipv6")  # header cut at 30 bytes
+    stack.send_dropped(stack.ip6(plen=1000) / ICMPv6EchoRequest(id=0x6a02), "rx_malformed_ipv6")  # past the frame
+    stack.send_dropped(stack.ip6(version=4) / ICMPv6EchoRequest(id=0x6a03), "rx_malformed_ipv6")
+    stack.send_dropped(stack.ip6(src="ff02::1") / ICMPv6EchoRequest(id=0x6a04), "rx_malformed_ipv6")  # RFC 4291 §2.7
+    # Payload length smaller than the frame: the rest is padding, and what is left fails its
+    # checksum (or is shorter than an ICMPv6 header).
+    stack.send_dropped(ether6 / Raw(bytes(echo)[:4] + (12).to_bytes(2, "big") + bytes(echo)[6:]), "rx_malformed_icmpv6")
+    stack.send_dropped(ether6 / Raw(bytes(echo)[:4] + (4).to_bytes(2, "big") + bytes(echo)[6:]), "rx_malformed_icmpv6")
+    stack.expect_silence(mark, "malformed IPv6 headers")
+    # Hop limit 0 only matters to a router (RFC 8200 §3): a host answers a packet addressed to it.
+    mark = stack.wire.mark()
+    stack.wire.send(stack.echo_request(0x6a05, hlim=0))
+    stack.expect_echo_reply(mark, 0x6a05, "echo reply to a request with hop limit 0")
+
+
+def ipv6_extension_headers(stack):
+    wire = stack.wire
+    # The stack walks at most 8 extension headers (Ipv6Extensions::kMaxHeaders): 8 are processed...
+    mark = wire.mark()
+    chain = IPv6ExtHdrHopByHop()
+    for _ in range(7):
+        chain = chain / IPv6ExtHdrDestOpt()
+    wire.send(stack.ip6() / chain / ICMPv6EchoRequest(id=0x6b01))
+    stack.expect_echo_reply(mark, 0x6b01, "echo reply behind 8 extension headers (the limit)")
+    # ... a ninth is dropped, silently, as is a Hop-by-Hop header that is not first (RFC 8200 §4.1).
+    mark = wire.mark()
+    chain = IPv6ExtHdrDestOpt()
+    for _ in range(8):
+        chain = chain / IPv6ExtHdrDestOpt()
+    stack.send_dropped(stack.ip6() / chain / ICMPv6EchoRequest(id=0x6b02), "rx_malformed_ipv6")
+    stack.send_dropped(stack.ip6() / IPv6ExtHdrDestOpt() / IPv6ExtHdrHopByHop() / ICMPv6EchoRequest(id=0x6b03),
+                       "rx_malformed_ipv6")
+    stack.send_dropped(stack.ip6() / IPv6ExtHdrDestOpt(len=10) / ICMPv6EchoRequest(id=0x6b04),
+                       "rx_malformed_ipv6")  # runs past the payload
+    stack.send_dropped(stack.ip6() / IPv6ExtHdrFragment(nh=44, id=0x6b05) / IPv6ExtHdrFragment(nh=58, id=0x6b05) /
+                       ICMPv6EchoRequest(id=0x6b05), "rx_malformed_ipv6")  # two Fragment headers (§4.1)
+    stack.expect_silence(mark, "over-long or misordered extension-header chains")
+    # RFC 5095 §3: Routing Type 0 is processed as an unrecognized type (RFC 8200 §4.4): with
+    # segments left the packet is discarded and a Parameter Problem code 0 points at the type...
+    mark = wire.mark()
+    stack.send_dropped(stack.ip6() / IPv6ExtHdrRouting(type=0, addresses=["fd00:7a::5"], segleft=1) /
+                       ICMPv6EchoRequest(id=0x6b06), "rx_malformed_ipv6")
+    stack.expect_error(mark, ICMPv6ParamProblem, "Parameter Problem for Routing Type 0 with segments left",
+                       code=0, ptr=40 + 2)
+    stack.expect("ipv6_parameter_problems_sent")
+    wire.expect_silence(mark, lambda p: stack.from_stack(p) and ICMPv6EchoReply in p, "echo behind RH0")
+    # ... without segments left the header is ignored and the packet processed.
+    mark = wire.mark()
+    wire.send(stack.ip6() / IPv6ExtHdrRouting(type=0, addresses=["fd00:7a::5"], segleft=0) /
+              ICMPv6EchoRequest(id=0x6b07))
+    stack.expect_echo_reply(mark, 0x6b07, "echo reply behind a Routing header with no segments left")
+    # RFC 8200 §4: an unknown Next Header gets a Parameter Problem code 1 pointing at it.
+    mark = wire.mark()
+    stack.send_dropped(stack.ip6(nh=253) / Raw(b"\0" * 8), "rx_unsupported_next_header")
+    stack.expect_error(mark, ICMPv6ParamProblem, "Parameter Problem for Next Header 253", code=1, ptr=6)
+    stack.expect("ipv6_parameter_problems_sent")
+
+
+def ipv6_fragments(stack):
+    wire = stack.wire
+    message = stack.icmpv6_bytes(ICMPv6EchoRequest(id=0x6c01, data=b"f" * 40))  # 48 bytes
+    # RFC 5722 §4: overlapping fragments discard the whole datagram, and its later fragments too.
+    mark = wire.mark()
+    wire.send(stack.fragment(0x6c01, 0, True, message[:24]))
+    stack.send_dropped(stack.fragment(0x6c01, 16, True, message[16:32]), "ipv6_reassembly_dropped")
+    stack.send_dropped(stack.fragment(0x6c01, 32, False, message[32:]), "ipv6_reassembly_dropped")
+    # RFC 7112 §5 (RFC 8200 §4.5): a first fragment must hold the upper-layer header; a TCP one
+    # with 8 bytes does not: Parameter Problem code 3.
+    stack.send_dropped(stack.fragment(0x6c02, 0, True, b"\0" * 8, nh=6), "rx_malformed_ipv6")
+    stack.expect_error(mark, ICMPv6ParamProblem, "Parameter Problem code 3 for a tiny first fragment", code=3)
+    stack.expect("ipv6_parameter_problems_sent")
+    wire.expect_silence(mark, lambda p: stack.from_stack(p) and ICMPv6EchoReply in p, "echo from overlapping fragments")
+    # RFC 6980 §5: Neighbor Discovery never comes in fragments; a reassembled solicitation is dropped.
+    group, group_mac = solicited_node(stack.ip)
+    ns = bytes(IPv6(src=stack.peer_ip, dst=group) / ICMPv6ND_NS(tgt=stack.ip) /
+               ICMPv6NDOptSrcLLAddr(lladdr=PEER_MAC))[40:]  # 32 bytes
+    mark = wire.mark()
+    for offset, more in ((0, True), (16, False)):
+        wire.send(Ether(src=PEER_MAC, dst=group_mac) / IPv6(src=stack.peer_ip, dst=group, hlim=ND_HOP_LIMIT) /
+                  IPv6ExtHdrFragment(nh=ICMPV6, offset=offset // 8, m=int(more), id=0x6c03) /
+                  Raw(ns[offset:offset + 16]))
+    stack.expect("rx_malformed_nd")
+    stack.expect("ipv6_reassembly_completed")
+    wire.expect_silence(mark, lambda p: stack.from_stack(p) and ICMPv6ND_NA in p, "NA to a fragmented NS")
+    # An atomic fragment (RFC 6946) is a whole packet; two fragments that tile a datagram are one.
+    mark = wire.mark()
+    wire.send(stack.ip6() / IPv6ExtHdrFragment(nh=ICMPV6, offset=0, m=0, id=0x6c04) / ICMPv6EchoRequest(id=0x6c04))
+    stack.expect_echo_reply(mark, 0x6c04, "echo reply to an atomic fragment")
+    whole = stack.icmpv6_bytes(ICMPv6EchoRequest(id=0x6c05, data=b"w" * 40))
+    mark = wire.mark()
+    wire.send(stack.fragment(0x6c05, 24, False, whole[24:]))
+    wire.send(stack.fragment(0x6c05, 0, True, whole[:24]))
+    stack.expect_echo_reply(mark, 0x6c05, "echo reply to a request reassembled from two fragments")
+    stack.expect("ipv6_reassembly_completed")
+    # Never completed (RFC 8200 §4.5): freed when the reassembly timer fires; a Time Exceeded
+    # (code 1) goes to the source only when the first fragment had come.
+    mark = wire.mark()
+    wire.send(stack.fragment(0x6c06, 0, True, message[:24]))
+    wire.send(stack.fragment(0x6c07, 16, False, message[16:]))
+    stack.expect("ipv6_reassembly_timeouts", 2)
+    stack.expect_error(mark, ICMPv6TimeExceeded, "Time Exceeded (reassembly) for an incomplete datagram",
+                       timeout=REASSEMBLY_WAIT, code=1)
+
+
+def ipv6_neighbor_discovery(stack):
+    wire = stack.wire
+    group, group_mac = solicited_node(stack.ip)
+
+    def ns(target=None, hlim=ND_HOP_LIMIT, options=None, dst=None, dst_mac=None):
+        options = ICMPv6NDOptSrcLLAddr(lladdr=PEER_MAC) if options is None else options
+        return (Ether(src=PEER_MAC, dst=dst_mac or group_mac) /
+                IPv6(src=stack.peer_ip, dst=dst or group, hlim=hlim) / ICMPv6ND_NS(tgt=target or stack.ip) / options)
+
+    def na_for(target):
+        return lambda p: stack.from_stack(p) and ICMPv6ND_NA in p and p[ICMPv6ND_NA].tgt == target
+
+    mark = wire.mark()
+    # RFC 4861 §7.1.1: hop limit other than 255, an option of length 0, an option cut short, one
+    # running past the message: all silently discarded.
+    stack.send_dropped(ns(hlim=64), "rx_malformed_nd")
+    stack.send_dropped(ns(hlim=0), "rx_malformed_nd")
+    stack.send_dropped(ns(options=Raw(b"\x01\x00" + b"\0" * 6)), "rx_malformed_nd")
+    stack.send_dropped(ns(options=Raw(b"\x01")), "rx_malformed_nd")
+    stack.send_dropped(ns(options=Raw(b"\x01\x02" + b"\0" * 6)), "rx_malformed_nd")
+    stack.send_dropped(stack.ip6(hlim=ND_HOP_LIMIT) / ICMPv6ND_NA(tgt=stack.peer_ip, S=1, O=1) /
+                       Raw(b"\x02\x02" + b"\0" * 14), "rx_malformed_nd")  # target link-layer option length 2
+    stack.send_dropped(stack.ip6(hlim=ND_HOP_LIMIT) / ICMPv6ND_RA(), "rx_malformed_nd")  # RFC 4861 §6.1.2: not link-local
+    stack.send_dropped(stack.ip6(src="fe80::99", hlim=64) / ICMPv6ND_RA(), "rx_malformed_nd")
+    wire.expect_silence(mark, na_for(stack.ip), "NA to an invalid NS")
+    # RFC 4861 §7.2.3: a solicitation for an address that is not the stack's is not answered.
+    foreign = "fd00:7a::55"
+    foreign_group, foreign_mac = solicited_node(foreign)
+    mark = wire.mark()
+    stack.send_dropped(ns(target=foreign, dst=stack.ip, dst_mac=stack.mac), "nd_target_not_ours")
+    wire.send(ns(target=foreign, dst=foreign_group, dst_mac=foreign_mac))
+    wire.expect_silence(mark, na_for(foreign), "NA for an address that is not the stack's")
+    # RFC 4862 §5.4.4: another node advertises the stack's own (preferred) address: counted and
+    # logged; the stack keeps the address and goes on answering for it with its own MAC.
+    wire.send(Ether(src=FOREIGN_MAC, dst="33:33:00:00:00:01") /
+              IPv6(src="fe80::bad", dst="ff02::1", hlim=ND_HOP_LIMIT) /
+              ICMPv6ND_NA(tgt=stack.ip, R=0, S=0, O=1) / ICMPv6NDOptDstLLAddr(lladdr=FOREIGN_MAC))
+    stack.expect("nd_duplicate_address")
+    mark = wire.mark()
+    wire.send(ns())
+    answer = wire.expect(mark, na_for(stack.ip), "NA for the stack's address after another node claimed it")
+    if answer[Ether].src != stack.mac or (ICMPv6NDOptDstLLAddr in answer and
+                                          answer[ICMPv6NDOptDstLLAddr].lladdr != stack.mac):
+        raise Failure(f"stack answered for {stack.ip} with another MAC: {answer.summary()}")
+    stack.expect("nd_advertisements_sent")
+
+
+def ipv6_errors_and_tcp(stack, listen_port, closed_port):
+    wire = stack.wire
+    mark = wire.mark()
+    # RFC 4443 §2.4 (e): an error is never answered, whatever it quotes.
+    stack.send_dropped(stack.ip6() / ICMPv6DestUnreach(code=4) / Raw(b"\x60" + b"\0" * 9),
+                       "rx_malformed_icmpv6")  # quote shorter than an IPv6 header
+    stack.send_dropped(stack.ip6() / ICMPv6PacketTooBig(mtu=1280) / Raw(b"\x45" + b"\0" * 60),
+                       "rx_malformed_icmpv6")  # quote is not IPv6
+    # RFC 5927 §4.1: a Packet Too Big about a TCP segment of no connection changes nothing.
+    quoted = IPv6(src=stack.ip, dst=stack.peer_ip) / TCP(sport=7999, dport=40200, flags="A", seq=12345)
+    stack.send_dropped(stack.ip6() / ICMPv6PacketTooBig(mtu=1280) / Raw(bytes(quoted)),
+                       "icmpv6_packet_too_big_unvalidated")
+    stack.expect("icmpv6_packet_too_big_received")
+    # About a packet someone else sent: not ours, ignored.
+    other = IPv6(src="fd00:7a::77", dst=stack.peer_ip) / TCP(sport=1, dport=2)
+    wire.send(stack.ip6() / ICMPv6DestUnreach(code=4) / Raw(bytes(other)))
+    stack.expect("icmpv6_errors_received", 4)
+    stack.send_dropped(stack.ip6() / ICMPv6TimeExceeded(cksum=0x1234) / Raw(bytes(quoted)), "rx_malformed_icmpv6")
+    # TCP over IPv6: a bad checksum, and a data offset past the segment, draw no SYN-ACK.
+    stack.send_dropped(stack.ip6() / TCP(sport=40201, dport=listen_port, flags="S", chksum=0xDEAD), "tcp_bad_checksum")
+    stack.send_dropped(stack.ip6() / TCP(sport=40202, dport=listen_port, flags="S", dataofs=15), "rx_malformed_tcp")
+    stack.expect_silence(mark, "ICMPv6 errors with garbage quotes, malformed TCP over IPv6")
+    # A SYN to a closed port is still reset (RFC 9293 §3.10.7.1), and ping6 still answers.
+    mark = wire.mark()
+    wire.send(stack.ip6() / TCP(sport=40203, dport=closed_port, flags="S", seq=1000))
+    rst = wire.expect(mark, lambda p: stack.from_stack(p) and TCP in p and p[TCP].dport == 40203,
+                      "RST for a SYN over IPv6 to a closed port")
+    if rst[TCP].flags != "RA" or rst[TCP].ack != 1001:
+        raise Failure(f"SYN to closed port over IPv6: wanted RST,ACK ack 1001, got {rst[TCP].flags} ack {rst[TCP].ack}")
+    stack.expect("tcp_rst_sent")
+    mark = wire.mark()
+    wire.send(stack.echo_request(0x6d01))
+    stack.expect_echo_reply(mark, 0x6d01, "ping6 after the hostile IPv6 frames")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("group", choices=["malformed", "arp"])
+    parser.add_argument("group", choices=["malformed", "arp", "ipv6"])
     parser.add_argument("--iface", required=True)
     parser.add_argument("--stack-ip", required=True)
     parser.add_argument("--peer-ip", required=True, help="made-up host on the tap's subnet")
     parser.add_argument("--kernel-ip", required=True)
     parser.add_argument("--listen-port", type=int, required=True, help="the stack's echo listener")
     parser.add_argument("--closed-port", type=int, required=True)
+    parser.add_argument("--stack-ip6", help="the stack's IPv6 address (group ipv6)")
+    parser.add_argument("--peer-ip6", help="made-up IPv6 host on the tap's prefix (group ipv6)")
     args = parser.parse_args()
     wire = Wire(args.iface)
     try:
-        stack = Stack(args, wire)
-        if args.group == "malformed":
+        if args.group == "ipv6":
+            if not args.stack_ip6 or not args.peer_ip6:
+                parser.error("group ipv6 needs --stack-ip6 and --peer-ip6")
+            stack = Stack6(args, wire)
+            ipv6_malformed_headers(stack)
+            ipv6_extension_headers(stack)
+            ipv6_neighbor_discovery(stack)
+            ipv6_errors_and_tcp(stack, args.listen_port, args.closed_port)
+            ipv6_fragments(stack)  # last: its never-completed datagrams wait for the reassembly timer
+        elif args.group == "malformed":
+            stack = Stack(args, wire)
             malformed_link_and_ip(stack)
             malformed_tcp(stack, args.listen_port)
             closed_port(stack, args.closed_port)
             established_connection(stack, args.listen_port)
             incomplete_fragments(stack)
         else:
+            stack = Stack(args, wire)
             with open(f"/sys/class/net/{args.iface}/address") as f:
                 kernel_mac = f.read().strip()
             arp_cases(stack, args.kernel_ip, kernel_mac)

@@ -3,6 +3,7 @@
 // every bad value refused with the option's name and the value in the message.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "config/config.h"
@@ -42,6 +43,9 @@ TEST(DpdkConfig, Ipv6AddressPrefixAndGatewayFillTheSettings) {
   EXPECT_EQ(s.ipv6.address, v6("fd00:67::2"));
   EXPECT_EQ(s.ipv6.prefix_length, 64);  // the default
   EXPECT_TRUE(s.ipv6.gateway.is_unspecified());
+  EXPECT_EQ(s.ipv6.reassembly_timeout, std::chrono::seconds(60));  // RFC 8200 §4.5
+  c.set("dpdk.ipv6_reassembly_timeout", "2s");
+  EXPECT_EQ(dpdk_inet_settings(c).ipv6.reassembly_timeout, std::chrono::seconds(2));
 
   c.set("dpdk.ipv6_prefix_length", "48");
   c.set("dpdk.gateway_ipv6", "fd00:67:0:9::1");  // on the /48

@@ -382,12 +382,18 @@ TEST_F(Ipv6LayerTest, PacketTooBigLowersThePathMtuNeverBelow1280) {
         EXPECT_GE(length, 8u);
         reported.push_back(error.mtu());
       });
-  auto too_big = [&](uint32_t mtu, const Ipv6Address& quoted_source) {
-    const Bytes quoted = ipv6(quoted_source, kPeerIp, kIpv6Tcp, data(1400));
+  // Quoting an echo reply of ours: no TCP connection to check it against (RFC 5927 §4.1 is for
+  // TCP quotes; TcpIpv6Test covers those).
+  auto too_big = [&](uint32_t mtu, const Ipv6Address& quoted_source, uint8_t protocol = kIpv6Icmpv6) {
+    const Bytes quoted = ipv6(quoted_source, kPeerIp, protocol, data(1400));
     inject_ipv6(ipv6(kPeerIp, kOurIp, kIpv6Icmpv6,
                      icmpv6(kPeerIp, kOurIp, Icmpv6Header::kPacketTooBig, 0, mtu,
                             Bytes(quoted.begin(), quoted.begin() + 1232))));
   };
+  EXPECT_EQ(stack_->ipv6().path_mtu(kPeerIp), 1500u);
+  // About a TCP segment of no connection: not validated (RFC 5927 §4.1), the path MTU stays and
+  // TCP is not told.
+  too_big(1300, kOurIp, kIpv6Tcp);
   EXPECT_EQ(stack_->ipv6().path_mtu(kPeerIp), 1500u);
   too_big(1400, kOurIp);
   EXPECT_EQ(stack_->ipv6().path_mtu(kPeerIp), 1400u);
@@ -397,7 +403,8 @@ TEST_F(Ipv6LayerTest, PacketTooBigLowersThePathMtuNeverBelow1280) {
   too_big(600, kOurIp);  // below the IPv6 minimum: 1280
   EXPECT_EQ(stack_->ipv6().path_mtu(kPeerIp), 1280u);
   too_big(1300, v6("2001:db8::3"));  // about a packet that was not ours: ignored
-  EXPECT_EQ(stack_->stats().icmpv6_packet_too_big_received, 3u);
+  EXPECT_EQ(stack_->stats().icmpv6_packet_too_big_received, 4u);
+  EXPECT_EQ(stack_->stats().icmpv6_packet_too_big_unvalidated, 1u);
   EXPECT_EQ(reported, (std::vector<uint32_t>{1400, 1450, 600}));
   // Sending follows it, fragmenting at the source when allowed.
   EXPECT_FALSE(send_to(kPeerIp, 1300));

@@ -149,6 +149,22 @@ TEST_F(NetTest, ReplicaLearnsFromAnotherWorker) {
   EXPECT_EQ(replica.arp().lookup(kPeerIp), kPeerMac);
 }
 
+// DpdkWorker::share_arp hands every ARP packet a worker receives to the other workers' replicas:
+// they learn the sender, but only the receiving worker answers (one request, one reply) and counts.
+TEST_F(NetTest, SharedArpRequestIsLearnedNotAnswered) {
+  const std::vector<uint8_t> request = arp(ArpPacket::kRequest, kPeerMac, kPeerIp, {}, kOurIp);
+  BufferList payload;
+  payload.append_copy(std::string(request.begin(), request.end()));
+  stack_->arp().learn_from_shared(payload);
+  EXPECT_EQ(stack_->arp().lookup(kPeerIp), kPeerMac);
+  EXPECT_TRUE(device_.sent.empty()) << "a replica answered a request another worker answers";
+  EXPECT_EQ(stack_->stats().arp_replies_sent, 0u);
+  BufferList cut;
+  cut.append_copy(std::string(request.begin(), request.begin() + 20));
+  stack_->arp().learn_from_shared(cut);  // counted by the receiving worker, not again here
+  EXPECT_EQ(stack_->stats().rx_malformed_arp, 0u);
+}
+
 TEST_F(NetTest, PendingQueueIsBoundedAndFlushedInOrder) {
   for (uint16_t port = 1; port <= 6; ++port) ASSERT_TRUE(stack_->tcp().connect(kPeerIp, 1000, port));
   ASSERT_EQ(device_.sent.size(), 1u);  // one ARP request, SYNs waiting

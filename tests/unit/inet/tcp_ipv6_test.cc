@@ -341,30 +341,44 @@ TEST(TcpIpv6Test, PacketTooBigInTheWindowLowersTheMssAndResends) {
   EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 1u);
 }
 
-TEST(TcpIpv6Test, PacketTooBigOutsideTheWindowIsIgnored) {
-  TwoHosts hosts(108, dual_stack());
-  auto [client, server] = connect6(hosts);
-  ASSERT_TRUE(client && server);
-  // Something in flight, held on the wire, so SND.UNA < SND.NXT when the errors arrive.
+// connect6, then 20000 bytes sent and held on a cut wire, so SND.UNA < SND.NXT when errors arrive.
+std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect6_with_flight(TwoHosts& hosts) {
+  auto connection = connect6(hosts);
+  if (!connection.first) return connection;
   hosts.wire.cut = true;
   BufferList data = pattern(0, 20000);
-  client->send(data);
+  connection.first->send(data);
   hosts.run_for(1ms);
+  return connection;
+}
+
+TEST(TcpIpv6Test, PacketTooBigOutsideTheWindowIsIgnored) {
+  TwoHosts hosts(108, dual_stack());
+  auto [client, server] = connect6_with_flight(hosts);
+  ASSERT_TRUE(client && server);
   const uint32_t mss = client->send_mss();
   const uint64_t resent = client->retransmitted_segments();
   const uint32_t una = client->initial_send_sequence() + 1;
-  // Beyond SND.NXT, and before SND.UNA: both ignored (RFC 5927 §4.1).
+  const Ipv6Address& b = hosts.settings_b.ipv6.address;
+  // Beyond SND.NXT, and before SND.UNA: both ignored (RFC 5927 §4.1), the destination's path MTU
+  // included (the table is shared by every connection to b: checked before it changes).
   inject(*hosts.a, packet_too_big(hosts, *client, una + 1'000'000, 1280));
   inject(*hosts.a, packet_too_big(hosts, *client, una - 5000, 1280));
   EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 2u);
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_unvalidated, 2u);
+  EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1500u);
   EXPECT_EQ(client->send_mss(), mss);
   EXPECT_EQ(client->retransmitted_segments(), resent);
   // A tuple with no connection: ignored too.
   inject(*hosts.a, packet_too_big(hosts, *client, una, 1280, 1));
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_unvalidated, 3u);
+  EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1500u);
   EXPECT_EQ(client->send_mss(), mss);
   EXPECT_EQ(client->retransmitted_segments(), resent);
   // The same error quoting SND.UNA is taken: smaller segments, the flight resent.
   inject(*hosts.a, packet_too_big(hosts, *client, una, 1280));
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_unvalidated, 3u);
+  EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1280u);
   EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u);
   EXPECT_GT(client->retransmitted_segments(), resent);
 }
@@ -395,7 +409,15 @@ TEST(TcpIpv6Test, RetransmissionsFollowAPathMtuLearnedFromAnotherPacket) {
   hosts.run_for(10us);
   ASSERT_GT(dropped, 0);
   ASSERT_EQ(client->send_mss(), full_mss);  // the flight went out full-sized
-  inject(*hosts.a, packet_too_big(hosts, *client, client->initial_send_sequence() + 1, 1280, 1));
+  // Another connection to b with a full-sized segment in flight gets the Packet Too Big: it
+  // validates there (RFC 5927 §4.1) and lowers b's path MTU for both.
+  auto [other, other_server] = connect6(hosts, 7001);
+  ASSERT_TRUE(other && other_server);
+  BufferList other_data = pattern(0, 1400);
+  ASSERT_EQ(other->send(other_data), 1400u);
+  hosts.run_for(10us);
+  inject(*hosts.a, packet_too_big(hosts, *other, other->initial_send_sequence() + 1, 1280));
+  ASSERT_EQ(hosts.a->stats().icmpv6_packet_too_big_unvalidated, 0u);
   ASSERT_EQ(hosts.a->ipv6().path_mtu(hosts.settings_b.ipv6.address), 1280u);
   BufferList received;
   server->set_event_handler([&](int) { received.append(server->read()); });
@@ -406,6 +428,26 @@ TEST(TcpIpv6Test, RetransmissionsFollowAPathMtuLearnedFromAnotherPacket) {
   // Nothing was refused for its size, and the loss probe repaired the flight before any RTO.
   EXPECT_EQ(hosts.a->stats().ipv6_tx_too_big, 0u);
   EXPECT_EQ(client->timeouts(), 0u);
+}
+
+// RFC 8201 §4: a reported MTU below 1280 means 1280, and a Packet Too Big never raises the path
+// MTU, not even a validated one about the connection's own segment.
+TEST(TcpIpv6Test, PacketTooBigIsClampedTo1280AndNeverRaisesTheMss) {
+  TwoHosts hosts(109, dual_stack());
+  auto [client, server] = connect6_with_flight(hosts);
+  ASSERT_TRUE(client && server);
+  const uint32_t una = client->initial_send_sequence() + 1;
+  const Ipv6Address& b = hosts.settings_b.ipv6.address;
+  inject(*hosts.a, packet_too_big(hosts, *client, una, 600));
+  EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1280u);
+  EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u);
+  for (const uint32_t larger : {1400u, 1500u, 9000u}) {
+    inject(*hosts.a, packet_too_big(hosts, *client, una, larger));
+    EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1280u) << larger;
+    EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u) << "raised by a Packet Too Big reporting " << larger;
+  }
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 4u);
+  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_unvalidated, 0u);
 }
 
 TEST(TcpIpv6Test, DestinationUnreachablePortEndsAConnectionAttempt) {
