@@ -82,8 +82,8 @@ class TxChainBuilder {
   // Cuts such a frame into MTU-sized frames while copying it into mbufs (inet::TcpSegmentCutter:
   // headers repeated and patched per frame, the TCP checksum summed in the same pass as the copy
   // unless the port completes it), handing each to `emit(context, mbuf)` in order. Returns false
-  // when the pool ran out or the headers are not a TCP/IPv4 segment's; frames already emitted
-  // stand (TCP retransmits the rest). Allocates nothing but mbufs.
+  // when the pool ran out or the headers are not a TCP segment's (over IPv4 or IPv6); frames
+  // already emitted stand (TCP retransmits the rest). Allocates nothing but mbufs.
   using EmitFrame = void (*)(void* context, rte_mbuf* frame);
   bool build_cut(const inet::Packet& frame, EmitFrame emit, void* context);
 

@@ -14,10 +14,11 @@ struct DeviceCapabilities {
   bool tx_tcp_checksum = false;
   // The device validates checksums on receive and reports the result in Packet::rx_*.
   bool rx_checksum = false;
-  // Largest IPv4 datagram (headers included, at most 65535) the device takes in one frame with
+  // Largest IP datagram (headers included, at most 65535) the device takes in one frame with
   // TxOffload::segment_payload set and cuts into MTU-sized TCP segments itself: TSO on the port, or
   // software segmentation below the stack (GSO). 0: every frame must fit the MTU. Needs
-  // tx_tcp_checksum (each cut segment gets its own sum).
+  // tx_tcp_checksum (each cut segment gets its own sum). Like tx_tcp_checksum it holds for IPv4
+  // and IPv6 alike (TxOffload::l3_length and the version field tell the device which it has).
   uint32_t tx_large_segment_bytes = 0;
 };
 

@@ -115,7 +115,11 @@ bool Ipv6Layer::send_from(const Ipv6Address& source, const Ipv6Address& destinat
   header.source = source;
   header.destination = destination;
   const uint32_t mtu = path_mtu(destination);
-  if (Ipv6Header::kLength + payload > mtu) {
+  // A TCP segment the device cuts (TxOffload::segment_payload, at the SMSS of the path MTU) may
+  // exceed the MTU up to the device's limit, as over IPv4.
+  const bool cut_by_device = frame.tx.segment_payload != 0 && payload <= kMaxPayload &&
+                             Ipv6Header::kLength + payload <= device_.capabilities().tx_large_segment_bytes;
+  if (Ipv6Header::kLength + payload > mtu && !cut_by_device) {
     if (!allow_fragment || payload > kMaxPayload) {
       ++stats_.ipv6_tx_too_big;
       return false;

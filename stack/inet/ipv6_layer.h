@@ -49,6 +49,8 @@ class Ipv6Layer {
   // kIpv6FrameHeadroom reserved bytes followed by the upper-layer header and payload. Returns false
   // (and counts) when there is no route or no usable source address, or when the packet exceeds the
   // path MTU and `allow_fragment` is not set; otherwise a larger packet is fragmented (RFC 8200 §4.5).
+  // A TCP segment the device cuts (TxOffload::segment_payload) may exceed the MTU up to
+  // DeviceCapabilities::tx_large_segment_bytes.
   bool send(const Ipv6Address& destination, uint8_t next_header, Packet&& frame, bool allow_fragment = false) {
     return send_from(source_address(destination), destination, next_header, std::move(frame), allow_fragment);
   }

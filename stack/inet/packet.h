@@ -18,8 +18,9 @@ struct TxOffload {
   uint8_t l4_length = 0;
   // A TCP segment larger than the MTU (DeviceCapabilities::tx_large_segment_bytes): the device cuts
   // its payload into pieces of this many bytes, each with the headers repeated (TSO's tso_segsz).
-  // The IPv4 total length covers the whole segment and the TCP checksum field holds the
-  // pseudo-header sum without the length (DPDK's TSO convention). 0: send the frame as it is.
+  // The IPv4 total length (or IPv6 payload length) covers the whole segment and the TCP checksum
+  // field holds the family's pseudo-header sum without the length (DPDK's TSO convention). 0: send
+  // the frame as it is.
   uint16_t segment_payload = 0;
 };
 

@@ -12,7 +12,6 @@
 
 #include "stack/inet/tcp_connection.h"
 #include "stack/inet/tcp_layer.h"
-#include "stack/inet/wire/ipv4.h"
 
 namespace bypass::inet {
 
@@ -20,10 +19,10 @@ uint32_t TcpConnection::segment_length(uint32_t avail, uint32_t window, uint32_t
                                        bool retransmission) const {
   const uint32_t one = std::min({avail, room, mss_limit});
   if (retransmission || one < mss_limit) return one;
-  // The largest payload the device takes: its datagram limit less the IPv4 and the longest TCP
-  // header, in whole segments.
+  // The largest payload the device takes: its datagram limit less the IP header (IPv4's or
+  // IPv6's) and the longest TCP header, in whole segments.
   const uint32_t datagram = layer_.max_large_segment_bytes(tuple_);
-  const uint32_t headers = Ipv4Header::kMinLength + TcpHeader::kMaxLength;
+  const uint32_t headers = ip_header_length() + TcpHeader::kMaxLength;
   if (datagram <= headers + mss_limit) return one;
   const uint32_t most = (datagram - headers) / mss_limit * mss_limit;
   uint32_t len = std::min({avail, room, most});

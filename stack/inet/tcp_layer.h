@@ -111,9 +111,8 @@ class TcpLayer {
   // many payload bytes (TxOffload::segment_payload).
   void send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload,
                     uint16_t segment_payload = 0);
-  // The largest IPv4 datagram one TCP segment may fill (DeviceCapabilities::tx_large_segment_bytes);
-  // 0 when every segment must fit the MTU. Always 0 for an IPv6 connection: the device offload
-  // flags (TxOffload) describe IPv4 only so far, so IPv6 sends MTU-sized segments (no TSO/GSO).
+  // The largest IP datagram (IPv4, or IPv6 with its fixed header) one TCP segment may fill
+  // (DeviceCapabilities::tx_large_segment_bytes); 0 when every segment must fit the MTU.
   uint32_t max_large_segment_bytes(const FourTuple& tuple) const;
   // The MTU segments of `tuple` must fit: the link MTU for IPv4 (Fragmentation Needed reaches the
   // connection instead), the destination's path MTU (ipv6_path_mtu.h) for IPv6.
@@ -149,8 +148,6 @@ class TcpLayer {
   uint32_t make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32_t counter,
                        uint8_t mss_index) const;
   void send_reset_for(const FourTuple& tuple, const TcpSegment& segment);
-  // send_segment for an IPv6 tuple (tcp_layer_ipv6.cc).
-  void send_segment_v6(const FourTuple& tuple, const TcpHeader& header, BufferList payload);
   uint64_t keyed_hash(const FourTuple& tuple, uint64_t extra) const;
 
   const InetSettings& settings_;

@@ -1,6 +1,7 @@
-// TcpLayer's IPv6 edges: input from Ipv6Layer, output through it, and ICMPv6 errors about our
-// segments. Everything between (demultiplexing, listeners, cookies, the connections) is shared
-// with IPv4 in tcp_layer.cc: the family lives in the tuple.
+// TcpLayer's IPv6 edges: input from Ipv6Layer and ICMPv6 errors about our segments. Everything
+// else (demultiplexing, listeners, cookies, the connections, and output with its checksum and
+// large-segment offloads, TcpLayer::send_segment) is shared with IPv4 in tcp_layer.cc: the family
+// lives in the tuple.
 #include <algorithm>
 
 #include "base/log.h"
@@ -28,31 +29,6 @@ void TcpLayer::receive(const Ipv6Header& ip, Packet&& packet) {
   // there, reassembled packets and device-merged ones (LRO) stay on their own (tcp_gro.h).
   const bool coalescable = !packet.rx_reassembled;
   receive_verified(ip.source, ip.destination, std::move(packet), coalescable);
-}
-
-void TcpLayer::send_segment_v6(const FourTuple& tuple, const TcpHeader& header, BufferList payload) {
-  const size_t header_length = header.emitted_length();
-  BufferSegment head = BufferSegment::allocate(kIpv6FrameHeadroom + header_length);
-  auto* tcp = reinterpret_cast<uint8_t*>(head.data()) + kIpv6FrameHeadroom;
-  header.emit(tcp);
-  const size_t tcp_length = header_length + payload.length();
-  const Ipv6Address source = tuple.local_ip.v6(), destination = tuple.remote_ip.v6();
-  // Always summed here: the device's TCP checksum offload is set up for IPv4 frames only so far
-  // (TxOffload has no IPv6 flag), and IPv6 has no large segments (max_large_segment_bytes).
-  ChecksumAccumulator sum;
-  add_ipv6_pseudo_header(sum, source, destination, static_cast<uint32_t>(tcp_length), kIpv6Tcp);
-  sum.add(tcp, header_length);
-  sum.add(payload, 0, payload.length());
-  store_be16(tcp + 16, sum.finish());
-  Packet frame;
-  frame.tx.l4_length = static_cast<uint8_t>(header_length);
-  frame.data.append(std::move(head));
-  frame.data.append(std::move(payload));
-  ++stats_.tcp_segments_sent;
-  // No fragmentation (RFC 8200 §5 leaves it to the source, and TCP sizes segments to the path
-  // MTU instead): a segment too big is dropped and counted by Ipv6Layer, and resent smaller.
-  // From the tuple's own address, which the pseudo-header above covers (not a fresh source choice).
-  ip6_.send_from(source, destination, kIpv6Tcp, std::move(frame), /*allow_fragment=*/false);
 }
 
 bool TcpLayer::quote_in_flight(const Ipv6Header& quoted, const uint8_t* after_header, size_t length) const {

@@ -14,6 +14,7 @@
 #
 #   tools/bench/inet-vs-kernel.sh [BUILD_DIR] [pingpong bulk connections accept]
 #
+# BENCH_IPV6=1 runs the dpdk side over IPv6 (the kernel's side stays on IPv4).
 # BUILD_DIR defaults to build/release (meson setup build/release --buildtype=release). Needs root
 # (namespaces, veth, hugepages or --no-huge memory), sockperf and iperf3 (tools/setup.sh test).
 # Numbers are only as quiet as the machine: run it with nothing else on the CPUs.
@@ -60,15 +61,27 @@ dpdk_common=(--set ms.type=dpdk --set dpdk.netmask=255.255.255.0 --set tcp.msl=1
 # (one MSS per segment, to compare).
 read -ra extra_settings <<<"${BENCH_DPDK_SET:-}"
 dpdk_common+=(${extra_settings[@]+"${extra_settings[@]}"})
+# BENCH_IPV6=1: the dpdk pair talks over IPv6 (fd00:70::1 and ::2, dpdk.host_ipv6) instead of IPv4.
+server_addr=10.70.0.1:7000
+server_v6=()
+client_v6=()
+if [ "${BENCH_IPV6:-0}" = 1 ]; then
+  server_addr="[fd00:70::1]:7000"
+  dpdk_common+=(--set dpdk.ipv6_dad_transmits=0)
+  server_v6=(--set dpdk.host_ipv6=fd00:70::1)
+  client_v6=(--set dpdk.host_ipv6=fd00:70::2)
+fi
 server_vdev="net_memif0,role=server,socket=$sock,socket-abstract=no"
 client_vdev="net_memif0,role=client,socket=$sock,socket-abstract=no"
 dpdk_server() {
   "$bench" "${dpdk_common[@]}" --set "dpdk.vdev=[\"$server_vdev\"]" \
-    --set dpdk.host_ip=10.70.0.1 --set ms.cpus=$server_cpu --role server --addr 10.70.0.1:7000 "$@"
+    --set dpdk.host_ip=10.70.0.1 ${server_v6[@]+"${server_v6[@]}"} --set ms.cpus=$server_cpu --role server \
+    --addr "$server_addr" "$@"
 }
 dpdk_client() {
   "$bench" "${dpdk_common[@]}" --set "dpdk.vdev=[\"$client_vdev\"]" \
-    --set dpdk.host_ip=10.70.0.2 --set ms.cpus=$client_cpu --role client --addr 10.70.0.1:7000 "$@"
+    --set dpdk.host_ip=10.70.0.2 ${client_v6[@]+"${client_v6[@]}"} --set ms.cpus=$client_cpu --role client \
+    --addr "$server_addr" "$@"
 }
 # Runs a server (function + args up to "--") in the background, then the client; prints the
 # client's line. Fails loudly when the client reports an error.

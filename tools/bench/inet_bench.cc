@@ -1,7 +1,7 @@
 // Socket-level benchmark of one transport (posix or dpdk, from ms.type): a server process and a
 // client process, each one worker, talking through NetworkStack / ConnectedSocket only.
 //
-//   inet_bench [-c FILE] [--set k=v]... --role server|client --mode MODE --addr IP:PORT [flags]
+//   inet_bench [-c FILE] [--set k=v]... --role server|client --mode MODE --addr IP:PORT|[IPV6]:PORT [flags]
 //
 // Modes (the server must run the same mode):
 //   pingpong     one connection, --size bytes each way, --count round trips after --warmup;
@@ -107,8 +107,8 @@ Options parse(const std::vector<std::string>& args) {
       o.mode = it->second;
       have_mode = true;
     } else if (flag == "--addr") {
-      if (!SocketAddress::parse(value, &o.addr) || !o.addr.is_ipv4() || o.addr.port() == 0)
-        usage("--addr: '" + value + "' is not IPv4 IP:PORT with a non-zero port");
+      if (!SocketAddress::parse(value, &o.addr) || !(o.addr.is_ipv4() || o.addr.is_ipv6()) || o.addr.port() == 0)
+        usage("--addr: '" + value + "' is not IP:PORT ([IPV6]:PORT) with a non-zero port");
       have_addr = true;
     } else if (flag == "--size") {
       o.size = number(flag, value, true);

@@ -5,6 +5,7 @@
 
 #include "stack/inet/wire/checksum.h"
 #include "stack/inet/wire/ipv4.h"
+#include "stack/inet/wire/ipv6.h"
 #include "stack/inet/wire/tcp.h"
 
 namespace bypass::inet {
@@ -15,6 +16,8 @@ TcpSegmentCutter::TcpSegmentCutter(const uint8_t* headers, const TxOffload& tx, 
   if (tx.segment_payload == 0 || l3_ < Ipv4Header::kMinLength || l4_ < TcpHeader::kMinLength ||
       header_length_ > kMaxHeaderLength)
     return;
+  ipv6_ = headers[l2_] >> 4 == 6;  // the version field, first in both headers
+  if (ipv6_ && l3_ < Ipv6Header::kLength) return;
   segment_ = tx.segment_payload;
   frames_ = std::max<size_t>(1, (payload_length + segment_ - 1) / segment_);
 }
@@ -29,13 +32,21 @@ void TcpSegmentCutter::write_headers(size_t index, uint8_t* out) const {
   const size_t length = payload_length(index);
   const bool last = index + 1 == frames_;
   uint8_t* ip = out + l2_;
+  uint8_t* tcp = ip + l3_;
+  store_be32(tcp + 4, static_cast<uint32_t>(load_be32(tcp + 4) + payload_offset(index)));
+  if (!last) tcp[13] = static_cast<uint8_t>(tcp[13] & ~(kTcpFin | kTcpPsh));
+  if (ipv6_) {
+    // RFC 8200 §3: the Payload Length counts what follows the fixed header (extension headers
+    // too); there is no identification nor header checksum to patch.
+    store_be16(ip + 4, static_cast<uint16_t>(l3_ - Ipv6Header::kLength + l4_ + length));
+    store_be16(tcp + 16, tcp_pseudo_header_sum(Ipv6Address::from_bytes(ip + 8), Ipv6Address::from_bytes(ip + 24),
+                                               l4_ + length));
+    return;
+  }
   store_be16(ip + 2, static_cast<uint16_t>(l3_ + l4_ + length));
   store_be16(ip + 4, static_cast<uint16_t>(load_be16(ip + 4) + index));  // identification
   store_be16(ip + 10, 0);
   store_be16(ip + 10, internet_checksum(ip, l3_));
-  uint8_t* tcp = ip + l3_;
-  store_be32(tcp + 4, static_cast<uint32_t>(load_be32(tcp + 4) + payload_offset(index)));
-  if (!last) tcp[13] = static_cast<uint8_t>(tcp[13] & ~(kTcpFin | kTcpPsh));
   store_be16(tcp + 16, tcp_pseudo_header_sum(Ipv4Address{load_be32(ip + 12)}, Ipv4Address{load_be32(ip + 16)},
                                              l4_ + length));
 }

@@ -1,9 +1,9 @@
-// Cutting one large TCP/IPv4 segment (TxOffload::segment_payload) into frames that fit the MTU, as
-// a TSO NIC does. Every frame repeats the large frame's Ethernet, IPv4 and TCP headers; its IPv4
-// total length, identification (one more per frame) and header checksum, and its TCP sequence
-// number are its own; PSH and FIN, which mark the end of the data (RFC 9293 §3.1, §3.9.1), stay
-// on the last frame only, as in Linux's tcp_gso_segment. Options (timestamps, SACK blocks) are
-// repeated unchanged, as TSO repeats them.
+// Cutting one large TCP segment over IPv4 or IPv6 (TxOffload::segment_payload) into frames that fit
+// the MTU, as a TSO NIC does. Every frame repeats the large frame's Ethernet, IP and TCP headers;
+// its IPv4 total length, identification (one more per frame) and header checksum, or its IPv6
+// payload length, and its TCP sequence number are its own; PSH and FIN, which mark the end of the
+// data (RFC 9293 §3.1, §3.9.1), stay on the last frame only, as in Linux's tcp_gso_segment.
+// Options (timestamps, SACK blocks) are repeated unchanged, as TSO repeats them.
 //
 // Pure code: stack/dpdk's copy into mbufs (software segmentation on ports without TSO) and the
 // test wire both cut with it.
@@ -18,7 +18,8 @@ namespace bypass::inet {
 
 class TcpSegmentCutter {
  public:
-  static constexpr size_t kMaxHeaderLength = 14 + 60 + 60;  // Ethernet, IPv4 and TCP with options
+  // Ethernet, IPv4 with options or IPv6 with up to 20 bytes of extension headers, TCP with options.
+  static constexpr size_t kMaxHeaderLength = 14 + 60 + 60;
 
   // `headers`: the large frame's first l2 + l3 + l4 bytes (lengths from `tx`); `payload_length`:
   // the TCP payload bytes after them. Returns an empty cutter (frames() == 0) for headers the
@@ -30,9 +31,10 @@ class TcpSegmentCutter {
   size_t payload_offset(size_t index) const { return index * segment_; }
   size_t payload_length(size_t index) const;
 
-  // Writes frame `index`'s headers to `out` (header_length() bytes): the IPv4 checksum complete,
-  // the TCP checksum field holding this frame's pseudo-header sum, so that a sum over its TCP
-  // header and payload completes it (what RTE_MBUF_F_TX_TCP_CKSUM expects, or the copy that sums).
+  // Writes frame `index`'s headers to `out` (header_length() bytes): the IPv4 checksum complete
+  // (IPv6 has none), the TCP checksum field holding this frame's pseudo-header sum (of its family),
+  // so that a sum over its TCP header and payload completes it (what RTE_MBUF_F_TX_TCP_CKSUM
+  // expects, or the copy that sums).
   void write_headers(size_t index, uint8_t* out) const;
 
  private:
@@ -42,6 +44,7 @@ class TcpSegmentCutter {
   size_t payload_length_ = 0;
   size_t segment_ = 1;
   size_t frames_ = 0;
+  bool ipv6_ = false;  // the IP header's version is 6
 };
 
 }  // namespace bypass::inet

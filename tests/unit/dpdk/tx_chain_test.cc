@@ -15,6 +15,7 @@
 #include "stack/dpdk/tx_chain.h"
 #include "stack/inet/wire/ethernet.h"
 #include "stack/inet/wire/ipv4.h"
+#include "stack/inet/wire/ipv6.h"
 #include "stack/inet/wire/tcp.h"
 
 namespace bypass {
@@ -422,17 +423,23 @@ TEST_F(TxChainTest, ReceivedChainCopiedUnderPressureFreesEveryMbufAtOnce) {
   EXPECT_EQ(received.rx_l4_checksum, inet::RxChecksum::Good);
 }
 
-// A large TCP/IPv4 segment as TcpLayer hands it down for the device to cut: timestamps, PSH and
-// FIN, the TCP checksum field holding the pseudo-header sum without the length.
+// A large TCP segment over IPv4 or IPv6 as TcpLayer hands it down for the device to cut:
+// timestamps, PSH and FIN, the TCP checksum field holding the family's pseudo-header sum without
+// the length (rte_ipv4_phdr_cksum / rte_ipv6_phdr_cksum with RTE_MBUF_F_TX_TCP_SEG).
 struct LargeSegment {
   static constexpr uint32_t kSeq = 0xfffff000;  // wraps inside the segment
   inet::Ipv4Address source = inet::Ipv4Address::from_octets(10, 1, 0, 1);
   inet::Ipv4Address destination = inet::Ipv4Address::from_octets(10, 1, 0, 2);
+  inet::Ipv6Address source6 = *inet::Ipv6Address::from_string("2001:db8::1");
+  inet::Ipv6Address destination6 = *inet::Ipv6Address::from_string("2001:db8::2");
+  bool ipv6;
+  size_t l3;  // the IP header's length
   std::string payload;
   inet::Packet packet;
   size_t header_length = 0;
 
-  LargeSegment(const std::vector<size_t>& pieces, uint16_t segment_payload) {
+  LargeSegment(const std::vector<size_t>& pieces, uint16_t segment_payload, bool over_ipv6 = false)
+      : ipv6(over_ipv6), l3(over_ipv6 ? inet::Ipv6Header::kLength : inet::Ipv4Header::kMinLength) {
     inet::TcpHeader tcp;
     tcp.source_port = 4000;
     tcp.destination_port = 80;
@@ -442,21 +449,32 @@ struct LargeSegment {
     tcp.window = 1000;
     tcp.options.timestamp = std::make_pair(5u, 6u);
     const size_t l4 = tcp.emitted_length();
-    header_length = 14 + 20 + l4;
+    header_length = 14 + l3 + l4;
     for (size_t n : pieces) payload += pattern(n, static_cast<char>('a' + payload.size() % 7));
     std::string headers(header_length, '\0');
     auto* h = reinterpret_cast<uint8_t*>(headers.data());
-    inet::EthernetHeader{{{2, 0, 0, 0, 0, 2}}, {{2, 0, 0, 0, 0, 1}}, 0x0800}.emit(h);
-    inet::Ipv4Header ip;
-    ip.total_length = static_cast<uint16_t>(20 + l4 + payload.size());
-    ip.identification = 900;
-    ip.flags_fragment = inet::Ipv4Header::kFlagDontFragment;
-    ip.protocol = 6;
-    ip.source = source;
-    ip.destination = destination;
-    ip.emit(h + 14, true);
-    tcp.emit(h + 34);
-    inet::store_be16(h + 34 + 16, inet::tcp_pseudo_header_sum(source, destination, 0));
+    inet::EthernetHeader{{{2, 0, 0, 0, 0, 2}}, {{2, 0, 0, 0, 0, 1}}, static_cast<uint16_t>(ipv6 ? 0x86dd : 0x0800)}
+        .emit(h);
+    if (ipv6) {
+      inet::Ipv6Header ip;
+      ip.payload_length = static_cast<uint16_t>(l4 + payload.size());
+      ip.next_header = inet::kIpv6Tcp;
+      ip.hop_limit = 64;
+      ip.source = source6;
+      ip.destination = destination6;
+      ip.emit(h + 14);
+    } else {
+      inet::Ipv4Header ip;
+      ip.total_length = static_cast<uint16_t>(20 + l4 + payload.size());
+      ip.identification = 900;
+      ip.flags_fragment = inet::Ipv4Header::kFlagDontFragment;
+      ip.protocol = 6;
+      ip.source = source;
+      ip.destination = destination;
+      ip.emit(h + 14, true);
+    }
+    tcp.emit(h + 14 + l3);
+    inet::store_be16(h + 14 + l3 + 16, pseudo_header_sum(0));
     packet.data.append(BufferSegment::copy_of(headers.data(), headers.size()));
     size_t at = 0;
     for (size_t n : pieces) {
@@ -465,9 +483,17 @@ struct LargeSegment {
     }
     packet.tx.tcp_checksum = true;
     packet.tx.l2_length = 14;
-    packet.tx.l3_length = 20;
+    packet.tx.l3_length = static_cast<uint8_t>(l3);
     packet.tx.l4_length = static_cast<uint8_t>(l4);
     packet.tx.segment_payload = segment_payload;
+  }
+
+  uint16_t pseudo_header_sum(size_t tcp_length) const {
+    return ipv6 ? inet::tcp_pseudo_header_sum(source6, destination6, tcp_length)
+                : inet::tcp_pseudo_header_sum(source, destination, tcp_length);
+  }
+  uint16_t checksum(const BufferList& segment) const {
+    return ipv6 ? inet::tcp_checksum(source6, destination6, segment) : inet::tcp_checksum(source, destination, segment);
   }
 };
 
@@ -478,20 +504,24 @@ std::vector<rte_mbuf*> cut(TxChainBuilder& builder, const inet::Packet& packet, 
   return frames;
 }
 
-// Software segmentation on a port without TSO: each frame is a complete, valid TCP/IPv4 segment
-// of at most segment_payload bytes, its sequence number, IPv4 length, identification and both
-// checksums its own, PSH and FIN on the last only, and together they carry the payload exactly.
+// Software segmentation on a port without TSO: each frame is a complete, valid TCP segment of at
+// most segment_payload bytes, its sequence number, IP length (IPv4 total length or IPv6 payload
+// length), IPv4 identification and checksums its own, PSH and FIN on the last only, and together
+// they carry the payload exactly; over IPv4 and IPv6 alike.
 TEST_F(TxChainTest, SoftwareSegmentationCutsWhileCopying) {
+  for (const bool ipv6 : {false, true})
   for (const bool attach : {false, true})
   for (const bool port_sums : {false, true}) {
     for (const std::vector<size_t>& pieces :
          std::vector<std::vector<size_t>>{{1448 * 3}, {333, 20000, 7, 44000}, {1}, {8948, 8948, 100}}) {
+      SCOPED_TRACE(ipv6 ? "IPv6" : "IPv4");
       const uint16_t mss = pieces.size() == 3 ? 8948 : 1448;
       TxChainOptions options;
       options.device_copies = !attach;  // a port that DMAs: payload attached, not copied
       options.software_tcp_checksum = !port_sums;
       TxChainBuilder builder(pool_, options);
-      LargeSegment large(pieces, mss);
+      LargeSegment large(pieces, mss, ipv6);
+      const size_t l4_offset = 14 + large.l3;
       ASSERT_TRUE(builder.cuts(large.packet));
       bool ok = false;
       std::vector<rte_mbuf*> frames = cut(builder, large.packet, &ok);
@@ -501,12 +531,19 @@ TEST_F(TxChainTest, SoftwareSegmentationCutsWhileCopying) {
       for (size_t i = 0; i < frames.size(); ++i) {
         const std::string bytes = chain_bytes(frames[i]);
         const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
-        inet::Ipv4Header ip;
-        ASSERT_EQ(inet::Ipv4Header::parse(b + 14, bytes.size() - 14, true, ip), nullptr) << "frame " << i;
-        EXPECT_EQ(ip.total_length, bytes.size() - 14);
-        EXPECT_EQ(ip.identification, 900 + i);
+        if (ipv6) {
+          inet::Ipv6Header ip;
+          ASSERT_EQ(inet::Ipv6Header::parse(b + 14, bytes.size() - 14, ip), nullptr) << "frame " << i;
+          EXPECT_EQ(ip.payload_length, bytes.size() - l4_offset);
+          EXPECT_EQ(ip.source, large.source6);
+        } else {
+          inet::Ipv4Header ip;
+          ASSERT_EQ(inet::Ipv4Header::parse(b + 14, bytes.size() - 14, true, ip), nullptr) << "frame " << i;
+          EXPECT_EQ(ip.total_length, bytes.size() - 14);
+          EXPECT_EQ(ip.identification, 900 + i);
+        }
         inet::TcpHeader tcp;
-        ASSERT_EQ(inet::TcpHeader::parse(b + 34, bytes.size() - 34, tcp), nullptr);
+        ASSERT_EQ(inet::TcpHeader::parse(b + l4_offset, bytes.size() - l4_offset, tcp), nullptr);
         EXPECT_EQ(tcp.seq, LargeSegment::kSeq + static_cast<uint32_t>(carried.size()));
         const bool last = i + 1 == frames.size();
         EXPECT_EQ(tcp.has(inet::kTcpFin), last);
@@ -520,15 +557,17 @@ TEST_F(TxChainTest, SoftwareSegmentationCutsWhileCopying) {
         carried += bytes.substr(large.header_length);
         if (port_sums) {
           // The port completes the sum: flags and lengths set, the field holds this frame's
-          // pseudo-header sum.
-          EXPECT_EQ(frames[i]->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM, RTE_MBUF_F_TX_TCP_CKSUM);
+          // pseudo-header sum (with its length: the frame is not cut further).
+          const uint64_t l3_flag = ipv6 ? RTE_MBUF_F_TX_IPV6 : RTE_MBUF_F_TX_IPV4;
+          EXPECT_EQ(frames[i]->ol_flags & (RTE_MBUF_F_TX_TCP_CKSUM | l3_flag), RTE_MBUF_F_TX_TCP_CKSUM | l3_flag);
+          EXPECT_EQ(frames[i]->ol_flags & (RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IP_CKSUM), 0u);
+          EXPECT_EQ(frames[i]->l3_len, large.l3);
           EXPECT_EQ(frames[i]->l4_len, large.packet.tx.l4_length);
-          EXPECT_EQ(inet::load_be16(b + 34 + 16),
-                    inet::tcp_pseudo_header_sum(large.source, large.destination, bytes.size() - 34));
+          EXPECT_EQ(inet::load_be16(b + l4_offset + 16), large.pseudo_header_sum(bytes.size() - l4_offset));
         } else {
           BufferList segment;
-          segment.append(BufferSegment::copy_of(bytes.data() + 34, bytes.size() - 34));
-          EXPECT_EQ(inet::tcp_checksum(large.source, large.destination, segment), 0) << "frame " << i;
+          segment.append(BufferSegment::copy_of(bytes.data() + l4_offset, bytes.size() - l4_offset));
+          EXPECT_EQ(large.checksum(segment), 0) << "frame " << i;
           EXPECT_EQ(frames[i]->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM, 0u);
         }
         rte_pktmbuf_free(frames[i]);
@@ -545,25 +584,34 @@ TEST_F(TxChainTest, SoftwareSegmentationCutsWhileCopying) {
   }
 }
 
-// A port with TSO gets the large segment whole, marked for the port to cut.
+// A port with TSO gets the large segment whole, marked for the port to cut: RTE_MBUF_F_TX_IPV4 or
+// _IPV6 for its family (never IP_CKSUM: the stack summed the IPv4 header, IPv6 has none), l3_len
+// 20 or 40, tso_segsz the SMSS, and the field the pseudo-header sum without the length.
 TEST_F(TxChainTest, TsoPortsGetTheSegmentMarked) {
-  TxChainOptions options;
-  options.tso = true;
-  TxChainBuilder builder(pool_, options);
-  LargeSegment large({30000, 30000}, 1448);
-  EXPECT_FALSE(builder.cuts(large.packet));
-  rte_mbuf* m = builder.build(large.packet);
-  ASSERT_NE(m, nullptr);
-  const uint64_t wanted = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
-  EXPECT_EQ(m->ol_flags & wanted, wanted);
-  EXPECT_EQ(m->ol_flags & RTE_MBUF_F_TX_IP_CKSUM, 0u);  // the stack summed the IPv4 header
-  EXPECT_EQ(m->tso_segsz, 1448u);
-  EXPECT_EQ(m->l2_len, 14u);
-  EXPECT_EQ(m->l3_len, 20u);
-  EXPECT_EQ(m->l4_len, large.packet.tx.l4_length);
-  EXPECT_EQ(chain_bytes(m), large.packet.data.to_string());
-  EXPECT_EQ(builder.counters().tso_segments, 1u);
-  rte_pktmbuf_free(m);
+  for (const bool ipv6 : {false, true}) {
+    SCOPED_TRACE(ipv6 ? "IPv6" : "IPv4");
+    TxChainOptions options;
+    options.tso = true;
+    TxChainBuilder builder(pool_, options);
+    LargeSegment large({30000, 30000}, 1448, ipv6);
+    EXPECT_FALSE(builder.cuts(large.packet));
+    rte_mbuf* m = builder.build(large.packet);
+    ASSERT_NE(m, nullptr);
+    const uint64_t l3_flag = ipv6 ? RTE_MBUF_F_TX_IPV6 : RTE_MBUF_F_TX_IPV4;
+    const uint64_t wanted = RTE_MBUF_F_TX_TCP_SEG | l3_flag | RTE_MBUF_F_TX_TCP_CKSUM;
+    EXPECT_EQ(m->ol_flags & (wanted | RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_IP_CKSUM), wanted);
+    EXPECT_EQ(m->tso_segsz, 1448u);
+    EXPECT_EQ(m->l2_len, 14u);
+    EXPECT_EQ(m->l3_len, large.l3);
+    EXPECT_EQ(m->l4_len, large.packet.tx.l4_length);
+    EXPECT_EQ(m->pkt_len, large.header_length + 60000);
+    const std::string bytes = chain_bytes(m);
+    EXPECT_EQ(bytes, large.packet.data.to_string());
+    EXPECT_EQ(inet::load_be16(reinterpret_cast<const uint8_t*>(bytes.data()) + 14 + large.l3 + 16),
+              large.pseudo_header_sum(0));
+    EXPECT_EQ(builder.counters().tso_segments, 1u);
+    rte_pktmbuf_free(m);
+  }
 }
 
 // The pool runs dry halfway through a cut: the frames already handed over stand, nothing leaks.

@@ -3,6 +3,7 @@
 namespace bypass::inet::test {
 
 void PipeDevice::transmit(Packet&& frame) {
+  if (inspect) inspect(frame);
   if (frame.tx.segment_payload != 0) {
     // What a TSO NIC does: cut the large segment into frames with their own headers and sums.
     ++large_segments;
@@ -33,7 +34,10 @@ void PipeDevice::transmit(Packet&& frame) {
     if (frame.tx.ipv4_checksum) store_be16(ip + 10, internet_checksum(ip, frame.tx.l3_length));
     if (frame.tx.tcp_checksum) {
       uint8_t* tcp = ip + frame.tx.l3_length;
-      size_t tcp_length = load_be16(ip + 2) - frame.tx.l3_length;
+      // IPv4's total length counts its header; IPv6's payload length all past the fixed one.
+      const bool ipv6 = ip[0] >> 4 == 6;
+      size_t tcp_length = ipv6 ? load_be16(ip + 4) + Ipv6Header::kLength - frame.tx.l3_length
+                               : load_be16(ip + 2) - frame.tx.l3_length;
       // The field holds the pseudo-header sum, so the checksum over the segment as it stands is
       // the complete one.
       store_be16(tcp + 16, internet_checksum(tcp, tcp_length));
@@ -240,9 +244,15 @@ void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
 
 std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(
     TwoHosts& hosts, uint16_t port) {
+  return connect_pair(hosts, IpAddress(ip_of(2)), port);
+}
+
+std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(
+    TwoHosts& hosts, const IpAddress& remote, uint16_t port) {
   auto listener = hosts.b->tcp().listen(port);
   if (!listener) return {};
-  auto client = hosts.a->tcp().connect(ip_of(2), port);
+  auto client = hosts.a->tcp().connect(remote, port);
+  if (!client) return {};
   std::shared_ptr<TcpConnection> server;
   hosts.run_until([&] {
     if (!server) server = listener->accept();

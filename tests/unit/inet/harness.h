@@ -41,6 +41,8 @@ class PipeDevice : public PacketDevice {
   uint16_t mtu_ = 1500;
   DeviceCapabilities caps_;
   uint64_t large_segments = 0;  // frames handed down with TxOffload::segment_payload (cut here)
+  // Sees every frame as the stack hands it down, before any offload is emulated.
+  std::function<void(const Packet&)> inspect;
 
  private:
   Wire& wire_;
@@ -141,5 +143,8 @@ void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
 // Connect a (client) to b (server, `port`); returns {client, server} once both are established.
 std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(
     TwoHosts& hosts, uint16_t port = 80);
+// The same to `remote`, one of b's addresses (its IPv6 one for a connection over IPv6).
+std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(
+    TwoHosts& hosts, const IpAddress& remote, uint16_t port = 80);
 
 }  // namespace bypass::inet::test

@@ -309,36 +309,46 @@ TEST(TcpIpv6Test, BadChecksumIsDroppedCountedAndRecovered) {
   EXPECT_EQ(hosts.b->stats().tcp_bad_checksum - before, 3u);
 }
 
+// Also with large segments (the device cuts them, TSO or software): after the report they are cut
+// at the lowered SMSS, so every frame fits the path MTU again.
 TEST(TcpIpv6Test, PacketTooBigInTheWindowLowersTheMssAndResends) {
-  TwoHosts hosts(107, dual_stack());
-  auto [client, server] = connect6(hosts);
-  ASSERT_TRUE(client && server);
-  const uint32_t before = client->send_mss();
-  // A router on the path with MTU 1280: it drops what is larger and reports it once per packet.
-  bool reported = false;
-  std::vector<Seen6> after;
-  hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
-    Seen6 s{from, {}, 0, 0};
-    if (from != 0 || !parse_tcp6(bytes, s)) return true;
-    if (s.ip_packet <= 1280) {
-      if (reported) after.push_back(s);
-      return true;
+  for (const bool large_segments : {false, true}) {
+    SCOPED_TRACE(large_segments ? "large segments" : "MTU-sized segments");
+    TwoHosts hosts(107, dual_stack());
+    for (PipeDevice* dev : {hosts.dev_a.get(), hosts.dev_b.get()}) {
+      dev->caps_.tx_tcp_checksum = large_segments;
+      dev->caps_.tx_large_segment_bytes = large_segments ? 65535 : 0;
     }
-    if (!reported) {
-      reported = true;
-      const Bytes ptb = packet_too_big(hosts, *client, s.header.seq, 1280);
-      hosts.timers.schedule(10us, [&hosts, ptb] { inject(*hosts.a, ptb); });
-    }
-    return false;
-  };
-  TransferResult r = transfer(hosts, client, server, 2 << 20, 120s);
-  EXPECT_TRUE(r.complete);
-  EXPECT_EQ(r.mismatch_at, -1);
-  EXPECT_TRUE(reported);
-  EXPECT_LT(client->send_mss(), before);
-  EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u);
-  EXPECT_GT(after.size(), 100u);
-  EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 1u);
+    auto [client, server] = connect6(hosts);
+    ASSERT_TRUE(client && server);
+    const uint32_t before = client->send_mss();
+    // A router on the path with MTU 1280: it drops what is larger and reports it once per packet.
+    bool reported = false;
+    std::vector<Seen6> after;
+    hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
+      Seen6 s{from, {}, 0, 0};
+      if (from != 0 || !parse_tcp6(bytes, s)) return true;
+      if (s.ip_packet <= 1280) {
+        if (reported) after.push_back(s);
+        return true;
+      }
+      if (!reported) {
+        reported = true;
+        const Bytes ptb = packet_too_big(hosts, *client, s.header.seq, 1280);
+        hosts.timers.schedule(10us, [&hosts, ptb] { inject(*hosts.a, ptb); });
+      }
+      return false;
+    };
+    TransferResult r = transfer(hosts, client, server, 2 << 20, 120s);
+    EXPECT_TRUE(r.complete);
+    EXPECT_EQ(r.mismatch_at, -1);
+    EXPECT_TRUE(reported);
+    EXPECT_LT(client->send_mss(), before);
+    EXPECT_EQ(client->send_mss(), 1280u - 60u - 12u);
+    EXPECT_GT(after.size(), 100u);
+    EXPECT_EQ(hosts.a->stats().icmpv6_packet_too_big_received, 1u);
+    EXPECT_EQ(hosts.dev_a->large_segments > 0, large_segments);
+  }
 }
 
 // connect6, then 20000 bytes sent and held on a cut wire, so SND.UNA < SND.NXT when errors arrive.
