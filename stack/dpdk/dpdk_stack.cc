@@ -197,6 +197,12 @@ void drain_port(pmd::Port& port) {
 
 }  // namespace
 
+template <typename Apply>
+void DpdkWorker::on_siblings(const Apply& apply) {
+  for (DpdkWorker* sibling : siblings_)
+    sibling->center().dispatch_external([sibling, apply] { apply(sibling->inet()); });
+}
+
 DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
                        const inet::InetSettings& settings, uint64_t secret_seed, const TxChainOptions& tx,
                        std::chrono::nanoseconds idle_sleep)
@@ -210,15 +216,22 @@ DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
   // Neighbor Discovery messages reach one worker (their 4-tuple-less hash picks it), yet every
   // worker sends to that neighbour: what one replica learns from the wire, the others learn too,
   // as ARP frames are shared (share_arp). NeighborCache::learn does not call the hook back.
-  inet_->neighbors().set_learn_hook([this](const inet::Ipv6Address& ip, inet::MacAddress mac, bool reachable) {
-    share_neighbor(ip, mac, reachable);
+  inet::NeighborCache& neighbors = inet_->neighbors();
+  neighbors.set_learn_hook([this](const inet::Ipv6Address& ip, inet::MacAddress mac, bool reachable) {
+    on_siblings([ip, mac, reachable](inet::InetStack& sibling) { sibling.neighbors().learn(ip, mac, reachable); });
+  });
+  // The answer to one worker's solicitation lands on whichever worker the port picks; one with no
+  // line for its target hands it on, so the worker that asked completes its INCOMPLETE line (and
+  // shares the result through the learn hook no further: every sibling got the advertisement).
+  neighbors.set_unmatched_advertisement_hook([this](const inet::NeighborCache::Advertisement& advertisement) {
+    on_siblings([advertisement](inet::InetStack& sibling) { sibling.neighbors().learn_advertisement(advertisement); });
   });
   // Duplicate Address Detection (RFC 4862 §5.4): the NA or NS that reveals a duplicate reaches one
   // worker's queue only, yet all workers send from our addresses; the others must stop using the
   // address too (§5.4.5), or one worker would keep answering for an address the others gave up.
   // learn_duplicate does not call the hook back.
-  inet_->neighbors().set_duplicate_hook([this](const inet::Ipv6Address& ip, inet::MacAddress claimed_by) {
-    share_duplicate(ip, claimed_by);
+  neighbors.set_duplicate_hook([this](const inet::Ipv6Address& ip, inet::MacAddress claimed_by) {
+    on_siblings([ip, claimed_by](inet::InetStack& sibling) { sibling.neighbors().learn_duplicate(ip, claimed_by); });
   });
   // Outgoing connections must use a tuple whose hash brings the replies back to this worker. A
   // received segment has src = remote, dst = local (pmd::Port::default_owner).
@@ -299,23 +312,6 @@ void DpdkWorker::learn_own_addresses() {
   if (inet_->ipv6_enabled()) inet_->neighbors().learn(settings_.ipv6.address, device_.mac(), true);
 }
 
-void DpdkWorker::share_neighbor(const inet::Ipv6Address& ip, inet::MacAddress mac, bool reachable) {
-  // Rare (a neighbour's first resolution or a change of its address), so the closure's size does
-  // not matter: EventCenter's queue allocates a node per dispatch anyway.
-  for (DpdkWorker* sibling : siblings_) {
-    sibling->center().dispatch_external(
-        [sibling, ip, mac, reachable] { sibling->inet().neighbors().learn(ip, mac, reachable); });
-  }
-}
-
-void DpdkWorker::share_duplicate(const inet::Ipv6Address& ip, inet::MacAddress claimed_by) {
-  // Rarer still than share_neighbor (once per address at most).
-  for (DpdkWorker* sibling : siblings_) {
-    sibling->center().dispatch_external(
-        [sibling, ip, claimed_by] { sibling->inet().neighbors().learn_duplicate(ip, claimed_by); });
-  }
-}
-
 void DpdkWorker::share_arp(const inet::Packet& frame) {
   if (frame.data.length() < 14) return;
   uint8_t type[2];
@@ -323,14 +319,11 @@ void DpdkWorker::share_arp(const inet::Packet& frame) {
   if ((type[0] << 8 | type[1]) != kEtherTypeArp) return;
   // The replicas learn the sender; only this worker answers a request (and counts the frame), or
   // a request would draw one reply per worker.
-  const std::string bytes = frame.data.to_string().substr(14);
-  for (DpdkWorker* sibling : siblings_) {
-    sibling->center().dispatch_external([sibling, bytes] {
-      BufferList copy;
-      copy.append_copy(bytes);
-      sibling->inet().arp().learn_from_shared(copy);
-    });
-  }
+  on_siblings([bytes = frame.data.to_string().substr(14)](inet::InetStack& sibling) {
+    BufferList copy;
+    copy.append_copy(bytes);
+    sibling.arp().learn_from_shared(copy);
+  });
 }
 
 int DpdkWorker::listen(const SocketAddress& addr, const ListenOptions& lopts,

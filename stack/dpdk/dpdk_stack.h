@@ -71,10 +71,10 @@ class DpdkWorker final : public Worker {
  private:
   int poll();
   void share_arp(const inet::Packet& frame);
-  // The neighbour cache's learn hook: the same line on every sibling (on its own thread).
-  void share_neighbor(const inet::Ipv6Address& ip, inet::MacAddress mac, bool reachable);
-  // The neighbour cache's duplicate hook: the address is given up on every sibling too.
-  void share_duplicate(const inet::Ipv6Address& ip, inet::MacAddress claimed_by);
+  // Runs `apply` on every sibling's stack, on the sibling's own thread: the replication of ARP and
+  // Neighbor Discovery state, which is rare, so the dispatch's allocation does not matter.
+  template <typename Apply>
+  void on_siblings(const Apply& apply);
   // Our own addresses map to our MAC, so a looped port (net_ring) reaches this stack itself.
   void learn_own_addresses();
 

@@ -568,27 +568,45 @@ void NeighborCache::receive_advertisement(const Ipv6Header& ip, const BufferList
         return;  // already known to be someone else's
     }
   }
+  const Advertisement advertisement{na.target, na.options.target_link_layer, na.solicited, na.override_flag};
   auto it = cache_.find(na.target);
-  if (it == cache_.end()) return;  // §7.2.5: no line, the advertisement is silently discarded
-  Entry& entry = it->second;
-  const std::optional<MacAddress>& mac = na.options.target_link_layer;
-  if (entry.state == NeighborState::Incomplete) {
-    if (!mac) return;  // §7.2.5: useless without the link-layer address
-    set_link_layer(it, *mac, na.solicited ? NeighborState::Reachable : NeighborState::Stale);
-    if (learn_hook_) learn_hook_(na.target, *mac, na.solicited);
+  if (it == cache_.end()) {
+    // §7.2.5: no line, the advertisement is silently discarded here. But another worker's replica
+    // may have asked (its solicitation's answer lands on whichever queue the port picks): the glue
+    // hands it to the others, which apply it only where a line exists.
+    if (unmatched_advertisement_hook_) unmatched_advertisement_hook_(advertisement);
     return;
   }
+  if (apply_advertisement(it, advertisement) && learn_hook_) learn_hook_(na.target, it->second.mac, na.solicited);
+}
+
+bool NeighborCache::apply_advertisement(Cache::iterator it, const Advertisement& advertisement) {
+  Entry& entry = it->second;
+  const std::optional<MacAddress>& mac = advertisement.link_layer;
+  if (entry.state == NeighborState::Incomplete) {
+    if (!mac) return false;  // §7.2.5: useless without the link-layer address
+    set_link_layer(it, *mac, advertisement.solicited ? NeighborState::Reachable : NeighborState::Stale);
+    return true;
+  }
   const bool differs = mac && *mac != entry.mac;
-  if (!na.override_flag && differs) {
+  if (!advertisement.override_flag && differs) {
     // §7.2.5: an advertisement that may not override a different cached address only marks a
     // REACHABLE line STALE, so it gets probed.
     if (current_state(entry) == NeighborState::Reachable) set_state(it, NeighborState::Stale);
-    return;
+    return false;
   }
   if (differs) entry.mac = *mac;
-  if (na.solicited) set_state(it, NeighborState::Reachable);
+  if (advertisement.solicited) set_state(it, NeighborState::Reachable);
   else if (differs) set_state(it, NeighborState::Stale);
-  if ((na.solicited || differs) && learn_hook_) learn_hook_(na.target, entry.mac, na.solicited);
+  return advertisement.solicited || differs;
+}
+
+void NeighborCache::learn_advertisement(const Advertisement& advertisement) {
+  if (advertisement.link_layer && (advertisement.link_layer->is_multicast() || advertisement.link_layer->is_zero()))
+    return;
+  auto it = cache_.find(advertisement.target);
+  if (it == cache_.end()) return;  // §7.2.5: nobody here asked; an advertisement creates no line
+  apply_advertisement(it, advertisement);
 }
 
 void NeighborCache::confirm_reachable(const Ipv6Address& ip) {

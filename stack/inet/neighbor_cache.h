@@ -131,6 +131,23 @@ class NeighborCache {
   void learn_duplicate(const Ipv6Address& ip, MacAddress claimed_by);
   // Inserts or refreshes a line from another worker's replica or a static configuration.
   void learn(const Ipv6Address& ip, MacAddress mac, bool reachable);
+  // What of a Neighbor Advertisement updates a cache line (RFC 4861 §7.2.5).
+  struct Advertisement {
+    Ipv6Address target;
+    std::optional<MacAddress> link_layer;  // the Target Link-Layer Address option
+    bool solicited = false;
+    bool override_flag = false;
+  };
+  // Replication of advertisements: the answer to one replica's solicitation reaches whichever
+  // worker the port puts it on. A replica with no line for the target discards it (§7.2.5), so it
+  // reports it through this hook instead of learning it, and the glue has the other replicas call
+  // learn_advertisement(): the one that asked completes its INCOMPLETE line.
+  using AdvertisementHook = std::function<void(const Advertisement&)>;
+  void set_unmatched_advertisement_hook(AdvertisementHook hook) { unmatched_advertisement_hook_ = std::move(hook); }
+  // An advertisement another replica had no line for: applied by the rules of §7.2.5 if this
+  // replica has a line for the target (typically INCOMPLETE: solicited -> REACHABLE, else STALE),
+  // ignored otherwise (§7.2.5: an advertisement creates no line). Calls no hook back.
+  void learn_advertisement(const Advertisement& advertisement);
 
   std::optional<NeighborState> state(const Ipv6Address& ip) const;
   std::optional<MacAddress> lookup(const Ipv6Address& ip) const;
@@ -169,6 +186,9 @@ class NeighborCache {
   // like any packet.
   void send_advertisement(const Ipv6Address& target, const Ipv6Address& destination, bool solicited,
                           std::optional<MacAddress> link_layer);
+  // Updates the line `it` from an advertisement (RFC 4861 §7.2.5); whether the other replicas
+  // should learn the result (the line was completed, confirmed or given a new address).
+  bool apply_advertisement(Cache::iterator it, const Advertisement& advertisement);
   // Records `mac` for `ip` in `state` and, for a line that was Incomplete, sends what waited.
   void set_link_layer(Cache::iterator it, MacAddress mac, NeighborState state);
   // Enters `state`, cancelling the previous state's timer and arming the new one's.
@@ -205,6 +225,7 @@ class NeighborCache {
   Cache cache_;
   size_t pending_total_ = 0;
   LearnHook learn_hook_;
+  AdvertisementHook unmatched_advertisement_hook_;
   // [0] the link-local address, [1] the configured one; own_count_ of them are in use (0: IPv6 off).
   std::array<OwnAddress, 2> own_;
   size_t own_count_ = 0;

@@ -12,7 +12,8 @@
 #       unroutable IPv6, ICMPv6 or ND packets, and the echo replies it sent;
 #   (e) with the kernel's address as its own, the stack's start fails: Duplicate Address Detection.
 # Bad IPv6 command lines and options fail with one line naming the bad value (no root needed).
-# With BYPASS_MS_WORKERS=2 ND and echo replies cross workers (software redirect, learn hook).
+# With BYPASS_MS_WORKERS=2 ND and echo replies cross workers (software redirect, learn hook, and an
+# advertisement answering one worker's solicitation that reaches the other is handed back).
 # Needs root (exit 77 otherwise).  Args: BYPASS_PMD BYPASS_ADMIN
 set -u
 tool="$1"
@@ -188,11 +189,12 @@ else
   # A kernel connection over IPv6 from a long address, held open across the dump below: `conns`
   # must show both endpoints in full, in columns as wide as they are. (Added only now: the kernel
   # would pick it as the source of the ping and Neighbor Discovery above.)
-  # The kernel resolves us afresh, from that address: its solicitation tells every worker where the
-  # address is. (The stack's own solicitation would do for one worker, but with two the kernel's
-  # answer may reach the worker that did not ask, which drops it: a known gap.)
+  # The kernel still knows us (from the ping), so the stack resolves the new address itself: the
+  # worker the connection's 4-tuple picks solicits it, and the kernel's answer lands on whichever
+  # queue the tap's flow hash picks. With two workers that is often the other one, which has no
+  # line for the address and hands the advertisement on (the counters below show no packet dropped
+  # waiting for resolution: nd_pending_dropped).
   ip -6 addr add "$kernel_long_ip6/64" dev "$tap" nodad || fail "cannot add $kernel_long_ip6 to $tap"
-  ip -6 neigh flush dev "$tap" 2>/dev/null
   $py -c 'import socket, sys, time
 s = socket.create_connection((sys.argv[1], 7), timeout=5, source_address=(sys.argv[3], 0))
 s.sendall(b"hello"); assert s.recv(5) == b"hello"

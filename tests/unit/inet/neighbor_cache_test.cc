@@ -321,6 +321,55 @@ TEST_F(NeighborCacheTest, AReplicaLearningFromAnotherWorkerSendsItsQueue) {
   EXPECT_EQ(stack_->neighbors().entries().size(), 1u);
 }
 
+// With several workers the answer to one replica's solicitation may reach another. That one has no
+// line, so it learns nothing (§7.2.5) but hands the advertisement to the hook; the replica that
+// asked completes its INCOMPLETE line from it, and one that did not ask creates no line.
+TEST_F(NeighborCacheTest, AnAdvertisementWithNoLineGoesToTheOtherReplicasNotIntoTheCache) {
+  std::vector<NeighborCache::Advertisement> handed_on;
+  stack_->neighbors().set_unmatched_advertisement_hook(
+      [&](const NeighborCache::Advertisement& advertisement) { handed_on.push_back(advertisement); });
+  stack_->neighbors().set_learn_hook([&](const Ipv6Address&, MacAddress, bool) { ADD_FAILURE() << "learned"; });
+  inject_ipv6(ipv6(kPeerIp, kOurIp, kIpv6Icmpv6,
+                   neighbor_advertisement(kPeerIp, kOurIp, kPeerIp, kPeerMac, true, true), 255));
+  EXPECT_TRUE(stack_->neighbors().entries().empty());
+  ASSERT_EQ(handed_on.size(), 1u);
+  EXPECT_EQ(handed_on[0].target, kPeerIp);
+  EXPECT_EQ(handed_on[0].link_layer, kPeerMac);
+  EXPECT_TRUE(handed_on[0].solicited);
+  EXPECT_TRUE(handed_on[0].override_flag);
+  // A replica that did not ask: still no line (an advertisement creates none).
+  stack_->neighbors().learn_advertisement(handed_on[0]);
+  EXPECT_TRUE(stack_->neighbors().entries().empty());
+
+  // The replica that asked: its INCOMPLETE line turns REACHABLE (solicited) and sends what waited.
+  InetStack asker(settings_, device_, timers_, 43);
+  asker.start();
+  timers_.advance(settings_.ipv6.nd_retrans_timer * settings_.ipv6.dad_transmits);
+  asker.neighbors().set_learn_hook([&](const Ipv6Address&, MacAddress, bool) { ADD_FAILURE() << "shared back"; });
+  const Ipv6Address unsolicited_target = v6("2001:db8::7");
+  for (const Ipv6Address& to : {kPeerIp, unsolicited_target}) {
+    Packet frame;
+    frame.data.append(BufferSegment::allocate(kIpv6FrameHeadroom));
+    frame.data.append_copy("payload!", 8);
+    ASSERT_TRUE(asker.ipv6().send(to, 253, std::move(frame), false));
+    EXPECT_EQ(asker.neighbors().state(to), NeighborState::Incomplete);
+  }
+  device_.sent.clear();
+  asker.neighbors().learn_advertisement(handed_on[0]);
+  EXPECT_EQ(asker.neighbors().state(kPeerIp), NeighborState::Reachable);
+  EXPECT_EQ(asker.neighbors().lookup(kPeerIp), kPeerMac);
+  ASSERT_EQ(device_.sent.size(), 1u);
+  EXPECT_EQ(last().eth.destination, kPeerMac);
+  EXPECT_EQ(last().ip.next_header, 253);
+  // Not solicited: STALE (§7.2.5). Without the link-layer address an INCOMPLETE line stays so.
+  asker.neighbors().learn_advertisement({unsolicited_target, std::nullopt, false, true});
+  EXPECT_EQ(asker.neighbors().state(unsolicited_target), NeighborState::Incomplete);
+  asker.neighbors().learn_advertisement({unsolicited_target, kOtherMac, false, false});
+  EXPECT_EQ(asker.neighbors().state(unsolicited_target), NeighborState::Stale);
+  EXPECT_EQ(asker.neighbors().lookup(unsolicited_target), kOtherMac);
+  EXPECT_EQ(asker.stats().nd_pending_dropped, 0u);
+}
+
 TEST_F(NeighborCacheTest, OnlyOurIpv6GroupsPassTheEthernetFilter) {
   const Ipv6Address other_group = v6("2001:db8::77").solicited_node_multicast();
   inject(ethernet(other_group.multicast_mac(), kPeerMac,
