@@ -21,20 +21,18 @@ class IpAddress {
   IpAddress() : IpAddress(Ipv4Address{}) {}
   // Implicit on purpose: every IPv4 caller (connect(ip_of(2), 80)) keeps compiling unchanged.
   IpAddress(Ipv4Address v4) {  // NOLINT(google-explicit-constructor)
-    uint8_t bytes[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    store_be32(bytes + 12, v4.value);
-    std::memcpy(words_, bytes, sizeof(words_));
+    // Written in place, not through a 16-byte scratch copy: this runs for every IPv4 segment
+    // received (its tuple) and the compiler left the copy in.
+    words_[0] = 0;
+    std::memcpy(octets() + 8, &kMappedPrefix, sizeof(kMappedPrefix));
+    store_be32(octets() + 12, v4.value);
   }
   IpAddress(const Ipv6Address& v6) { std::memcpy(words_, v6.bytes.data(), sizeof(words_)); }  // NOLINT
 
   bool is_v4() const { return words_[0] == 0 && low_prefix() == kMappedPrefix; }
   bool is_v6() const { return !is_v4(); }
   // Meaningful for an IPv4 address only.
-  Ipv4Address v4() const {
-    uint8_t bytes[16];
-    std::memcpy(bytes, words_, sizeof(bytes));
-    return Ipv4Address{load_be32(bytes + 12)};
-  }
+  Ipv4Address v4() const { return Ipv4Address{load_be32(octets() + 12)}; }
   // The 16 octets (an IPv4-mapped address for IPv4).
   Ipv6Address v6() const {
     Ipv6Address a;
@@ -60,9 +58,11 @@ class IpAddress {
   // Octets 8..11 of the mapped form (00 00 ff ff) read in memory order.
   static constexpr uint32_t kMappedPrefix =
       std::endian::native == std::endian::little ? 0xffff0000u : 0x0000ffffu;
+  uint8_t* octets() { return reinterpret_cast<uint8_t*>(words_); }
+  const uint8_t* octets() const { return reinterpret_cast<const uint8_t*>(words_); }
   uint32_t low_prefix() const {
     uint32_t prefix;
-    std::memcpy(&prefix, reinterpret_cast<const uint8_t*>(words_) + 8, sizeof(prefix));
+    std::memcpy(&prefix, octets() + 8, sizeof(prefix));
     return prefix;
   }
 

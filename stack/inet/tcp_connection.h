@@ -36,19 +36,36 @@ enum class TcpState {
 };
 const char* to_string(TcpState state);
 
-// A connection's addresses and ports; both addresses are of one family (IPv4 or IPv6).
+// A connection's addresses and ports; both addresses are of one family (IPv4 or IPv6). The two
+// addresses come first and the two ports share the last word: 40 bytes (a port after each address
+// padded it to 48), and equality is five word compares folded into one branch. The receive path
+// compares a segment's tuple with GRO's held units and the connection table's slots, so this is
+// what keeps the 16-byte addresses from slowing IPv4 down.
 struct FourTuple {
+  FourTuple() = default;
+  FourTuple(const IpAddress& local, uint16_t local_port_number, const IpAddress& remote, uint16_t remote_port_number)
+      : local_ip(local), remote_ip(remote), local_port(local_port_number), remote_port(remote_port_number) {}
   IpAddress local_ip;
-  uint16_t local_port = 0;
   IpAddress remote_ip;
+  uint16_t local_port = 0;
   uint16_t remote_port = 0;
-  bool operator==(const FourTuple&) const = default;
+  bool operator==(const FourTuple& other) const {
+    const uint64_t address_difference = (local_ip.high_word() ^ other.local_ip.high_word()) |
+                                        (local_ip.low_word() ^ other.local_ip.low_word()) |
+                                        (remote_ip.high_word() ^ other.remote_ip.high_word()) |
+                                        (remote_ip.low_word() ^ other.remote_ip.low_word());
+    return (address_difference | static_cast<uint64_t>(ports() ^ other.ports())) == 0;
+  }
   bool is_v6() const { return remote_ip.is_v6(); }
   // "local remote", each as endpoint_to_string ("[v6]:port" for IPv6).
   std::string to_string() const {
     return endpoint_to_string(local_ip, local_port) + " " + endpoint_to_string(remote_ip, remote_port);
   }
+
+ private:
+  uint32_t ports() const { return uint32_t{local_port} << 16 | remote_port; }
 };
+static_assert(sizeof(FourTuple) == 40, "two 16-byte addresses and one word of ports");
 struct FourTupleHash {
   size_t operator()(const FourTuple& t) const {
     // The low words hold an IPv4 address (with the constant mapped prefix) or an IPv6 address's
