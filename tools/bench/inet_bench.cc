@@ -27,6 +27,7 @@
 #include <cstring>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -338,23 +339,46 @@ class Client {
 
   void start() {
     worker_.center().dispatch_external([this] {
-      began_ = Clock::now();
-      switch (o_.mode) {
-        case Mode::PingPong: return open_one([this](Conn& c) { ping(c); });
-        case Mode::Bulk: return open_one([this](Conn& c) { stream(c); });
-        case Mode::Connections:
-        case Mode::Accept: return open_more();
-      }
+      first_attempt_ = Clock::now();
+      open_first();
     });
   }
   void stop() {
     worker_.center().submit_and_wait([this] {
+      if (retry_timer_) worker_.center().cancel_timer(*retry_timer_);
       conns_.clear();
       graveyard_.clear();
     });
   }
 
  private:
+  void open_first() {
+    began_ = Clock::now();
+    switch (o_.mode) {
+      case Mode::PingPong: return open_one([this](Conn& c) { ping(c); });
+      case Mode::Bulk: return open_one([this](Conn& c) { stream(c); });
+      case Mode::Connections:
+      case Mode::Accept: return open_more();
+    }
+  }
+
+  // A dpdk server's port (its memif socket, which the scripts wait for) exists before its listener,
+  // and a SYN that lands in between is answered with a reset. Until a connection has been made, a
+  // refused one is retried every 100 ms within --timeout rather than failing the run.
+  bool retry_before_first_connection(Conn& c) {
+    if (connected_once_ || Clock::now() - first_attempt_ >= o_.timeout) return false;
+    bury(c);
+    if (o_.mode == Mode::Connections) {
+      --in_flight_;
+      --opened_;
+    }
+    retry_timer_ = worker_.center().create_timer(std::chrono::milliseconds(100), [this] {
+      retry_timer_.reset();
+      open_first();
+    });
+    return true;
+  }
+
   Conn* open(std::function<void(Conn&)> on_connected, std::function<void(Conn&)> on_readable) {
     ConnectedSocket sock;
     if (const int rc = worker_.connect(o_.addr, socket_options_, &sock); rc != 0) {
@@ -364,8 +388,14 @@ class Client {
     auto conn = std::make_unique<Conn>(worker_, std::move(sock));
     Conn* c = conn.get();
     c->on_connected = [this, cb = std::move(on_connected)](Conn& c) {
-      if (!c.failed()) return cb(c);
-      if (o_.mode != Mode::Accept) return fail("connection to the server failed");
+      if (!c.failed()) {
+        connected_once_ = true;
+        return cb(c);
+      }
+      if (o_.mode != Mode::Accept) {
+        if (retry_before_first_connection(c)) return;
+        return fail("connection to the server failed");
+      }
       ++refused_;  // e.g. the accept queue overflowed: counted, not fatal
       --in_flight_;
       retire(c);
@@ -513,12 +543,7 @@ class Client {
   // accept mode: drop a finished connection (destroyed after the current callback returns), open
   // the next, report once the duration is over and the last one is gone.
   void retire(Conn& c) {
-    if (auto it = conns_.find(&c); it != conns_.end()) {
-      c.close();
-      graveyard_.push_back(std::move(it->second));
-      conns_.erase(it);
-      if (graveyard_.size() == 1) worker_.center().dispatch_external([this] { graveyard_.clear(); });
-    }
+    bury(c);
     open_more();
     if (want_more() || !conns_.empty()) return;
     char line[200];
@@ -535,6 +560,15 @@ class Client {
     auto* dpdk = dynamic_cast<DpdkWorker*>(&worker_);
     return dpdk != nullptr ? dpdk->inet().stats().tcp_timeouts : 0;
   }
+  // Closes `c` and destroys it after the current callback returns.
+  void bury(Conn& c) {
+    if (auto it = conns_.find(&c); it != conns_.end()) {
+      c.close();
+      graveyard_.push_back(std::move(it->second));
+      conns_.erase(it);
+      if (graveyard_.size() == 1) worker_.center().dispatch_external([this] { graveyard_.clear(); });
+    }
+  }
   void fail(const std::string& why) { finish("error=" + why); }
   void finish(const std::string& line) {
     if (finished_) return;
@@ -547,7 +581,9 @@ class Client {
   SocketOptions socket_options_;
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<Conn>> graveyard_;
-  Clock::time_point began_, round_began_;
+  Clock::time_point began_, round_began_, first_attempt_;
+  std::optional<EventCenter::TimerId> retry_timer_;  // a retry of the first connect, pending
+  bool connected_once_ = false;
   BufferList payload_, block_;
   std::vector<double> rtts_;
   uint64_t round_trips_ = 0, sent_ = 0, opened_ = 0, in_flight_ = 0, established_ = 0, completed_ = 0, refused_ = 0;
