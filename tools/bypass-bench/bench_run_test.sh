@@ -7,7 +7,7 @@
 # forced vhost-user pair, and the job's own memif port.
 #   bench_run_test.sh BYPASS_BENCH CHECKER posix|dpdk
 # dpdk runs server and client as two DPDK processes over net_memif and over a vhost-user pair (root;
-# the vhost-user pair needs 512 MiB of free hugepages, which tools/setup.sh reserves).
+# the vhost-user client needs 128 MiB of free hugepages, which tools/setup.sh reserves).
 set -u
 bench="$1" checker="$2" transport="$3"
 work=$(mktemp -d /tmp/bypass-bench-run-test-XXXXXX)
@@ -83,8 +83,9 @@ else
   grep -q "^== dpdk link: memif, 4 payload copies per round trip (auto: net_memif in copy mode: .*not vhost-user: it needs hugepages on the client, whose dpdk.no_huge is yes (--set)" "$work/reqrep.out" ||
     fail "reqrep: no line naming the link auto chose and why"
   grep -q "^ *dpdk 4KiB d1 *memif, 4 copies " "$work/reqrep.out" || fail "reqrep: the table does not name the link"
-  # A forced link runs as named (vhost-user: hugepages, which tools/setup.sh reserves).
-  run stream 1 dpdk:vhost-user --set bench.dpdk_link=vhost-user "${own_sides[@]}" \
+  # A forced link runs as named (vhost-user: the client's 128 MiB on hugepages, which
+  # tools/setup.sh reserves; the server takes some too only where there are enough for both).
+  run stream 1 dpdk:vhost-user --set bench.dpdk_link=vhost-user --set dpdk.memory=128M "${own_sides[@]}" \
     --set bench.mode=stream --set bench.iodepth=1 --set bench.duration=1s
   grep -q "^== dpdk link: vhost-user, 2 payload copies per round trip (bench.dpdk_link=vhost-user (--set)" "$work/stream.out" ||
     fail "stream: no line naming the forced link"
