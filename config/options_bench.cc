@@ -62,6 +62,16 @@ void register_bench_options(Registry& r) {
                  "leaves its session, and what it holds, behind); stateless: a session ends with its "
                  "transport, as a long-lived server facing clients that come and go wants.",
          .enum_values = {"stateful", "stateless"}});
+  r.add({.name = "bench.dpdk_link", .type = OptionType::Enum, .default_value = "configured",
+         .help = "The port pair of the two dpdk processes of `run`: vhost-user (vhost-user server / virtio-user "
+                 "client: checksum offload and TSO; hugepages on both sides), memif-zero-copy (net_memif with a "
+                 "zero-copy client; hugepages on the client), memif (net_memif copy mode; runs anywhere), auto (`run` "
+                 "picks the first of these the host's free hugepages allow and says why), configured (the sides' own "
+                 "dpdk.vdev / dpdk.allow in bench.server.dpdk and bench.client.dpdk).",
+         .enum_values = {"configured", "auto", "vhost-user", "memif-zero-copy", "memif"}});
+  r.add({.name = "bench.link_socket", .type = OptionType::String, .default_value = "/run/bypass-bench-link.sock",
+         .help = "The socket the two sides of a bench.dpdk_link meet at (memif's abstract socket or the vhost-user "
+                 "socket file); `run` gives each run a socket of its own unless this is set."});
   add_side_options(r, "server", "listens");
   add_side_options(r, "client", "connects");
 }

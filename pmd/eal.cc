@@ -153,7 +153,26 @@ HostFacts HostFacts::probe() {
   std::string device, mount_point, fs_type, rest;
   while (mounts >> device >> mount_point >> fs_type && std::getline(mounts, rest))
     if (fs_type == "hugetlbfs") facts.hugetlbfs_mounts.push_back(mount_point);
+  // Shared builds load every librte_<driver>.so of this directory at rte_eal_init.
+  const std::string plugin_dir = RTE_EAL_PMD_PATH;
+  if (!plugin_dir.empty()) {
+    facts.loadable_drivers.emplace();
+    std::error_code unreadable;
+    for (const auto& entry : std::filesystem::directory_iterator(plugin_dir, unreadable)) {
+      const std::string name = entry.path().filename().string();  // librte_net_memif.so
+      const std::string prefix = "librte_", suffix = ".so";
+      if (name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        facts.loadable_drivers->push_back(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
+    }
+    if (unreadable) facts.loadable_drivers.reset();  // EAL will say what it cannot load
+  }
   return facts;
+}
+
+bool HostFacts::has_driver(const std::string& driver) const {
+  return !loadable_drivers || std::find(loadable_drivers->begin(), loadable_drivers->end(), driver) !=
+                                  loadable_drivers->end();
 }
 
 EalPlan plan_eal(const config::Config& config, const HostFacts& host, const std::string& program) {

@@ -18,7 +18,12 @@ struct HostFacts {
   std::vector<int> online_cpus;        // from /sys/devices/system/cpu/online
   uint64_t free_hugepage_bytes = 0;    // all page sizes, free pages only
   std::vector<std::string> hugetlbfs_mounts;
+  // The drivers EAL loads from its plugin directory (RTE_EAL_PMD_PATH, one package each on Debian:
+  // "net_memif", "net_vhost", ...); nullopt for a DPDK that links its drivers in.
+  std::optional<std::vector<std::string>> loadable_drivers;
   static HostFacts probe();
+  // Whether EAL can load `driver` ("net_virtio"): always true when the drivers are linked in.
+  bool has_driver(const std::string& driver) const;
 };
 
 struct EalPlan {

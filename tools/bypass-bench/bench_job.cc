@@ -10,6 +10,7 @@
 #include "stack/dpdk/dpdk_stack.h"
 #include "stack/inet/wire/bytes.h"
 #include "stack/network_stack.h"
+#include "tools/bypass-bench/dpdk_link.h"
 
 namespace bypass::bench {
 
@@ -222,7 +223,10 @@ config::Config side_config(const config::Config& conf, Side side, const std::str
   for (const std::string& item : conf.get_list(key)) {
     out.set_assignment(item, conf.origin(key) + ": " + key);
   }
-  if (transport == "dpdk") give_dpdk_side_ipv6(conf, side, out);
+  if (transport == "dpdk") {
+    apply_dpdk_link(conf, side, out);
+    give_dpdk_side_ipv6(conf, side, out);
+  }
   const std::string cpus_key = std::string("bench.") + side_name(side) + ".cpus";
   if (!conf.get_cpus(cpus_key).empty()) out.set("ms.cpus", conf.to_string(cpus_key), conf.origin(cpus_key));
   return out;
