@@ -55,6 +55,11 @@ void register_dpdk_options(Registry& r) {
          .enum_values = {"auto", "yes", "no"}});
   r.add({.name = "dpdk.in_memory", .type = OptionType::Bool, .default_value = "true",
          .help = "EAL --in-memory: no shared runtime files, so several processes never collide."});
+  r.add({.name = "dpdk.telemetry", .type = OptionType::Bool, .default_value = "false",
+         .help = "DPDK's telemetry socket (dpdk-telemetry.py). Off (EAL --no-telemetry) by default: its "
+                 "listener accepts any local client, and every DPDK process starting on the host connects "
+                 "to see whether the socket is taken, so each start would make this process spawn a thread "
+                 "and allocate beside its data path. Bypass's counters are on its admin socket and /metrics."});
   r.add({.name = "dpdk.file_prefix", .type = OptionType::String, .default_value = "",
          .help = "EAL --file-prefix for runtime files when dpdk.in_memory is false (memif peers need "
                  "distinct prefixes); empty uses bypass<pid>."});

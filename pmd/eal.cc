@@ -258,6 +258,8 @@ EalPlan plan_eal(const config::Config& config, const HostFacts& host, const std:
     args.push_back("--file-prefix=" + prefix);
   }
 
+  if (!config.get_bool("dpdk.telemetry")) args.push_back("--no-telemetry");
+
   // Devices: with only virtual devices asked for, PCI is not scanned (a VM's own NIC is never
   // probed by accident); with neither, EAL probes every PCI device bound to a DPDK driver.
   const auto& allow = config.get_list("dpdk.allow");
