@@ -91,7 +91,10 @@ void Sender::connect() {
     connect_failed_.store(false);
     connection_ = messenger_->connect_to(msgr::EntityType::Osd, addrs);
     current_.store(connection_.get());
-    while (!connection_->is_connected() && !connect_failed_.load() && Clock::now() < deadline)
+    // A lossy attempt that faults is over (last_fault says why): its Reset may even have been
+    // dispatched before current_ named it.
+    while (!connection_->is_connected() && !connect_failed_.load() && connection_->last_fault().empty() &&
+           Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     if (connection_->is_connected()) {
       established_.store(true);
@@ -325,9 +328,11 @@ int Sender::getevents(unsigned min, unsigned max, std::string* error) {
   auto deadline = Clock::now() + settings_.timeout;
   while (ready_.size() < min) {
     if (!completions_.wait_until(deadline)) {
-      *error = "no reply from the receiver at " + peer_ + " within " + seconds_text(settings_.timeout) +
-               " (bypass_timeout; " + std::to_string(in_flight_) + " requests in flight)";
-      end_session(ETIMEDOUT, *error);
+      const std::string why = "no reply from the receiver at " + peer_ + " within " + seconds_text(settings_.timeout) +
+                              " (bypass_timeout; " + std::to_string(in_flight_) + " requests in flight)";
+      end_session(ETIMEDOUT, why);
+      take_error();  // told once, through the error returned here
+      *error = why;
       return -ETIMEDOUT;
     }
     collect_completions();
