@@ -2,9 +2,9 @@
 //
 // Any thread pushes (a reply's worker, the thread that drops the last view of a sent buffer); the
 // job's thread takes everything at once. An intrusive lock-free stack, so a push neither
-// allocates nor locks. The job's thread waits by spinning briefly (a reply on another core is
-// usually microseconds away) and then sleeping on a futex; a push makes a system call only when
-// the job's thread is asleep.
+// allocates nor locks. The job's thread waits by spinning briefly (a reply is usually
+// microseconds away) and then sleeping on a futex; a push makes a system call only when the job's
+// thread is asleep.
 #pragma once
 
 #include <atomic>
@@ -26,8 +26,9 @@ class CompletionQueue {
   // The job's thread: appends everything pushed so far to `out`, oldest first.
   void take(std::vector<CompletionLink*>& out);
   // The job's thread: true once something was pushed (possibly already before the call), false
-  // at `deadline`.
-  bool wait_until(Clock::time_point deadline);
+  // at `deadline`. `awaiting_one`: the caller waits for a single reply, not for the next of many
+  // (see the .cc for how that changes the spin).
+  bool wait_until(Clock::time_point deadline, bool awaiting_one = false);
 
  private:
   std::atomic<CompletionLink*> head_{nullptr};

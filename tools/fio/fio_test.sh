@@ -196,7 +196,7 @@ EOF
 
 rdma)
   cp -r "$root/examples" "$root/config" .
-  sed -i 's/^size=64m/size=1m/; s/^iodepth=16/iodepth=4/; s/^thread$/thread\nbypass_timeout=60/' examples/fio/rdma.fio
+  sed -i 's/^size=64m/size=256k/; s/^iodepth=16/iodepth=4/; s/^thread$/thread\nbypass_timeout=60/' examples/fio/rdma.fio
   # The guest is emulated (ASan runs 20-50x slower there): a MiB each way, generous timeouts.
   cmd="cd '$work' && timeout 600 ${fio[*]} --output-format=json --output=rdma.json examples/fio/rdma.fio > rdma.out 2>&1; \
 echo \"fio exit \$?\" >> rdma.out"

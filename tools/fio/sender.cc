@@ -327,7 +327,7 @@ int Sender::getevents(unsigned min, unsigned max, std::string* error) {
   collect_completions();
   auto deadline = Clock::now() + settings_.timeout;
   while (ready_.size() < min) {
-    if (!completions_.wait_until(deadline)) {
+    if (!completions_.wait_until(deadline, in_flight_ == 1)) {
       const std::string why = "no reply from the receiver at " + peer_ + " within " + seconds_text(settings_.timeout) +
                               " (bypass_timeout; " + std::to_string(in_flight_) + " requests in flight)";
       end_session(ETIMEDOUT, why);
