@@ -25,10 +25,11 @@ class CompletionQueue {
   void push(CompletionLink* item);  // any thread
   // The job's thread: appends everything pushed so far to `out`, oldest first.
   void take(std::vector<CompletionLink*>& out);
+  // How the job's thread polls before it sleeps (see the .cc for when each pays).
+  enum class Spin { none, pause, yield };
   // The job's thread: true once something was pushed (possibly already before the call), false
-  // at `deadline`. `awaiting_one`: the caller waits for a single reply, not for the next of many
-  // (see the .cc for how that changes the spin).
-  bool wait_until(Clock::time_point deadline, bool awaiting_one = false);
+  // at `deadline`.
+  bool wait_until(Clock::time_point deadline, Spin spin);
 
  private:
   std::atomic<CompletionLink*> head_{nullptr};

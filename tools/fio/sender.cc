@@ -1,6 +1,9 @@
 #include "tools/fio/sender.h"
 
+#include <sched.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cerrno>
 #include <cstring>
@@ -27,6 +30,21 @@ constexpr auto kReleaseWait = std::chrono::seconds(5);
 
 std::string seconds_text(std::chrono::seconds s) { return std::to_string(s.count()) + " s"; }
 
+// Whether the job's thread may poll for its completions before it sleeps: not when every CPU it
+// may run on belongs to a worker that busy-polls (dpdk with dpdk.idle_sleep 0), which its polling
+// would only hold off. Checked on the job's thread, whose CPUs fio has set by then.
+bool spinning_pays(const config::Config& conf) {
+  if (conf.get_string("ms.type") != "dpdk" || conf.get_duration("dpdk.idle_sleep").count() != 0) return true;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return true;
+  const std::vector<int> worker_cpus = conf.get_cpus("ms.cpus");
+  if (worker_cpus.empty()) return CPU_COUNT(&allowed) > conf.get_int("ms.workers");
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed) && std::find(worker_cpus.begin(), worker_cpus.end(), cpu) == worker_cpus.end())
+      return true;
+  return false;
+}
+
 }  // namespace
 
 struct Sender::Io : CompletionLink {
@@ -49,7 +67,8 @@ struct Sender::Io : CompletionLink {
   uint64_t offset = 0;
 };
 
-Sender::Sender(JobSettings settings, unsigned iodepth) : settings_(std::move(settings)) {
+Sender::Sender(JobSettings settings, unsigned iodepth)
+    : settings_(std::move(settings)), spin_pays_(spinning_pays(settings_.conf)) {
   peer_ = settings_.address.ip_port_string() + " over " + settings_.transport;
   ios_.resize(iodepth == 0 ? 1 : iodepth);
   stack_ = SharedStack::acquire(settings_);
@@ -227,7 +246,7 @@ void Sender::free_io(void* opaque) {
   end_session(ECANCELED, "fio ended the job with requests to " + peer_ + " still in flight");
   const auto deadline = Clock::now() + kReleaseWait;
   while (io->in_flight && Clock::now() < deadline) {
-    completions_.wait_until(std::min(deadline, Clock::now() + std::chrono::milliseconds(10)));
+    completions_.wait_until(std::min(deadline, Clock::now() + std::chrono::milliseconds(10)), CompletionQueue::Spin::none);
     collect_completions();
   }
   if (io->in_flight)
@@ -327,7 +346,10 @@ int Sender::getevents(unsigned min, unsigned max, std::string* error) {
   collect_completions();
   auto deadline = Clock::now() + settings_.timeout;
   while (ready_.size() < min) {
-    if (!completions_.wait_until(deadline, in_flight_ == 1)) {
+    const auto spin = !spin_pays_ ? CompletionQueue::Spin::none
+                      : in_flight_ == 1 ? CompletionQueue::Spin::yield
+                                        : CompletionQueue::Spin::pause;
+    if (!completions_.wait_until(deadline, spin)) {
       const std::string why = "no reply from the receiver at " + peer_ + " within " + seconds_text(settings_.timeout) +
                               " (bypass_timeout; " + std::to_string(in_flight_) + " requests in flight)";
       end_session(ETIMEDOUT, why);

@@ -63,6 +63,7 @@ class Sender final : public EngineJob, public msgr::Dispatcher {
   std::string describe_status(const Io& io, int32_t status) const;
 
   JobSettings settings_;
+  const bool spin_pays_;  // see spinning_pays() in the .cc
   std::string peer_;  // "127.0.0.1:5555 over posix", for messages
   std::shared_ptr<SharedStack> stack_;
   std::unique_ptr<msgr::Messenger> messenger_;
