@@ -109,7 +109,10 @@ run_fio() {
     --rw="$rw" --bs="$bs" --iodepth="$depth" --size=64m --time_based --ramp_time=1 --runtime="$seconds" \
     --bypass_timeout=60 --output-format=json --output="$work/fio.json" >"$work/sender.log" 2>&1 ||
     { cat "$work/sender.log" "$work/receiver.log" >&2; kill "$receiver" 2>/dev/null; echo "fio-vs-bench: fio failed ($transport $rw $depth)" >&2; exit 1; }
-  wait "$receiver" || { cat "$work/receiver.log" >&2; echo "fio-vs-bench: the receiving fio failed" >&2; exit 1; }
+  local status=0
+  wait "$receiver" || status=$?
+  [ "$status" = 0 ] ||
+    { cat "$work/receiver.log" >&2; echo "fio-vs-bench: the receiving fio exited $status ($transport $rw $depth)" >&2; exit 1; }
   python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))["jobs"][0][sys.argv[2]]
 print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["lat_ns"]["mean"] / 1000)' "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)"
@@ -121,15 +124,16 @@ for round in $(seq 1 "$rounds"); do
   for transport in $transports; do
     for depth in $depths; do
       echo "round $round: $transport depth $depth" >&2
-      echo "$transport $depth bench $(run_bench "$transport" "$depth")" >> "$results"
-      echo "$transport $depth write $(run_fio "$transport" "$depth" write)" >> "$results"
-      echo "$transport $depth read $(run_fio "$transport" "$depth" read)" >> "$results"
+      # One assignment per run: a failed run (exit 1 in its subshell) stops the script (set -e).
+      figures=$(run_bench "$transport" "$depth"); echo "$transport $depth bench $figures" >> "$results"
+      figures=$(run_fio "$transport" "$depth" write); echo "$transport $depth write $figures" >> "$results"
+      figures=$(run_fio "$transport" "$depth" read); echo "$transport $depth read $figures" >> "$results"
     done
   done
   if [[ " $transports " == *" posix "* ]]; then
     echo "round $round: posix writes as Ceph measured its engine" >&2
-    echo "ceph 1 4k $(run_fio posix 1 write 4k)" >> "$results"
-    echo "ceph 128 8k $(run_fio posix 128 write 8k)" >> "$results"
+    figures=$(run_fio posix 1 write 4k); echo "ceph 1 4k $figures" >> "$results"
+    figures=$(run_fio posix 128 write 8k); echo "ceph 128 8k $figures" >> "$results"
   fi
 done
 echo "load after: $(uptime | sed 's/.*load average: //')"

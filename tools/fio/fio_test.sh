@@ -97,10 +97,10 @@ size=16m
 verify=md5
 numjobs=2
 EOF
-  run_fio randwrite-md5 120 posix.fio || { cat randwrite-md5.out; fail "randwrite verify=md5: fio exited $?"; }
+  run_fio randwrite-md5 120 posix.fio || { status=$?; cat randwrite-md5.out; fail "randwrite verify=md5: fio exited $status"; }
   check_json randwrite-md5.json 3
   sed -i 's/^rw=randwrite/rw=randrw/; s/^verify=md5/verify=crc32c/' posix.fio
-  run_fio randrw-crc32c 120 posix.fio || { cat randrw-crc32c.out; fail "randrw verify=crc32c: fio exited $?"; }
+  run_fio randrw-crc32c 120 posix.fio || { status=$?; cat randrw-crc32c.out; fail "randrw verify=crc32c: fio exited $status"; }
   check_json randrw-crc32c.json 3
   ;;
 

@@ -3,10 +3,17 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
+
+#include "stack/dpdk/dpdk_stack.h"
 
 namespace bypass::fio {
 
 namespace {
+
+// How long a sending process waits for its receiver to leave the memif link (the receiver lingers
+// a second for more senders, then stops).
+constexpr auto kPeerLeaveWait = std::chrono::seconds(5);
 
 struct Registry {
   std::mutex lock;  // job start-up and clean-up only
@@ -24,7 +31,10 @@ std::shared_ptr<SharedStack> SharedStack::acquire(const JobSettings& job) {
   Registry& r = registry();
   std::lock_guard guard(r.lock);
   if (auto it = r.stacks.find(job.stack_key); it != r.stacks.end())
-    if (auto shared = it->second.lock()) return shared;
+    if (auto shared = it->second.lock()) {
+      shared->senders_ |= !job.receiver;
+      return shared;
+    }
   if (job.transport == "dpdk")
     for (const auto& [key, weak] : r.stacks) {
       const auto other = weak.lock();
@@ -38,8 +48,24 @@ std::shared_ptr<SharedStack> SharedStack::acquire(const JobSettings& job) {
   // Started here, once, before any messenger of any job thread uses it (start() is not thread-safe).
   stack->start();
   std::shared_ptr<SharedStack> shared(new SharedStack(std::move(stack), job.stack_key, job.job_name));
+  shared->senders_ = !job.receiver;
   r.stacks[job.stack_key] = shared;
   return shared;
+}
+
+// DPDK 22.11's net_memif unmaps its rings under a worker still polling them when the peer
+// process leaves (pmd/burst_guard.h). Bypass's tools interpose munmap to make that wait; inside
+// fio they cannot (fio's own symbols come first and it exports no munmap), so the engine orders
+// the departure instead: a sending process, its workers stopped, stays until its receiver (which
+// ends once its senders have gone) has closed the link, so no side polls while the other leaves.
+void SharedStack::wait_for_memif_peer_to_leave() {
+  auto* dpdk = dynamic_cast<DpdkStack*>(stack_.get());
+  if (dpdk == nullptr || dpdk->ports().ports().empty()) return;
+  pmd::Port& port = dpdk->ports().port(0);
+  if (port.info().driver != "net_memif") return;
+  const auto deadline = std::chrono::steady_clock::now() + kPeerLeaveWait;
+  while (port.link().up && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 SharedStack::~SharedStack() {
@@ -47,6 +73,7 @@ SharedStack::~SharedStack() {
   // Stopped under the lock: a job starting meanwhile waits, rather than open the port a second time.
   std::lock_guard guard(r.lock);
   stack_->stop();
+  if (senders_) wait_for_memif_peer_to_leave();
   if (auto it = r.stacks.find(key_); it != r.stacks.end() && it->second.expired()) r.stacks.erase(it);
 }
 

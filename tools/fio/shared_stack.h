@@ -27,10 +27,12 @@ class SharedStack {
  private:
   SharedStack(std::shared_ptr<NetworkStack> stack, std::string key, std::string owner)
       : stack_(std::move(stack)), key_(std::move(key)), owner_(std::move(owner)) {}
+  void wait_for_memif_peer_to_leave();
 
   std::shared_ptr<NetworkStack> stack_;
   std::string key_;    // JobSettings::stack_key
   std::string owner_;  // the job that created it, for error messages
+  bool senders_ = false;  // a sending job used it: at the end, its receiver leaves first
 };
 
 }  // namespace bypass::fio
