@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -60,11 +59,6 @@ std::array<uint8_t, N> prefix_mask(unsigned bits) {
   std::array<uint8_t, N> mask{};
   for (unsigned i = 0; i < N * 8 && i < bits; ++i) mask[i / 8] |= static_cast<uint8_t>(0x80u >> (i % 8));
   return mask;
-}
-
-template <size_t N>
-bool all_ones(const std::array<uint8_t, N>& mask) {
-  return std::all_of(mask.begin(), mask.end(), [](uint8_t b) { return b == 0xff; });
 }
 
 // Reads the words of a rule in order; every mistake names the word and what was expected.
@@ -135,37 +129,32 @@ void parse_eth(Reader& in, FlowRule& rule) {
   }
 }
 
-void parse_ipv4_item(Reader& in, FlowRule& rule) {
+// ipv4 and ipv6 items: masked src and dst addresses, exact proto. `Header` is FlowRule::Ipv4 or
+// FlowRule::Ipv6; `full` and `prefix` give its address type's masks.
+template <typename Header, typename Parse, typename FullMask, typename PrefixMask>
+void parse_ip_item(Reader& in, const std::string& item, Header& header, const char* kind, Parse parse, FullMask full,
+                   PrefixMask prefix, unsigned max_prefix) {
   while (!in.done() && in.peek() != "/") {
-    const std::string field = in.take("an ipv4 field");
+    const std::string field = in.take(("an " + item + " field").c_str());
     if (field == "src" || field == "dst") {
-      masked_field<uint32_t>(in, "ipv4", field, field == "src" ? rule.ipv4.src : rule.ipv4.dst,
-                             "an IPv4 address", parse_ipv4, [] { return 0xffffffffu; },
-                             [](unsigned bits) { return bits == 0 ? 0u : ~0u << (32 - bits); }, 32);
+      masked_field(in, item, field, field == "src" ? header.src : header.dst, kind, parse, full, prefix, max_prefix);
     } else if (field == "proto") {
       in.expect("is");
-      rule.ipv4.proto = static_cast<uint8_t>(in.number("ipv4 proto", 255));
+      header.proto = static_cast<uint8_t>(in.number(item + " proto", 255));
     } else {
-      fail("ipv4: unknown field '" + field + "' (expected src, dst or proto)");
+      fail(item + ": unknown field '" + field + "' (expected src, dst or proto)");
     }
   }
 }
 
+void parse_ipv4_item(Reader& in, FlowRule& rule) {
+  parse_ip_item(in, "ipv4", rule.ipv4, "an IPv4 address", parse_ipv4, [] { return 0xffffffffu; },
+                [](unsigned bits) { return bits == 0 ? 0u : ~0u << (32 - bits); }, 32);
+}
+
 void parse_ipv6_item(Reader& in, FlowRule& rule) {
-  while (!in.done() && in.peek() != "/") {
-    const std::string field = in.take("an ipv6 field");
-    if (field == "src" || field == "dst") {
-      masked_field<FlowRule::Ipv6Bytes>(in, "ipv6", field, field == "src" ? rule.ipv6.src : rule.ipv6.dst,
-                                        "an IPv6 address", parse_ipv6,
-                                        [] { return prefix_mask<16>(128); },
-                                        [](unsigned bits) { return prefix_mask<16>(bits); }, 128);
-    } else if (field == "proto") {
-      in.expect("is");
-      rule.ipv6.proto = static_cast<uint8_t>(in.number("ipv6 proto", 255));
-    } else {
-      fail("ipv6: unknown field '" + field + "' (expected src, dst or proto)");
-    }
-  }
+  parse_ip_item(in, "ipv6", rule.ipv6, "an IPv6 address", parse_ipv6, [] { return prefix_mask<16>(128); },
+                [](unsigned bits) { return prefix_mask<16>(bits); }, 128);
 }
 
 void parse_arp_item(Reader& in, FlowRule& rule) {
