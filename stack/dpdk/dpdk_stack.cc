@@ -29,7 +29,9 @@ constexpr uint16_t kEtherTypeArp = 0x0806;
 constexpr uint64_t kTicksPerArpRefresh = 4000;  // one second of kIdleTick
 
 // dpdk.hw_addr when given, else the port's MAC; a port without one (net_ring) gets a locally
-// administered address derived from the host IP (IEEE 802: bit 1 of the first octet).
+// administered address derived from the host IP (IEEE 802: bit 1 of the first octet), and so does
+// a port shared with the kernel (dpdk.flow_isolate): its MAC is the kernel's, and the stack's own
+// lets rules tell its frames from the kernel's where the port cannot match ARP by address.
 inet::MacAddress choose_mac(const config::Config& conf, const pmd::Port& port, uint32_t host_ip) {
   inet::MacAddress mac;
   const std::string& text = conf.get_string("dpdk.hw_addr");
@@ -44,7 +46,7 @@ inet::MacAddress choose_mac(const config::Config& conf, const pmd::Port& port, u
     return mac;
   }
   std::copy(port.info().mac.begin(), port.info().mac.end(), mac.bytes.begin());
-  if (mac.is_zero()) {
+  if (mac.is_zero() || port.info().flow_isolated) {
     mac.bytes = {0x02, 0x00, static_cast<uint8_t>(host_ip >> 24), static_cast<uint8_t>(host_ip >> 16),
                  static_cast<uint8_t>(host_ip >> 8), static_cast<uint8_t>(host_ip)};
   }
@@ -410,6 +412,11 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
                settings.ipv6.gateway.is_unspecified() ? "" : settings.ipv6.gateway.to_string().c_str(),
                pmd::Port::to_string(port.join_multicast(groups)));
   }
+  if (port.info().flow_isolated) {
+    flow_rules_ = std::make_unique<StackFlowRules>(port, stack_flow_claims(settings, mac, port.info().rx_queues));
+    for (const std::string& rule : flow_rules_->describe())
+      BYPASS_LOG(Info, "dpdk", "flow rule %s", rule.c_str());
+  }
   single_listeners_ = std::make_unique<SingleListenerTable>();
   if (port.info().software_redirect) {
     steering_context_ = std::make_unique<std::pair<pmd::Port*, SingleListenerTable*>>(&port, single_listeners_.get());
@@ -454,6 +461,7 @@ DpdkStack::~DpdkStack() {
   // Workers hold mbufs (received data, queued frames): they go before the port and its pool.
   workers_.clear();
   if (steering_context_) ports_->port(0).set_owner_function(nullptr, nullptr);
+  flow_rules_.reset();
   ports_.reset();
 }
 

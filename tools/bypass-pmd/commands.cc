@@ -237,7 +237,7 @@ std::vector<std::string> split_words(const std::string& line) {
 
 const std::vector<std::string>& Commands::names() {
   static const std::vector<std::string> n = {"ports", "stats", "xstats", "reset-stats", "fwd", "mempool",
-                                             "stack", "help", "quit"};
+                                             "flow", "stack", "help", "quit"};
   return n;
 }
 
@@ -249,8 +249,8 @@ std::string Commands::help() {
          "  reset-stats                           zero basic and extended statistics\n"
          "  fwd io|mac|rxonly|txonly|flowgen [--size N] [--burst N] [--flows N] [--duration D] [--linger D]\n"
          "                                        forward or generate; Mpps and Gbit/s per port each second\n"
-         "  mempool                               mbuf pool usage\n"
-         "  help, quit\n" + stack_help();
+         "  mempool                               mbuf pool usage\n" +
+         flow_help() + "  help, quit\n" + stack_help();
 }
 
 ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const config::Config& config) {
@@ -315,6 +315,8 @@ ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const co
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
+  } else if (command.name == "flow") {
+    command.flow = parse_flow_command(args);
   } else if (command.name == "stack") {
     if (!args.empty() && (args[0] == "help" || args[0] == "--help" || args[0] == "-h")) command.name = "help";
     else command.stack = parse_stack_command(args, command.json);
@@ -334,6 +336,7 @@ int Commands::run(const ParsedCommand& command) {
   if (name == "reset-stats") return reset_stats(command.json);
   if (name == "fwd") return fwd(command);
   if (name == "mempool") return mempool(command.json);
+  if (name == "flow") return run_flow_command(ports_, command.flow, command.json);
   if (name == "help") {
     std::printf("%s", help().c_str());
     return 0;
