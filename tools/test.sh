@@ -3,7 +3,7 @@
 # and ends with one line "N passed, N failed[, N skipped]" (skipped tests are listed with their reason)
 # after the time each phase and each suite took.
 # The soft-RoCE guest's suites run executables from a second build without sanitizers (build/guest,
-# only the executables they name; tests/meson.build says why).
+# only the executables they name; meson.build says why).
 #
 #   tools/test.sh                 every suite
 #   tools/test.sh --suite posix   extra arguments go to `meson test` (e.g. --suite, a test name)
@@ -35,7 +35,7 @@ guest=$root/build/guest
 # after debugoptimized's -g: it halves the compile time of this C++ (bench_client.cc: 30 s -> 12 s),
 # which is most of a fresh checkout's run.
 # -Dguest_build: the soft-RoCE guest runs its executables from a second build without sanitizers
-# (tests/meson.build says why), made below.
+# (meson.build says why), made below.
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" --buildtype=debugoptimized -Dcpp_args=-g1 -Dc_args=-g1 -Db_sanitize=address,undefined -Db_lundef=false \
     -Dwerror=true -Dfuzz=true -Dguest_build="$guest" >"$root/build/meson-setup.log" 2>&1 || { tail -30 "$root/build/meson-setup.log" >&2; fail_early "meson setup failed"; }
