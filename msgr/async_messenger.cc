@@ -531,7 +531,8 @@ void AsyncMessenger::linger_until_acknowledged(std::chrono::steady_clock::time_p
     }
     const auto now = std::chrono::steady_clock::now();
     if (waiting == 0 || now >= deadline) break;
-    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(1), deadline - now));
+    // A stack without worker threads polled by this thread runs its loops meanwhile.
+    stack_->pause(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(1), deadline - now));
   }
   if (waiting != 0) {
     BYPASS_LOG(Info, "msgr", "%s: shutdown: %zu sessions still hold unacknowledged messages after ms.shutdown_linger "

@@ -506,7 +506,7 @@ std::string DpdkStack::wait_for_address_detection() {
              " ms (" + std::to_string(ipv6_.dad_transmits) + " probes, " +
              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ipv6_.nd_retrans_timer).count()) +
              " ms apart): a worker is not running";
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    pause(std::chrono::milliseconds(10));  // without worker threads the loops run meanwhile
   }
 }
 

@@ -134,7 +134,11 @@ int Receiver::queue(void*, int, void*, uint64_t, uint64_t, uint64_t, uint64_t* b
     }
     if (senders_gone()) return BYPASS_FIO_JOB_DONE;
     if (Clock::now() >= give_back) return BYPASS_FIO_IDLE;
-    std::this_thread::sleep_for(kPoll);
+    if (stack_->stack()->polled_here()) {
+      stack_->stack()->poll();  // this thread runs the stack's loops (bypass_poll=job): it serves in here
+    } else {
+      std::this_thread::sleep_for(kPoll);
+    }
   }
 }
 
