@@ -571,6 +571,12 @@ void AsyncMessenger::drain_workers() {
   // on the workers (flushes, session hand-overs between workers) must run before shutdown()
   // returns. Two rounds: a closure run in the first round may hand work to another worker.
   for (int round = 0; round < 2; ++round) {
+    // On the thread that polls the stack, submit_and_wait would run inline, ahead of what is
+    // queued: a poll runs the queued closures instead.
+    if (stack_->polled_here()) {
+      stack_->poll();
+      continue;
+    }
     for (unsigned i = 0; i < stack_->num_workers(); ++i) stack_->worker(i)->center().submit_and_wait([] {});
   }
 }

@@ -139,6 +139,14 @@ static struct fio_option options[] = {
 
 static struct ioengine_ops ioengine;
 
+/* The jobs of this fio process (fio's thread_number; every job is known before any engine call),
+ * 0 when unknown. Looked up, not linked: a data reference would keep the engine from loading at all
+ * into a program that is not fio, where the load-time check below must say so. */
+static unsigned process_jobs(void) {
+  const unsigned int *jobs = dlsym(RTLD_DEFAULT, "thread_number");
+  return jobs != NULL ? *jobs : 0;
+}
+
 static void job_options(struct thread_data *td, struct bypass_fio_job_options *out) {
   const struct bypass_fio_options *o = td->eo;
   memset(out, 0, sizeof(*out));
@@ -154,7 +162,7 @@ static void job_options(struct thread_data *td, struct bypass_fio_job_options *o
   out->size = td->o.size;
   out->iodepth = td->o.iodepth;
   out->poll = (int)o->poll;
-  out->process_jobs = thread_number; /* every job is known before any engine call */
+  out->process_jobs = process_jobs();
 }
 
 static int fail(struct thread_data *td, int err, const char *func, const char *message) {
