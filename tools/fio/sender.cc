@@ -23,6 +23,9 @@ constexpr int kIndexShift = 40;
 constexpr uint64_t kSequenceMask = (uint64_t{1} << kIndexShift) - 1;
 constexpr uint64_t kOpenTid = uint64_t{1} << 63;
 
+// Where the job's thread polls the stack: idle polls between two reads of the clock for a deadline.
+constexpr unsigned kPollsPerDeadlineCheck = 64;
+
 // How long fio's clean-up waits for the messenger to let go of an io's buffer before giving up.
 constexpr auto kReleaseWait = std::chrono::seconds(5);
 
@@ -357,9 +360,12 @@ void Sender::collect_completions() {
 bool Sender::wait_for_completion(Clock::time_point deadline, CompletionQueue::Spin spin) {
   if (!polls_) return completions_.wait_until(deadline, spin);
   NetworkStack& stack = *stack_->stack();
-  // The clock only once the loops had nothing to do: a busy loop reaches its completion sooner.
+  // The deadline is read every kPollsPerDeadlineCheck idle polls: each poll reads the clock once
+  // already, and on this kind of VM a clock read is the idle loop's largest cost (perf: ~45 %).
+  unsigned idle = 0;
   while (!completions_.pending())
-    if (stack.poll() == 0 && Clock::now() >= deadline) return completions_.pending();
+    if (stack.poll() == 0 && ++idle % kPollsPerDeadlineCheck == 0 && Clock::now() >= deadline)
+      return completions_.pending();
   return true;
 }
 
