@@ -212,7 +212,8 @@ class NetworkStack {
   static std::shared_ptr<NetworkStack> create(const config::Config& conf, const std::string& type);
 
   virtual ~NetworkStack();
-  // Spawns one thread per worker, pinned to `ms.cpus` (round-robin; empty = unpinned).
+  // Spawns one thread per worker, pinned to `ms.cpus` (round-robin; empty = unpinned, or kept to
+  // the CPUs the transport chose: the dpdk stack's port's NUMA node).
   virtual void start();
   // Stops every loop and joins the threads, after up to `ms.shutdown_linger` during which the
   // workers keep running while their sockets hold data or a FIN the peers have not acknowledged
@@ -271,6 +272,8 @@ class NetworkStack {
   virtual void join_workers();  // waits for the threads spawn_worker() started
   // In id order: worker(i) has id i.
   void add_worker(std::unique_ptr<Worker> worker) { workers_.push_back(std::move(worker)); }
+  // CPUs the workers may run on when ms.cpus leaves them unpinned; empty (the default): any.
+  void set_unpinned_cpus(std::vector<int> cpus) { unpinned_cpus_ = std::move(cpus); }
 
   config::Config conf_;  // a copy: the stack outlives the caller's
   std::string type_;  // see type()
@@ -279,6 +282,7 @@ class NetworkStack {
   bool started_ = false;  // start() ran and stop() has not
   std::chrono::nanoseconds shutdown_linger_;  // ms.shutdown_linger
   std::atomic<size_t> next_pick_{0};  // round-robin tie-break of least_loaded_worker()
+  std::vector<int> unpinned_cpus_;  // see set_unpinned_cpus()
 };
 
 }  // namespace bypass
