@@ -155,7 +155,7 @@ Check check_iommu(const Context& context) {
   const std::string boot_fix = std::string("sed -i 's/^GRUB_CMDLINE_LINUX=\"/&") +
                                (intel ? "intel_iommu=on " : "amd_iommu=on ") +
                                "iommu=pt /' /etc/default/grub && update-grub && reboot";
-  const std::string state = units + groups > 0 ? "IOMMU on (" + std::to_string(groups) + " groups)" : "IOMMU off";
+  const std::string state = units + groups > 0 ? "IOMMU on (" + std::to_string(groups) + (groups == 1 ? " group)" : " groups)") : "IOMMU off";
   if (units + groups == 0 && !no_iommu_mode) {
     check.status = Status::Fail;
     check.found = state + ": vfio-pci cannot map DMA for the NIC";

@@ -34,7 +34,7 @@ TEST(DoctorTwoNodes, NamesEveryMisplacementWithItsFix) {
   EXPECT_NE(find(r, "hugepages").found.find("node 1: 64 x 2 MiB (64 free) (the NIC's)"), std::string::npos);
   EXPECT_EQ(find(r, "hugepages").fix, "dpdk-hugepages.py --node 1 --reserve 256M");
   EXPECT_EQ(find(r, "hugetlbfs").status, Status::Ok);
-  EXPECT_EQ(find(r, "iommu").found, "IOMMU on (1 groups), vfio-pci loaded");
+  EXPECT_EQ(find(r, "iommu").found, "IOMMU on (1 group), vfio-pci loaded");
   EXPECT_EQ(find(r, "device 0000:81:00.0").found, "vfio-pci (IOMMU group 42)");
   const Check& numa = find(r, "numa");
   EXPECT_EQ(numa.status, Status::Warn);
