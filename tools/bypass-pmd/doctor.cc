@@ -59,7 +59,8 @@ bool Report::can_run() const {
 Report run(const config::Config& config, const HostFiles& files) {
   Report report;
   report.root = files.root().empty() ? "/" : files.root();
-  report.transport = config.get_string("ms.type") == "rdma" ? "rdma" : "dpdk";
+  report.ms_type = config.get_string("ms.type");
+  report.transport = report.ms_type == "rdma" ? "rdma" : "dpdk";
   const Context context(config, files);
   auto& out = report.checks;
   // Everything else reads sysfs and procfs: without them one line says so, not a dozen.
@@ -88,7 +89,8 @@ Report run(const config::Config& config, const HostFiles& files) {
 std::string format_table(const Report& report) {
   size_t width = 5;  // "CHECK"
   for (const Check& c : report.checks) width = std::max(width, c.name.size());
-  std::string out = "bypass-pmd doctor: ms.type=" + report.transport + ", host root " + report.root + "\n";
+  std::string out = "bypass-pmd doctor: the " + report.transport + " transport's checks (ms.type=" + report.ms_type +
+                    "), host root " + report.root + "\n";
   auto row = [&](const std::string& name, const std::string& status, const std::string& rest) {
     out += name + std::string(width - name.size() + 2, ' ') + status + std::string(8 - status.size(), ' ') + rest + "\n";
   };
@@ -107,7 +109,8 @@ std::string format_table(const Report& report) {
 
 std::string format_json(const Report& report) {
   Json j;
-  j.begin_object().field("transport", report.transport).field("root", report.root).field("can_run", report.can_run());
+  j.begin_object().field("transport", report.transport).field("ms_type", report.ms_type).field("root", report.root);
+  j.field("can_run", report.can_run());
   j.key("checks").begin_array();
   for (const Check& c : report.checks)
     j.begin_object().field("check", c.name).field("status", status_name(c.status)).field("found", c.found)

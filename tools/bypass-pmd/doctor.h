@@ -66,7 +66,8 @@ std::string suggested_cpus(const Context& context);
 std::string chosen_rdma_device(const config::Config& config, const HostFiles& files);
 
 struct Report {
-  std::string transport;  // "dpdk" or "rdma"
+  std::string transport;  // whose checks ran: "dpdk" or "rdma"
+  std::string ms_type;    // the configuration's ms.type (posix gets the dpdk checks: bypass-pmd's own)
   std::string root;       // the host root read
   std::vector<Check> checks;
   bool can_run() const;   // no check failed

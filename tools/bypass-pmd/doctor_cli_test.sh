@@ -19,7 +19,7 @@ json=$("$tool" doctor --json -c "$examples/dpdk-tap.yaml" --root / 2>&1) || fail
 /usr/bin/python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read())
-assert r["can_run"] is True and r["transport"] == "dpdk" and r["root"] == "/", r
+assert r["can_run"] is True and r["transport"] == "dpdk" and r["ms_type"] == "dpdk" and r["root"] == "/", r
 assert all(set(c) == {"check", "status", "found", "fix"} for c in r["checks"]), r
 ' <<<"$json" || fail "--json output: $json"
 

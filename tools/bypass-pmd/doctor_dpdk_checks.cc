@@ -2,6 +2,7 @@
 // vfio-pci, each NIC's driver, the NIC's NUMA node against ms.cpus, queues against workers.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "pmd/error.h"
 #include "pmd/numa.h"
@@ -98,7 +99,10 @@ Check check_hugetlbfs(const Context& context) {
   }
   std::string listed;
   for (const std::string& m : mounts) listed += (listed.empty() ? "" : ", ") + m;
-  if (!huge_dir.empty() && std::find(mounts.begin(), mounts.end(), huge_dir) == mounts.end()) {
+  // As plan_eal compares them: "/dev/hugepages/" names the mount "/dev/hugepages".
+  const std::string wanted = std::filesystem::path(huge_dir).lexically_normal().string();
+  const bool mounted = std::any_of(mounts.begin(), mounts.end(), [&](const std::string& m) { return m == wanted || m + "/" == wanted; });
+  if (!huge_dir.empty() && !mounted) {
     check.status = Status::Fail;
     check.found = "dpdk.huge_dir " + huge_dir + " is not a hugetlbfs mount (mounted: " +
                   (listed.empty() ? "none" : listed) + ")";

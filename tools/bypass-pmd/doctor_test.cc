@@ -79,6 +79,14 @@ TEST(DoctorTwoNodes, WithoutAllowOrVdevTheNicsBoundToDpdkCount) {
   EXPECT_EQ(std::count_if(r.checks.begin(), r.checks.end(), [](const Check& c) { return c.name.rfind("device", 0) == 0; }), 1);
 }
 
+TEST(DoctorTwoNodes, HugeDirMustBeAHugetlbfsMount) {
+  EXPECT_EQ(find(on("two-node", dpdk_config({{"dpdk.huge_dir", "/dev/hugepages/"}})), "hugetlbfs").status, Status::Ok);
+  const Report r = on("two-node", dpdk_config({{"dpdk.huge_dir", "/mnt/huge"}}));
+  EXPECT_EQ(find(r, "hugetlbfs").found, "dpdk.huge_dir /mnt/huge is not a hugetlbfs mount (mounted: /dev/hugepages)");
+  EXPECT_EQ(find(r, "hugetlbfs").fix, "mkdir -p /mnt/huge && mount -t hugetlbfs nodev /mnt/huge");
+  EXPECT_EQ(find(r, "eal").status, Status::Fail);  // plan_eal refuses it too
+}
+
 TEST(DoctorMlx5, BifurcatedPortNeedsNoVfio) {
   const Report r = on("mlx5-roce", dpdk_config({{"dpdk.allow", "0000:03:00.0"}, {"ms.cpus", "3"}, {"ms.workers", "1"},
                                                 {"dpdk.memory", "128M"}}));
@@ -162,16 +170,17 @@ TEST(DoctorThisHost, HugepageVerdictAgreesWithTheEalPlan) {
 TEST(DoctorOutput, TableAndJson) {
   Report r;
   r.transport = "dpdk";
+  r.ms_type = "posix";
   r.root = "/";
   r.checks = {{"hugepages", Status::Ok, "enough", ""}, {"device 0000:81:00.1", Status::Fail, "kernel's", "bind \"it\""}};
   EXPECT_EQ(format_table(r),
-            "bypass-pmd doctor: ms.type=dpdk, host root /\n"
+            "bypass-pmd doctor: the dpdk transport's checks (ms.type=posix), host root /\n"
             "CHECK                STATUS  FOUND, and the command that fixes it\n"
             "hugepages            OK      enough\n"
             "device 0000:81:00.1  FAIL    kernel's  fix: bind \"it\"\n"
             "cannot run: 1 failed (0 warnings)\n");
   EXPECT_EQ(format_json(r),
-            "{\"transport\":\"dpdk\",\"root\":\"/\",\"can_run\":false,\"checks\":[{\"check\":\"hugepages\",\"status\":"
+            "{\"transport\":\"dpdk\",\"ms_type\":\"posix\",\"root\":\"/\",\"can_run\":false,\"checks\":[{\"check\":\"hugepages\",\"status\":"
             "\"OK\",\"found\":\"enough\",\"fix\":\"\"},{\"check\":\"device 0000:81:00.1\",\"status\":\"FAIL\","
             "\"found\":\"kernel's\",\"fix\":\"bind \\\"it\\\"\"}]}");
 }
