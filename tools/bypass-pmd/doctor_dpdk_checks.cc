@@ -220,8 +220,19 @@ std::vector<Check> check_devices(const Context& context) {
         check.found = "mlx5_core without an RDMA device: DPDK's mlx5 driver reaches the port through verbs";
         check.fix = "modprobe mlx5_ib";
       } else {
-        check.found = "mlx5_core, bifurcated (" + rdma->front() + "): the kernel keeps netdev " +
-                      (netdev.empty() ? "?" : netdev) + "; share it with flow isolation (docs/deployment.md)";
+        // Sharing the port: without isolation the PMD receives every packet, the kernel none.
+        const std::string shown = netdev.empty() ? "its netdev" : "netdev " + netdev;
+        const bool isolation_known = context.config.registry().find("dpdk.flow_isolate") != nullptr;
+        if (isolation_known && !context.config.get_bool("dpdk.flow_isolate")) {
+          check.status = Status::Warn;
+          check.found = "mlx5_core, bifurcated (" + rdma->front() + "): without dpdk.flow_isolate DPDK receives every "
+                        "packet of the port and the kernel's " + shown + " none (its ssh, its monitoring)";
+          check.fix = "--set dpdk.flow_isolate=true";
+        } else {
+          check.found = "mlx5_core, bifurcated (" + rdma->front() + "): the kernel keeps " + shown +
+                        (isolation_known ? " and the traffic dpdk.flow_isolate leaves it"
+                                         : "; share it with flow isolation (docs/deployment.md)");
+        }
       }
     } else if (is_user_space_driver(driver)) {
       check.status = Status::Warn;

@@ -92,10 +92,23 @@ TEST(DoctorMlx5, BifurcatedPortNeedsNoVfio) {
                                                 {"dpdk.memory", "128M"}}));
   SCOPED_TRACE(format_table(r));
   EXPECT_EQ(find(r, "iommu").found, "not needed (bifurcated mlx5 ports: the kernel driver stays)");
-  EXPECT_EQ(find(r, "device 0000:03:00.0").status, Status::Ok);
-  EXPECT_NE(find(r, "device 0000:03:00.0").found.find("bifurcated (mlx5_0): the kernel keeps netdev ens1f0np0"),
-            std::string::npos);
+  EXPECT_NE(find(r, "device 0000:03:00.0").status, Status::Fail);
+  EXPECT_NE(find(r, "device 0000:03:00.0").found.find("mlx5_core, bifurcated (mlx5_0)"), std::string::npos);
   EXPECT_EQ(find(r, "numa").found, "one NUMA node");
+  // Where dpdk.flow_isolate exists (pmd/ flow isolation), a port shared with the kernel without it
+  // is a warning: the kernel would lose its own traffic on it.
+  config::Registry with_isolation = config::Registry::global();
+  if (!with_isolation.find("dpdk.flow_isolate"))
+    with_isolation.add({.name = "dpdk.flow_isolate", .type = config::OptionType::Bool, .default_value = "false",
+                        .help = "as pmd/ registers it"});
+  config::Config shared(with_isolation);
+  shared.set("dpdk.allow", "0000:03:00.0");
+  const Check unisolated = find(on("mlx5-roce", shared), "device 0000:03:00.0");
+  EXPECT_EQ(unisolated.status, Status::Warn);
+  EXPECT_EQ(unisolated.fix, "--set dpdk.flow_isolate=true");
+  shared.set("dpdk.flow_isolate", "true");
+  EXPECT_EQ(find(on("mlx5-roce", shared), "device 0000:03:00.0").found,
+            "mlx5_core, bifurcated (mlx5_0): the kernel keeps netdev ens1f0np0 and the traffic dpdk.flow_isolate leaves it");
 }
 
 TEST(DoctorRdma, MemlockDeviceAndAutoGid) {
