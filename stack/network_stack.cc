@@ -142,17 +142,20 @@ void NetworkStack::spawn_worker(unsigned i, std::function<void()> body) {
   const std::vector<int> cpus = conf_.get_cpus("ms.cpus");
   const std::string name = "bypass-w" + std::to_string(i);
   pthread_setname_np(threads_.back().native_handle(), name.c_str());
-  if (cpus.empty()) return;
-  const int cpu = cpus[i % cpus.size()];
+  const std::vector<int> allowed = cpus.empty() ? unpinned_cpus_ : std::vector<int>{cpus[i % cpus.size()]};
+  if (allowed.empty()) return;
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+  for (int cpu : allowed)
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+  const std::string text = config::format_cpu_list(allowed);
   const int rc = pthread_setaffinity_np(threads_.back().native_handle(), sizeof(set), &set);
   if (rc != 0) {
-    // check_cpus_usable() already vetted the CPU, so this is a race with a cpuset change.
-    BYPASS_LOG(Error, "stack", "worker %u: cannot pin to CPU %d: %s", i, cpu, strerror(rc));
+    // check_cpus_usable() already vetted ms.cpus, so this is a race with a cpuset change (or the
+    // transport's choice is outside this process's cpuset: the worker then runs unpinned).
+    BYPASS_LOG(Error, "stack", "worker %u: cannot pin to CPU %s: %s", i, text.c_str(), strerror(rc));
   } else {
-    BYPASS_LOG(Debug, "stack", "worker %u pinned to CPU %d", i, cpu);
+    BYPASS_LOG(Debug, "stack", "worker %u pinned to CPU %s", i, text.c_str());
   }
 }
 

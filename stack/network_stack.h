@@ -214,10 +214,11 @@ class NetworkStack {
   static std::shared_ptr<NetworkStack> create(const config::Config& conf, const std::string& type);
 
   virtual ~NetworkStack();
-  // Spawns one thread per worker, pinned to `ms.cpus` (round-robin; empty = unpinned). Without
-  // worker threads (ms.worker_threads false) the calling thread becomes every worker's thread
-  // instead: their loops run only inside poll() and pause() (and the waits of the stack and the
-  // messenger, which pause()) on this thread, so it polls whenever it waits for the network.
+  // Spawns one thread per worker, pinned to `ms.cpus` (round-robin; empty = unpinned, or kept to
+  // the CPUs the transport chose: the dpdk stack's port's NUMA node). Without worker threads
+  // (ms.worker_threads false) the calling thread becomes every worker's thread instead: their loops
+  // run only inside poll() and pause() (and the waits of the stack and the messenger, which pause())
+  // on this thread, so it polls whenever it waits for the network.
   virtual void start();
   // Stops every loop and joins the threads, after up to `ms.shutdown_linger` during which the
   // workers keep running while their sockets hold data or a FIN the peers have not acknowledged
@@ -293,6 +294,8 @@ class NetworkStack {
   void take_over_loops();
   // In id order: worker(i) has id i.
   void add_worker(std::unique_ptr<Worker> worker) { workers_.push_back(std::move(worker)); }
+  // CPUs the workers may run on when ms.cpus leaves them unpinned; empty (the default): any.
+  void set_unpinned_cpus(std::vector<int> cpus) { unpinned_cpus_ = std::move(cpus); }
 
   config::Config conf_;  // a copy: the stack outlives the caller's
   std::string type_;  // see type()
@@ -303,6 +306,7 @@ class NetworkStack {
   std::thread::id poller_{};  // without worker threads: the thread that runs the loops
   std::chrono::nanoseconds shutdown_linger_;  // ms.shutdown_linger
   std::atomic<size_t> next_pick_{0};  // round-robin tie-break of least_loaded_worker()
+  std::vector<int> unpinned_cpus_;  // see set_unpinned_cpus()
 };
 
 }  // namespace bypass

@@ -1,5 +1,6 @@
 #include "stack/dpdk/dpdk_stack.h"
 
+#include <rte_ethdev.h>
 #include <rte_lcore.h>
 
 #include <algorithm>
@@ -11,8 +12,10 @@
 #include <string_view>
 #include <thread>
 
+#include "base/host_files.h"
 #include "base/log.h"
 #include "pmd/error.h"
+#include "pmd/numa.h"
 #include "pmd/toeplitz.h"
 #include "stack/dpdk/dpdk_socket.h"
 #include "stack/inet/inet_config.h"
@@ -394,6 +397,13 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
   ports_ = open_ports(conf);
   pmd::Port& port = ports_->port(0);
   drain_port(port);
+  // NUMA (pmd/numa.h): the port's queues, mempool and redirect rings are on its node already; the
+  // workers go there too, or a warning names the cores ms.cpus put elsewhere.
+  const pmd::WorkerPlacement placement =
+      pmd::place_workers(pmd::NumaTopology::read(HostFiles()), rte_eth_dev_socket_id(port.id()),
+                         conf.get_cpus("ms.cpus"), "port " + std::to_string(port.id()) + " (" + port.info().name + ")");
+  if (!placement.warning.empty()) BYPASS_LOG(Warn, "dpdk", "%s", placement.warning.c_str());
+  set_unpinned_cpus(placement.affinity);
   const inet::MacAddress mac = choose_mac(conf, port, settings.address.value);
   const pmd::OffloadFlags& offloads = port.info().offloads.enabled;
   BYPASS_LOG(Info, "dpdk", "port %u (%s) mac %s, %u workers, host %s%s; tx checksum %s, rx checksum %s",
