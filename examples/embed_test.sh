@@ -48,7 +48,7 @@ echo "built the examples against $pcfile"
 
 # 3. Run them.
 export BYPASS_LOG=warn
-dpdk_common=(--set dpdk.no_huge=auto --set dpdk.memory=256M --set dpdk.in_memory=true --set dpdk.rss=false
+dpdk_common=(--set dpdk.no_huge=yes --set dpdk.memory=256M --set dpdk.in_memory=true --set dpdk.rss=false
              --set dpdk.link_wait=30s --set dpdk.netmask=255.255.255.0 --set ms.workers=1)
 net=$(( $$ % 250 ))
 if [ "$transport" = posix ]; then

@@ -101,7 +101,8 @@ class Process {
     }
     return true;
   }
-  // What the child has written to stderr so far.
+  // What the child has written to stdout and to stderr so far.
+  std::string out_so_far() const { return slurp(out_path_); }
   std::string err_so_far() const { return slurp(err_path_); }
   // SIGINT to the child's group: tools such as dumpcap finish their output and exit.
   void interrupt() {

@@ -7,12 +7,13 @@ set -u
 pmd="$1" admin="$2"
 py=/usr/bin/python3
 source "$(dirname "$0")/../../tests/support/test_lib.sh"
+own_network_namespace "$@"  # the free port found below stays free: no other test binds here
 test_begin admin-pmd-test
 require_root "DPDK memory"
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 "$pmd" --set dpdk.vdev=net_ring0 --set dpdk.host_ip=10.92.$(( $$ % 250 )).1 --set dpdk.in_memory=true \
-  --set dpdk.no_huge=auto --set dpdk.memory=256M --set ms.workers=2 \
+  --set dpdk.no_huge=yes --set dpdk.memory=256M --set ms.workers=2 \
   --set "ms.admin_socket=$work/pmd.asok" --set "ms.metrics_address=127.0.0.1:$port" \
   stack echo-server 7 >"$work/server.out" 2>&1 &
 server_pid=$!

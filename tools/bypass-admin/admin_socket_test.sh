@@ -34,16 +34,23 @@ address=$(wait_for_ready "$work/server.out" "$server_pid") || exit 1
   >"$work/client.out" 2>&1 &
 client_pid=$!
 track "$client_pid"
-sleep 1.5
 
 ask() { "$admin" "$sock" "$@" >"$work/answer.json" 2>"$work/answer.err"; }
+json_holds() {  # PYTHON-EXPRESSION over j (the answer): true or false
+  "$py" -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$work/answer.json" "$1"
+}
 json_check() {  # PYTHON-EXPRESSION over j (the answer) that must be true
-  "$py" -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$work/answer.json" "$1" ||
-    { cat "$work/answer.json"; echo; fail "answer does not satisfy: $1"; }
+  json_holds "$1" || { cat "$work/answer.json"; echo; fail "answer does not satisfy: $1"; }
 }
 
-ask perf dump || { cat "$work/answer.err"; fail "perf dump"; }
-json_check 'j["messengers"][0]["name"] == "osd.0" and j["messengers"][0]["counters"]["msgs_received"] > 0'
+# The client connects and sends within a second alone, in several on a machine busy with other tests.
+traffic='j["messengers"][0]["name"] == "osd.0" and j["messengers"][0]["counters"]["msgs_received"] > 0'
+deadline=$((SECONDS + 30))
+until ask perf dump && json_holds "$traffic"; do
+  [ "$SECONDS" -lt "$deadline" ] ||
+    { cat "$work/answer.json" "$work/answer.err"; fail "no messages received within 30 s"; }
+  sleep 0.2
+done
 json_check 'len(j["transports"][0]["workers"]) == 2 and all("counters" in w for w in j["transports"][0]["workers"])'
 json_check 'sum(w["counters"]["bytes_received"] for w in j["transports"][0]["workers"]) > 0'
 first=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["messengers"][0]["counters"]["msgs_received"])' "$work/answer.json")

@@ -9,6 +9,7 @@
 # dpdk runs server and client as two DPDK processes over net_memif and over a vhost-user pair (root;
 # the vhost-user client needs 128 MiB of free hugepages, which tools/setup.sh reserves).
 set -u
+source "$(dirname "$0")/../../tests/support/test_lib.sh"  # hold_hugepages_lock
 bench="$1" checker="$2" transport="$3"
 work=$(mktemp -d /tmp/bypass-bench-run-test-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -84,15 +85,19 @@ else
     fail "reqrep: no line naming the link auto chose and why"
   grep -q "^ *dpdk 4KiB d1 *memif, 4 copies " "$work/reqrep.out" || fail "reqrep: the table does not name the link"
   # A forced link runs as named (vhost-user: the client's 128 MiB on hugepages, which
-  # tools/setup.sh reserves; the server takes some too only where there are enough for both).
+  # tools/setup.sh reserves; the server takes some too only where there are enough for both),
+  # under the machine's hugepage lock; the other runs use plain memory.
+  hold_hugepages_lock
   run stream 1 dpdk:vhost-user --set bench.dpdk_link=vhost-user --set dpdk.memory=128M "${own_sides[@]}" \
     --set bench.mode=stream --set bench.iodepth=1 --set bench.duration=1s
+  release_hugepages_lock
   grep -q "^== dpdk link: vhost-user, 2 payload copies per round trip (bench.dpdk_link=vhost-user (--set)" "$work/stream.out" ||
     fail "stream: no line naming the forced link"
   # Over IPv6 through both userspace stacks, on the job's own memif port: the server listens on the
   # address given, the client takes one on its prefix (fd00:95::<its dpdk.host_ip>), both after
   # Duplicate Address Detection.
-  run ipv6 1 dpdk:net_memif --set "bench.server_address=[fd00:95::1]:0" --set bench.iodepth=1 --set bench.duration=1s
+  run ipv6 1 dpdk:net_memif --set "bench.server_address=[fd00:95::1]:0" --set bench.iodepth=1 --set bench.duration=1s \
+    --set dpdk.no_huge=yes
   grep -q "^== dpdk: server ready at \[fd00:95::1\]:[0-9]" "$work/ipv6.out" || fail "ipv6: the server is not on [fd00:95::1]"
 fi
 echo "PASS: $transport run"

@@ -467,10 +467,20 @@ int Commands::fwd(const ParsedCommand& command) {
   const FwdOptions& options = command.fwd;
   ports_.wait_links(config_.get_duration("dpdk.link_wait"));
   const char* mode = fwd_mode_name(options.mode);
-  if (!json)
+  // The first line says the ports are up and forwarding starts (a peer may start sending now).
+  if (json) {
+    Json j;
+    j.begin_object().field("type", "start").field("mode", mode).field("ports", ports_.ports().size());
+    j.field("lcores", rte_lcore_count()).field("size", unsigned{options.packet_size});
+    j.field("burst", unsigned{options.burst});
+    if (options.duration.count()) j.field("duration", config::format_duration(options.duration));
+    std::printf("%s\n", j.end_object().str().c_str());
+  } else {
     std::printf("fwd %s: %zu ports, %u lcores, size %u, burst %u%s\n", mode, ports_.ports().size(),
                 rte_lcore_count(), options.packet_size, options.burst,
                 options.duration.count() ? (", " + config::format_duration(options.duration)).c_str() : "");
+  }
+  std::fflush(stdout);
   try {
     run_forwarding(ports_, options,
                    [&](const std::vector<PortRates>& rates, bool final) { print_rates(rates, final, json, mode); },

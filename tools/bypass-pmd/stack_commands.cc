@@ -28,6 +28,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+// How long after its timeout a ping request's timeout may be reported: the worker's timer fires
+// late when the machine is busy, and ping reports every request before its summary.
+constexpr auto kLateTimeouts = 5s;
+
 std::string ip_text(uint32_t host_order) { return inet::Ipv4Address{host_order}.to_string(); }
 
 // ------------------------------------------------------------------------------------------------
@@ -342,8 +346,9 @@ int StackSession::ping() {
     }
     ++transmitted;
     const bool last = c.count != 0 && seq == c.count;
-    // After the last request wait for its reply or timeout; otherwise until the next is due.
-    const auto until = last ? Clock::now() + c.timeout + 50ms : start + c.interval * static_cast<int64_t>(seq);
+    // After the last request wait until every request has its reply or its timeout; otherwise
+    // until the next is due.
+    const auto until = last ? Clock::now() + c.timeout + kLateTimeouts : start + c.interval * static_cast<int64_t>(seq);
     while (Clock::now() < until) {
       if (!sleep_until(std::min(until, Clock::now() + 10ms))) break;
       for (const auto& r : take(false)) report(r);

@@ -14,6 +14,8 @@
 # the full run is `bench_server_departures_test.sh build/release/tools/bypass-bench/bypass-bench 100`.
 # Needs root (DPDK memory and the memif socket); exits 77 without.
 set -u
+source "$(dirname "$0")/../../support/test_lib.sh"
+own_network_namespace "$@"  # the abstract memif socket meets no other test's
 
 bench=$1
 clients=${2:-20}
@@ -45,7 +47,7 @@ ms:
   connection_idle_timeout: 2s
 dpdk:
   netmask: 255.255.255.0
-  no_huge: auto
+  no_huge: yes  # memif copies: hugepages buy nothing here
   memory: 128M
   in_memory: true
   rss: false

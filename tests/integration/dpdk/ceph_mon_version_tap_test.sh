@@ -10,6 +10,8 @@
 # fd00:79::1 on the tap (IPv6 only) and the stack reaches it from dpdk.host_ipv6 fd00:79::2, by
 # `--mon v2:[fd00:79::1]:PORT` (the versions only: the rate mode and cephx do not depend on the family).
 set -u
+source "$(dirname "$0")/../../support/test_lib.sh"
+own_network_namespace "$@"  # the tap, its addresses and the monitors' ports meet no other test's
 bench="$1"
 mon_up="$2"
 tap=${BYPASS_TEST_TAP:-bmontap0}
@@ -45,7 +47,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ip link del "$tap" 2>/dev/null  # a leftover from a killed run
 ip tuntap add dev "$tap" mode tap multi_queue || { echo "FAIL: cannot create the tap $tap"; exit 1; }
 ip addr add "$kernel_ip/24" dev "$tap" || { echo "FAIL: cannot address $tap"; exit 1; }
 ipv6_sets=()
@@ -79,7 +80,7 @@ auth_sets=()  # --set ms.auth=... for the cephx runs below
 dpdk_bench() {
   timeout 90 "$bench" --set ms.type=dpdk --set ms.workers=1 "${auth_sets[@]}" \
     --set "dpdk.vdev=[\"net_tap0,iface=$tap\"]" --set dpdk.host_ip=$stack_ip "${ipv6_sets[@]}" \
-    --set dpdk.netmask=255.255.255.0 --set dpdk.no_huge=auto --set dpdk.memory=256M \
+    --set dpdk.netmask=255.255.255.0 --set dpdk.no_huge=yes --set dpdk.memory=256M \
     ceph-mon-version --mon "v2:$mon_host:${mon_port:-$port}" --timeout 30s "$@"
 }
 dpdk_bench >"$dir/out" 2>"$dir/err"

@@ -14,14 +14,18 @@ bench=$1
 name=K  # this suite's tag: every resource it creates carries it
 socket=/run/bypass-memif-$name.sock  # abstract (DPDK's default): nothing on disk to clean up
 source "$(dirname "$0")/../../support/test_lib.sh"
+own_network_namespace "$@"  # the abstract memif socket meets no other test's
 test_begin memif-$name
 
 require_root "DPDK memory and the memif socket"
 require_executable "$bench" "inet_bench binary"
 [ "$(nproc)" -ge 2 ] || fail "needs 2 CPUs to pin the two processes apart (have $(nproc))"
 
+# Plain memory (memif copies: hugepages buy nothing here), more of it than the default 256 MiB for
+# 65535 mbufs.
 common=(--set ms.type=dpdk --set dpdk.netmask=255.255.255.0 --set tcp.msl=1s --set dpdk.idle_sleep=0
-        --set dpdk.mbufs=65535 --set dpdk.link_wait=30s --set dpdk.mtu=1500 --set dpdk.mbuf_size=2176)
+        --set dpdk.no_huge=yes --set dpdk.memory=512M --set dpdk.mbufs=65535 --set dpdk.link_wait=30s
+        --set dpdk.mtu=1500 --set dpdk.mbuf_size=2176)
 
 for run in 1 2 3; do
   timeout 60 "$bench" "${common[@]}" --set "dpdk.vdev=[\"net_memif0,role=server,socket=$socket,rsize=6\"]" \

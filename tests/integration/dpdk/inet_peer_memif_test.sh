@@ -16,6 +16,9 @@
 # both sides' receive bursts: 1 % loss, 2 % reordering, 0.5 % duplication. "-ipv6" runs the echo
 # alone (64 MiB) over IPv6 (fd00:98::1 and ::2, dpdk.host_ipv6): the same large segments (TSO,
 # software cuts, LRO on the vhost side) as over IPv4, checked by the same counters.
+# Runs in network namespaces of its own (test_lib.sh), so its abstract memif socket meets no other
+# test's; the vhost modes hold the machine's hugepage lock while their processes run, the others
+# run on plain memory (dpdk.no_huge=yes).
 # Needs root (DPDK memory and the memif socket); fails when it is missing.
 set -euo pipefail
 
@@ -31,22 +34,23 @@ case "$mode" in
 esac
 name=G  # this suite's tag: every resource it creates carries it
 memif_args=
-jumbo_settings=()
+jumbo_settings=(--set dpdk.no_huge=yes)  # memif copies: hugepages buy nothing here
 if [ "$mode" = jumbo ]; then
   name=J
   memif_args=,bsize=9216
-  jumbo_settings=(--set dpdk.mtu=9000 --set dpdk.mbuf_size=9472 --set dpdk.mbufs=8191)
+  jumbo_settings+=(--set dpdk.mtu=9000 --set dpdk.mbuf_size=9472 --set dpdk.mbufs=8191)
 elif [ "$mode" = jumbo64k ]; then
   # memif frames up to its bsize of 65,014 bytes: one TCP segment of ~64 KiB per frame, no cutting.
   name=S  # sixty-four KiB
   memif_args=,bsize=64014
-  jumbo_settings=(--set dpdk.mtu=64000 --set dpdk.mbuf_size=65535 --set dpdk.mbufs=4095 --set dpdk.memory=1024M)
+  jumbo_settings+=(--set dpdk.mtu=64000 --set dpdk.mbuf_size=65535 --set dpdk.mbufs=4095 --set dpdk.memory=1024M)
 elif [ "$mode" = vhost ]; then
   name=V
-  # The client fills its 256 MiB before it attaches, which under ASan on a busy host outlasts the
+  # The client fills its hugepages before it attaches, which under ASan on a busy host outlasts the
   # server's default 5 s dpdk.link_wait: the server then gives up and takes its socket away.
+  # 128 MiB each: 8191 mbufs of 9.5 KiB take 78 MiB (the machine's 1 GiB of hugepages is shared).
   jumbo_settings=(--set dpdk.mtu=9000 --set dpdk.mbuf_size=9472 --set dpdk.mbufs=8191 --set dpdk.no_huge=no
-                  --set dpdk.memory=512M '--set=dpdk.eal_args=["--single-file-segments"]' --set dpdk.link_wait=30s)
+                  --set dpdk.memory=128M '--set=dpdk.eal_args=["--single-file-segments"]' --set dpdk.link_wait=30s)
 fi
 if [ "$faults" = yes ]; then
   name=${name}F
@@ -71,6 +75,7 @@ server_addr=$server_ip:$port
 [ "$ipv6" = yes ] && server_addr="[$server_ip]:$port"
 connections=4
 source "$(dirname "$0")/../../support/test_lib.sh"
+own_network_namespace "$@"
 test_begin memif-$name
 
 require_root "DPDK memory and the memif socket"
@@ -81,7 +86,8 @@ require_executable "$msgr_peer" "msgr_peer binary"
 server_vdev="--set=dpdk.vdev=[\"net_memif0,role=server,socket=$socket$memif_args\"]"
 client_vdev="--set=dpdk.vdev=[\"net_memif0,role=client,socket=$socket$memif_args\"]"
 if [ "$mode" = vhost ]; then
-  socket=/run/bypass-vhost-$name.sock  # a file: the virtio-user client waits for it (dpdk.link_wait)
+  hold_hugepages_lock  # until the script ends: every phase below starts a vhost-user pair
+  socket=$work/vhost.sock  # a file: the virtio-user client waits for it (dpdk.link_wait)
   server_vdev="--set=dpdk.vdev=[\"net_vhost0,iface=$socket,queues=1,tso=1\"]"
   client_vdev="--set=dpdk.vdev=[\"net_virtio_user0,path=$socket,queues=1\"]"
 fi

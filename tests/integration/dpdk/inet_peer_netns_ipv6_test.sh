@@ -28,6 +28,8 @@
 #   inet_peer_netns_ipv6_test.sh INET_PEER_BINARY
 # Needs root, iproute2 and ethtool (tools/setup.sh test installs them); fails when any is missing.
 set -euo pipefail
+source "$(dirname "$0")/../../support/test_lib.sh"
+own_network_namespace "$@"  # its `ip netns` names and veths meet no other test's
 
 peer=$1
 name=H  # this suite's tag: every namespace, link and file it creates carries it

@@ -10,6 +10,8 @@
 #   msgr_shutdown_linger_test.sh MSGR_PEER_BINARY CONFIG_EXAMPLES_DIR
 # Needs root (DPDK memory and the memif socket); exits 77 without.
 set -euo pipefail
+source "$(dirname "$0")/../../support/test_lib.sh"
+own_network_namespace "$@"  # the abstract memif socket meets no other test's
 
 msgr_peer=$1
 examples=$2
@@ -38,22 +40,19 @@ trap cleanup EXIT
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (DPDK memory and the memif socket)"; exit 77; }
 
-server_vdev="--set=dpdk.vdev=[\"net_memif0,role=server,socket=$socket\"]"
-client_vdev="--set=dpdk.vdev=[\"net_memif0,role=client,socket=$socket\"]"
+# memif copies: hugepages buy nothing here.
+server_sets=(--set dpdk.no_huge=yes "--set=dpdk.vdev=[\"net_memif0,role=server,socket=$socket\"]")
+client_sets=(--set dpdk.no_huge=yes "--set=dpdk.vdev=[\"net_memif0,role=client,socket=$socket\"]")
 
 # One round: a server, a burst of $messages requests with the given linger, the server stopped.
 # Leaves the client's and the server's output in $work/client.out and $work/server.out.
 round() {
   local linger=$1
-  timeout 120 "$msgr_peer" -c "$examples/dpdk-memif-server.yaml" "$server_vdev" --set ms.cpus=1 \
+  timeout 120 "$msgr_peer" -c "$examples/dpdk-memif-server.yaml" "${server_sets[@]}" --set ms.cpus=1 \
     server --bind "$server_ip:$port" --lifetime 100s >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
-  for _ in $(seq 100); do
-    grep -q "@$socket\$" /proc/net/unix && break
-    kill -0 "$server_pid" 2>/dev/null || fail "the memif server exited early"
-    sleep 0.1
-  done
-  timeout 60 "$msgr_peer" -c "$examples/dpdk-memif-client.yaml" "$client_vdev" --set ms.cpus=0 \
+  wait_for_socket "$socket" "$server_pid" "$work/server.err"
+  timeout 60 "$msgr_peer" -c "$examples/dpdk-memif-client.yaml" "${client_sets[@]}" --set ms.cpus=0 \
     --set ms.shutdown_linger="$linger" burst --to "$server_ip:$port" --messages $messages --max-size 8K \
     >"$work/client.out" 2>"$work/client.err" || fail "burst client (linger $linger) exited with $?"
   cat "$work/client.out"

@@ -39,7 +39,7 @@ start_netns_test() {  # start_netns_test PEER_BINARY
 af_packet_host() {  # af_packet_host IFACE LCORE_CPU: the --set flags of a one-worker af_packet Bypass host
   echo "--set=ms.type=dpdk --set=ms.workers=1 --set=ms.cpus=$2"
   echo "--set=dpdk.vdev=[\"net_af_packet0,iface=$1\"]"
-  echo "--set=dpdk.no_huge=auto --set=dpdk.memory=256M --set=dpdk.in_memory=true"
+  echo "--set=dpdk.no_huge=yes --set=dpdk.memory=256M --set=dpdk.in_memory=true"  # af_packet copies
 }
 
 wait_ready() {  # wait_ready PID OUT_FILE ADDRESS: until the server printed "ready ADDRESS"

@@ -16,6 +16,8 @@
 # advertisement answering one worker's solicitation that reaches the other is handed back).
 # Needs root (exit 77 otherwise).  Args: BYPASS_PMD BYPASS_ADMIN
 set -u
+source "$(dirname "$0")/../../support/test_lib.sh"
+own_network_namespace "$@"  # the tap, its addresses and sysctls meet no other test's
 tool="$1"
 admin="$2"
 tap=bpV6
@@ -86,7 +88,6 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$dir"
-ip link del "$tap" 2>/dev/null  # a leftover from a killed run
 ip tuntap add dev "$tap" mode tap multi_queue || { echo "FAIL: cannot create the tap $tap"; exit 1; }
 # IPv6 may be disabled by default (net.ipv6.conf.default.disable_ipv6): enable it on the tap only.
 sysctl -qw "net.ipv6.conf.$tap.disable_ipv6=0" || { echo "FAIL: cannot enable IPv6 on $tap"; exit 1; }

@@ -7,6 +7,8 @@
 # so the kernel side keeps its address between runs of the tool. Needs root (exit 77 otherwise).
 # Args: BYPASS_PMD
 set -u
+source "$(dirname "$0")/../../support/test_lib.sh"
+own_network_namespace "$@"  # the tap, its addresses and sysctls meet no other test's
 tool="$1"
 tap=bpC0
 kernel_ip=10.67.0.1
@@ -62,7 +64,6 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$dir"
-ip link del "$tap" 2>/dev/null  # a leftover from a killed run
 ip tuntap add dev "$tap" mode tap multi_queue || { echo "FAIL: cannot create the tap $tap"; exit 1; }
 ip addr add "$kernel_ip/24" dev "$tap" && ip link set "$tap" up || { echo "FAIL: cannot address $tap"; exit 1; }
 

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "stack/dpdk/dpdk_stack.h"
+#include "tests/support/own_network_namespace.h"
 
 namespace bypass::tap_test {
 
@@ -362,14 +363,18 @@ std::string stack_echo_to_kernel(Worker& worker, const char* kernel_ip, const st
 
 void TapStackEnvironment::SetUp() {
   current_ = &settings_;
-  run_command("ip link del " + settings_.tap);  // a leftover from a killed run
+  // The tap, its addresses and whatever a test adds on it (nftables tables, captures, floods)
+  // stay in this process's own network namespace: the same names in a test running beside it
+  // cannot collide, and nothing outlives the process.
+  const std::string own_namespace = test::enter_own_network_namespace();
+  ASSERT_EQ(own_namespace, "") << "cannot give the test a network namespace of its own";
   conf_ = std::make_unique<config::Config>();
   conf_->set_assignment("ms.type=dpdk", "test");
   conf_->set_assignment("ms.workers=1", "test");
   conf_->set_assignment("dpdk.vdev=[\"net_tap0,iface=" + settings_.tap + "\"]", "test");
   conf_->set_assignment("dpdk.host_ip=" + settings_.stack_ip, "test");
   conf_->set_assignment("dpdk.netmask=255.255.255.0", "test");
-  conf_->set_assignment("dpdk.no_huge=auto", "test");
+  conf_->set_assignment("dpdk.no_huge=yes", "test");  // net_tap copies: hugepages buy nothing here
   conf_->set_assignment("dpdk.memory=256M", "test");
   const bool ipv6 = !settings_.stack_ip6.empty() && !settings_.kernel_ip6.empty();
   if (ipv6) {

@@ -378,7 +378,6 @@ class NftLoss {
 };
 
 TEST(TapKernelLoss, EchoBothWaysStaysByteExactUnderNftablesLoss) {
-  run_command(std::string("nft delete table netdev ") + NftLoss::kTable);  // a leftover from a killed run
   const unsigned baseline = TapStackEnvironment::mbufs_in_use();
   NftLoss loss(5);
   ASSERT_EQ(loss.error(), "");
@@ -398,7 +397,6 @@ TEST(TapIpv6KernelLoss, EchoBothWaysStaysByteExactUnderNftablesLoss) {
   const char* size_env = std::getenv("BYPASS_TEST_IPV6_LOSS_TRANSFER");
   const size_t bytes = size_env ? std::strtoull(size_env, nullptr, 0) : kIpv6LossTransferBytes;
   ASSERT_GT(bytes, 0u) << "BYPASS_TEST_IPV6_LOSS_TRANSFER=" << size_env;
-  run_command(std::string("nft delete table netdev ") + NftLoss::kTable);  // a leftover from a killed run
   const unsigned baseline = TapStackEnvironment::mbufs_in_use();
   NftLoss loss(5);
   ASSERT_EQ(loss.error(), "");

@@ -17,12 +17,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "config/json_reader.h"
+#include "tests/support/hugepages_lock.h"
+#include "tests/support/own_network_namespace.h"
 #include "tests/support/subprocess.h"
 
 namespace {
@@ -35,6 +38,7 @@ using bypass::test::slurp;
 
 std::string g_tool;  // path of bypass-pmd
 const std::string g_tag = std::to_string(getpid());
+const std::string g_home = "/tmp/bypass-pmd-it-" + g_tag + "-home";  // HOME of the shells: their history file
 
 Result run(const std::vector<std::string>& argv, std::chrono::seconds deadline = std::chrono::seconds(30)) {
   return Process(argv, deadline).wait();
@@ -42,7 +46,7 @@ Result run(const std::vector<std::string>& argv, std::chrono::seconds deadline =
 
 // bypass-pmd -i reading `commands` from stdin, as an operator would pipe them in.
 Result run_shell(std::vector<std::string> argv, const std::string& commands) {
-  argv.insert(argv.begin(), {"env", "HOME=/tmp"});  // the history file goes to /tmp
+  argv.insert(argv.begin(), {"env", "HOME=" + g_home});
   argv.push_back("-i");
   return Process(argv, std::chrono::seconds(30), commands).wait();
 }
@@ -74,6 +78,17 @@ bool wait_for_memif_server(const std::string& path, Process& server) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+// Waits (bounded) until `process` has printed `text` on stdout; false when it exited or the bound passed first.
+bool wait_for_output(Process& process, const std::string& text, std::chrono::seconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    const bool running = process.running();  // before reading: a line printed just before exiting counts
+    if (process.out_so_far().find(text) != std::string::npos) return true;
+    if (!running || std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 // Two bypass-pmd processes over memif: `server` (role=server) until it listens on `socket`, then
@@ -212,13 +227,21 @@ struct PcapFiles {
   std::string vdev() const { return "net_pcap0,rx_pcap=" + in + ",tx_pcap=" + out; }
 };
 
-// Hugepages "no" runs only where the host has them; "yes" (plain memory) always runs.
+// Hugepages "no" runs only where the host has them, holding the machine's hugepage lock (other
+// tests' DPDK processes may want the same pages); "yes" (plain memory) always runs.
 class WithAndWithoutHugepages : public testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "no" && !hugepages_free()) GTEST_SKIP() << "SKIP: no free hugepages on this host";
+    if (GetParam() != "no") return;
+    hugepages_lock_.emplace(std::chrono::seconds(600));
+    ASSERT_TRUE(hugepages_lock_->held())
+        << "another test held " << bypass::test::HugepagesLock::kPath << " for 10 minutes";
+    if (!hugepages_free()) GTEST_SKIP() << "SKIP: no free hugepages on this host";
   }
   const std::string& huge() const { return GetParam(); }
+
+ private:
+  std::optional<bypass::test::HugepagesLock> hugepages_lock_;
 };
 
 TEST_P(WithAndWithoutHugepages, RingPortComesUp) {
@@ -374,7 +397,10 @@ TEST_P(WithAndWithoutHugepages, AfPacketOverVethBetweenNamespaces) {
   Process receiver(in_netns(b, tool(huge(), {"--set", "ms.cpus=0", "--vdev", "net_af_packet0,iface=" + b, "--json",
                                              "fwd", "rxonly", "--duration", "6s"})),
                    std::chrono::seconds(60));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The sender starts once the receiver's port is up (its start line): frames sent before would be
+  // lost on a veth nobody reads, and its EAL start-up takes anything from 0.2 to 10 s on a busy host.
+  ASSERT_TRUE(wait_for_output(receiver, "{\"type\":\"start\"", std::chrono::seconds(30)))
+      << "the receiver never started forwarding: " << describe(receiver.wait());
   const Result sender = run(in_netns(a, tool(huge(), {"--set", "ms.cpus=1", "--vdev", "net_af_packet0,iface=" + a,
                                                       "--json", "fwd", "txonly", "--duration", "2s"})),
                             std::chrono::seconds(60));
@@ -394,8 +420,9 @@ INSTANTIATE_TEST_SUITE_P(Memory, WithAndWithoutHugepages, testing::Values("yes",
                          });
 
 TEST(Shell, CommandsFromStdinWithErrorsThatDoNotEndTheSession) {
-  const std::string script = "printf 'ports --json\\nbogus\\nstats --json\\nreset-stats\\nmempool --json\\nquit\\n' | HOME=/tmp " +
-                             g_tool + " --set ms.workers=1 --set dpdk.no_huge=yes --vdev net_ring0 -i";
+  const std::string script =
+      "printf 'ports --json\\nbogus\\nstats --json\\nreset-stats\\nmempool --json\\nquit\\n' | HOME=" + g_home + " " +
+      g_tool + " --set ms.workers=1 --set dpdk.no_huge=yes --vdev net_ring0 -i";
   const Result r = run({"sh", "-c", script});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   EXPECT_NE(r.out.find("\"driver\":\"net_ring\""), std::string::npos) << r.out;
@@ -722,5 +749,13 @@ int main(int argc, char** argv) {
     std::printf("SKIP: iproute2 (ip) is not installed\n");
     return 77;
   }
-  return RUN_ALL_TESTS();
+  // Taps, veths, `ip netns` names and memif sockets stay in this process's own namespaces.
+  if (const std::string error = bypass::test::enter_own_network_namespace(); !error.empty()) {
+    std::printf("FAILED: cannot give the test a network namespace of its own: %s\n", error.c_str());
+    return 1;
+  }
+  std::filesystem::create_directory(g_home);
+  const int status = RUN_ALL_TESTS();
+  std::filesystem::remove_all(g_home);
+  return status;
 }
