@@ -14,8 +14,7 @@
 set -u
 root=$1 socket_suite=$2 transport_test=$3 messenger_suite=$4
 cd "$root" || exit 1
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+source tests/rdma/guest_lib.sh
 # The million-message case, scaled down: the emulated guest moves a few thousand messages a second.
 messenger_messages=${BYPASS_GUEST_MSGR_MESSAGES:-6400}
 # Guest-side command: every executable, each bounded; the first failure is the status.
@@ -53,10 +52,4 @@ echo '== messenger suite on rdma over IPv6 (tcp, sessions that fault and reconne
   BYPASS_RDMA_CONNECT_MODE=tcp BYPASS_TEST_ADDR='[::1]:0' BYPASS_TEST_MSGR_MESSAGES=$messenger_messages \\
   timeout 900 '$messenger_suite' '--gtest_filter=*Lossless*:*Lossy*:*Garbage*' || note
 exit \$st"
-RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-2400} "$root/tools/rxe-vm" "$cmd" 2>&1 | tee "$out"
-rc=${PIPESTATUS[0]}
-if [ "$rc" = 125 ]; then
-  echo "SKIP: the soft-RoCE guest (tools/rxe-vm) could not start here: $(grep -m1 'rxe-vm:' "$out")"
-  exit 77
-fi
-exit "$rc"
+run_rxe_guest 2400 "$cmd"
