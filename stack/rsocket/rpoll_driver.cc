@@ -8,26 +8,24 @@
 // after rs_poll_enter), and from then on every worker that blocks yields forever. Seen with two
 // workers and millisecond timer waits in the soft-RoCE guest: both loops spun in sched_yield.
 //
-// Wake-ups cost a syscall only when the loop is really blocked, as in EpollDriver: wait() raises
-// `sleeping_` before blocking and wakeup() writes the eventfd only if it sees that flag (a Dekker
-// pair of seq_cst flags). A wait that does not block leaves the eventfd and the timerfd out of the
-// set, since rpoll() looks at an ordinary fd with a poll() system call each time.
+// Wake-ups cost a syscall only when the loop is really blocked, as in EpollDriver (WakeupEventfd).
+// A wait that does not block leaves the eventfd and the timerfd out of the set, since rpoll()
+// looks at an ordinary fd with a poll() system call each time.
 #include "stack/rsocket/rpoll_driver.h"
 
 #include <poll.h>
 #include <rdma/rsocket.h>
-#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
 #include <vector>
 
 #include "base/log.h"
+#include "stack/wakeup_eventfd.h"
 
 namespace bypass {
 
@@ -59,26 +57,17 @@ int to_mask(short revents) {
 class RpollDriverImpl final : public RpollDriver {
  public:
   RpollDriverImpl() {
-    wakefd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wakefd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
     timerfd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (timerfd_ < 0) {
-      const int err = errno;
-      ::close(wakefd_);
-      throw std::system_error(err, std::generic_category(), "timerfd_create");
-    }
-    fds_.push_back(pollfd{wakefd_, POLLIN, 0});
+    if (timerfd_ < 0) throw std::system_error(errno, std::generic_category(), "timerfd_create");
+    fds_.push_back(pollfd{waker_.fd(), POLLIN, 0});
     fds_.push_back(pollfd{timerfd_, POLLIN, 0});
     hangups_.resize(fds_.size(), 0);
   }
 
-  ~RpollDriverImpl() override {
-    ::close(timerfd_);
-    ::close(wakefd_);
-  }
+  ~RpollDriverImpl() override { ::close(timerfd_); }
 
   int add_interest(int fd, int /*old_mask*/, int new_mask) override {
-    if (fd < 0 || fd == wakefd_ || fd == timerfd_) return -EBADF;
+    if (fd < 0 || fd == waker_.fd() || fd == timerfd_) return -EBADF;
     int slot = slot_of(fd);
     if (slot == kNoSlot) {
       if (static_cast<size_t>(fd) >= slots_.size()) slots_.resize(static_cast<size_t>(fd) + 1, kNoSlot);
@@ -119,21 +108,17 @@ class RpollDriverImpl final : public RpollDriver {
   }
 
   int wait(std::vector<FiredEvent>& fired, std::chrono::nanoseconds timeout) override {
-    bool block = timeout > std::chrono::nanoseconds::zero() && !has_hangups();
-    if (block) {
-      sleeping_.store(true, std::memory_order_seq_cst);
-      if (pending_.exchange(false, std::memory_order_seq_cst)) block = false;
-    }
+    const bool block = timeout > std::chrono::nanoseconds::zero() && !has_hangups() && waker_.prepare_to_block();
     int n = 0;
     if (block && arm_timer(timeout) != 0) {
       const int err = errno;
-      sleeping_.store(false, std::memory_order_relaxed);
+      waker_.done_blocking();
       BYPASS_LOG(Error, "event", "timerfd_settime failed: %s", std::strerror(err));
       return -err;
     }
     if (block) {
       n = rpoll(fds_.data(), fds_.size(), -1);  // the timerfd ends it (see the file comment)
-      sleeping_.store(false, std::memory_order_relaxed);
+      waker_.done_blocking();
     } else if (fds_.size() > kFirstSlot) {
       n = rpoll(fds_.data() + kFirstSlot, fds_.size() - kFirstSlot, 0);
     }
@@ -145,10 +130,7 @@ class RpollDriverImpl final : public RpollDriver {
       return -err;
     }
     if (n == 0 && !has_hangups()) return 0;
-    if (block && fds_[kWakeSlot].revents != 0) {
-      uint64_t count;
-      [[maybe_unused]] ssize_t r = ::read(wakefd_, &count, sizeof(count));
-    }
+    if (block && fds_[kWakeSlot].revents != 0) waker_.drain();
     // The timerfd needs no read: the next arm_timer() resets its expirations.
     fds_[kWakeSlot].revents = fds_[kTimerSlot].revents = 0;
     int reported = 0;
@@ -164,14 +146,7 @@ class RpollDriverImpl final : public RpollDriver {
 
   bool last_wait_blocked() const override { return blocked_; }
 
-  void wakeup() override {
-    pending_.store(true, std::memory_order_seq_cst);
-    // Only the first producer to see the sleeper pays for the syscall.
-    if (sleeping_.load(std::memory_order_seq_cst) && sleeping_.exchange(false, std::memory_order_seq_cst)) {
-      const uint64_t one = 1;
-      [[maybe_unused]] ssize_t r = ::write(wakefd_, &one, sizeof(one));
-    }
-  }
+  void wakeup() override { waker_.wakeup(); }
 
  private:
   // One-shot expiry after `timeout` (at least 1 ns: zero would disarm it).
@@ -195,15 +170,13 @@ class RpollDriverImpl final : public RpollDriver {
     return hangups_reported_ != 0;
   }
 
-  int wakefd_ = -1;
+  WakeupEventfd waker_;
   int timerfd_ = -1;
-  std::vector<pollfd> fds_;    // kWakeSlot: wakefd_, kTimerSlot: timerfd_, then every fd with interest
+  std::vector<pollfd> fds_;    // kWakeSlot: waker_, kTimerSlot: timerfd_, then every fd with interest
   std::vector<short> hangups_; // per slot: kHangup after report_hangup, else 0
   std::vector<int> slots_;     // by fd: its slot in fds_, or kNoSlot
   size_t hangups_reported_ = 0;  // an upper bound of the slots holding kHangup
   bool blocked_ = false;
-  std::atomic<bool> pending_{false};
-  std::atomic<bool> sleeping_{false};
 };
 
 }  // namespace

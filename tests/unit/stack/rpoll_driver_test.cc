@@ -14,25 +14,13 @@
 
 #include "stack/event_center.h"
 #include "stack/rsocket/rpoll_driver.h"
+#include "tests/unit/stack/test_pipe.h"
 
 namespace bypass {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-struct Pipe {
-  int fds[2] = {-1, -1};
-  Pipe() {
-    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  }
-  ~Pipe() {
-    for (int fd : fds)
-      if (fd >= 0) close(fd);
-  }
-  int reader() const { return fds[0]; }
-  int writer() const { return fds[1]; }
-};
 
 struct RpollCenter {
   RpollCenter() {
@@ -76,6 +64,13 @@ TEST(RpollDriver, ReadableAndWritableAreLevelTriggeredPerFd) {
   rc.center->process_events(0ns);
   EXPECT_EQ(reads, (std::array<int, 3>{0, 2, 3}));
   EXPECT_EQ(writes, 1);
+  // The moved slot answers to its fd's interest changes: the third pipe goes quiet, the second
+  // (written again) does not.
+  rc.center->delete_file_event(pipes[2].reader(), kEventReadable);
+  ASSERT_EQ(write(pipes[1].writer(), "y", 1), 1);
+  rc.center->process_events(0ns);
+  rc.center->process_events(0ns);
+  EXPECT_EQ(reads, (std::array<int, 3>{0, 4, 3}));
 }
 
 TEST(RpollDriver, WakeupEndsABlockedWaitAndAnEarlierOneSkipsTheNext) {
