@@ -12,6 +12,7 @@ void register_posix_options(Registry& r);  // kernel-socket transport
 void register_dpdk_options(Registry& r);   // EAL, port, queues, offloads, fault injection
 void register_tcp_options(Registry& r);    // userspace TCP/IP stack
 void register_rdma_options(Registry& r);   // verbs transport
+void register_rsocket_options(Registry& r);  // librdmacm rsockets transport
 void register_bench_options(Registry& r);  // bypass-bench jobs
 
 }  // namespace bypass::config

@@ -13,6 +13,7 @@ Registry build_global_registry() {
   register_dpdk_options(r);
   register_tcp_options(r);
   register_rdma_options(r);
+  register_rsocket_options(r);
   register_bench_options(r);
   return r;
 }

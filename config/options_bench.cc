@@ -12,7 +12,7 @@ void add_side_options(Registry& r, const std::string& side, const std::string& l
   r.add({.name = "bench." + side + ".cpus", .type = OptionType::CpuList, .default_value = "",
          .help = "CPUs of the " + side + " process in `bypass-bench run` (its ms.cpus and the process "
                  "affinity); empty = unpinned."});
-  for (const char* transport : {"posix", "dpdk", "rdma"}) {
+  for (const char* transport : {"posix", "dpdk", "rdma", "rsocket"}) {
     r.add({.name = "bench." + side + "." + transport, .type = OptionType::StringList, .default_value = "",
            .help = std::string("key=value settings applied on the ") + side + " side (the process that " +
                    listen_or_connect + ") when the transport is " + transport +
@@ -24,7 +24,7 @@ void add_side_options(Registry& r, const std::string& side, const std::string& l
 
 void register_bench_options(Registry& r) {
   r.add({.name = "bench.transports", .type = OptionType::StringList, .default_value = "",
-         .help = "Transports `run` measures one after the other (posix, dpdk, rdma); empty = ms.type."});
+         .help = "Transports `run` measures one after the other (posix, dpdk, rdma, rsocket); empty = ms.type."});
   r.add({.name = "bench.mode", .type = OptionType::Enum, .default_value = "reqrep",
          .help = "reqrep: the server answers each message with one of the same size; stream: "
                  "one-way, latency is queued -> msgr2 ack.",
@@ -52,7 +52,8 @@ void register_bench_options(Registry& r) {
          .enum_values = {"shared", "per-thread"}});
   r.add({.name = "bench.server_address", .type = OptionType::String, .default_value = "",
          .help = "Server IP:port or [IPv6]:port (posix, rdma). The server listens there (empty: 127.0.0.1, or dpdk.host_ip for "
-                 "dpdk, on a free port); the client connects there (`run` fills it in)."});
+                 "dpdk, on a free port); the client connects there (`run` fills it in). rsocket needs an "
+                 "address of the RDMA device's netdev: RoCE does not route loopback."});
   r.add({.name = "bench.output", .type = OptionType::String, .default_value = "",
          .help = "Write the results as JSON (schema bypass-bench/1) to this file; empty = none."});
   r.add({.name = "bench.progress", .type = OptionType::Enum, .default_value = "auto",

@@ -5,8 +5,9 @@ namespace bypass::config {
 
 void register_ms_options(Registry& r) {
   r.add({.name = "ms.type", .type = OptionType::Enum, .default_value = "posix",
-         .help = "Transport: posix (kernel sockets), dpdk (userspace TCP/IP on DPDK), rdma (verbs).",
-         .enum_values = {"posix", "dpdk", "rdma"}});
+         .help = "Transport: posix (kernel sockets), dpdk (userspace TCP/IP on DPDK), rdma (verbs), "
+                 "rsocket (librdmacm's rsockets: posix's logic over RDMA).",
+         .enum_values = {"posix", "dpdk", "rdma", "rsocket"}});
   r.add({.name = "ms.workers", .type = OptionType::Int, .default_value = "2",
          .help = "Worker threads (dpdk: lcores), each with its own event loop and connections.",
          .min = 1, .max = 64});

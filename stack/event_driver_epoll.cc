@@ -1,15 +1,9 @@
-// EpollDriver: kernel fds through epoll (level-triggered), cross-thread wake-up through an eventfd.
-//
-// Wake-ups cost a syscall only when the loop is really blocked: wait() raises `sleeping_` before
-// blocking and wakeup() writes the eventfd only if it sees that flag. The two flags form a Dekker
-// pair (store own flag, then load the other's, both seq_cst), so either the waiter sees the
-// producer's `pending_` and does not block, or the producer sees `sleeping_` and writes the fd.
+// EpollDriver: kernel fds through epoll (level-triggered), cross-thread wake-up through an eventfd
+// that costs a syscall only when the loop is really blocked (WakeupEventfd).
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -17,6 +11,7 @@
 
 #include "base/log.h"
 #include "stack/event_center.h"
+#include "stack/wakeup_eventfd.h"
 
 namespace bypass {
 
@@ -38,27 +33,17 @@ class EpollDriver final : public EventDriver {
   EpollDriver() : events_(kInitialEvents) {
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
-    wakefd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wakefd_ < 0) {
-      int err = errno;
-      ::close(epfd_);
-      throw std::system_error(err, std::generic_category(), "eventfd");
-    }
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = wakefd_;
-    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev) < 0) {
+    ev.data.fd = waker_.fd();
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, waker_.fd(), &ev) < 0) {
       int err = errno;
-      ::close(wakefd_);
       ::close(epfd_);
       throw std::system_error(err, std::generic_category(), "epoll_ctl(eventfd)");
     }
   }
 
-  ~EpollDriver() override {
-    ::close(wakefd_);
-    ::close(epfd_);
-  }
+  ~EpollDriver() override { ::close(epfd_); }
 
   int add_interest(int fd, int old_mask, int new_mask) override {
     epoll_event ev{};
@@ -92,14 +77,10 @@ class EpollDriver final : public EventDriver {
   }
 
   int wait(std::vector<FiredEvent>& fired, std::chrono::nanoseconds timeout) override {
-    bool block = timeout > std::chrono::nanoseconds::zero();
-    if (block) {
-      sleeping_.store(true, std::memory_order_seq_cst);
-      if (pending_.exchange(false, std::memory_order_seq_cst)) block = false;
-    }
+    const bool block = timeout > std::chrono::nanoseconds::zero() && waker_.prepare_to_block();
     int n = block ? blocking_wait(std::min<std::chrono::nanoseconds>(timeout, kMaxBlock))
                   : epoll_wait(epfd_, events_.data(), static_cast<int>(events_.size()), 0);
-    if (block) sleeping_.store(false, std::memory_order_relaxed);
+    if (block) waker_.done_blocking();
     blocked_ = block;
     if (n < 0) {
       if (errno == EINTR) return 0;
@@ -110,9 +91,8 @@ class EpollDriver final : public EventDriver {
     int reported = 0;
     for (int i = 0; i < n; ++i) {
       const epoll_event& ev = events_[i];
-      if (ev.data.fd == wakefd_) {
-        uint64_t count;
-        [[maybe_unused]] ssize_t r = ::read(wakefd_, &count, sizeof(count));
+      if (ev.data.fd == waker_.fd()) {
+        waker_.drain();
         continue;
       }
       int mask = 0;
@@ -129,14 +109,7 @@ class EpollDriver final : public EventDriver {
 
   bool last_wait_blocked() const override { return blocked_; }
 
-  void wakeup() override {
-    pending_.store(true, std::memory_order_seq_cst);
-    // Only the first producer to see the sleeper pays for the syscall.
-    if (sleeping_.load(std::memory_order_seq_cst) && sleeping_.exchange(false, std::memory_order_seq_cst)) {
-      const uint64_t one = 1;
-      [[maybe_unused]] ssize_t r = ::write(wakefd_, &one, sizeof(one));
-    }
-  }
+  void wakeup() override { waker_.wakeup(); }
 
  private:
   int blocking_wait(std::chrono::nanoseconds timeout) {
@@ -153,13 +126,11 @@ class EpollDriver final : public EventDriver {
     return epoll_wait(epfd_, events_.data(), static_cast<int>(events_.size()), static_cast<int>(ms.count()));
   }
 
+  WakeupEventfd waker_;
   int epfd_ = -1;
-  int wakefd_ = -1;
   bool have_pwait2_ = true;
   bool blocked_ = false;
   std::vector<epoll_event> events_;
-  std::atomic<bool> pending_{false};
-  std::atomic<bool> sleeping_{false};
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "stack/dpdk/dpdk_stack.h"
 #include "stack/posix/posix_stack.h"
 #include "stack/rdma/rdma_stack.h"
+#include "stack/rsocket/rsocket_stack.h"
 
 namespace bypass {
 
@@ -83,7 +84,8 @@ std::shared_ptr<NetworkStack> NetworkStack::create(const config::Config& conf,
   if (type == "posix") return make_posix_stack(conf);
   if (type == "rdma") return make_rdma_stack(conf);
   if (type == "dpdk") return make_dpdk_stack(conf);
-  throw std::runtime_error("ms.type: unknown transport '" + type + "' (expected posix, dpdk or rdma)");
+  if (type == "rsocket") return make_rsocket_stack(conf);
+  throw std::runtime_error("ms.type: unknown transport '" + type + "' (expected posix, dpdk, rdma or rsocket)");
 }
 
 NetworkStack::NetworkStack(const config::Config& conf, std::string type)

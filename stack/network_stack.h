@@ -204,7 +204,7 @@ class Worker {
   EventCenter center_;
 };
 
-// One transport in a process (posix, dpdk, rdma) and its workers; see the file comment.
+// One transport in a process (posix, dpdk, rdma, rsocket) and its workers; see the file comment.
 class NetworkStack {
  public:
   // Builds the transport named by `ms.type` with `ms.workers` workers. Throws std::runtime_error
@@ -243,7 +243,7 @@ class NetworkStack {
   // need the loops: an acknowledgement, a timer, a closure), sleeps on any other thread.
   void pause(std::chrono::nanoseconds duration);
 
-  const std::string& type() const { return type_; }  // "posix", "dpdk", "rdma"
+  const std::string& type() const { return type_; }  // "posix", "dpdk", "rdma", "rsocket"
   unsigned num_workers() const { return static_cast<unsigned>(workers_.size()); }  // `ms.workers`
   Worker* worker(unsigned i) { return workers_.at(i).get(); }  // 0 <= i < num_workers()
   // The worker with the fewest open sockets, ties taken in turn (connections are spread evenly).

@@ -1,4 +1,7 @@
-// Kernel-socket implementations of ConnectedSocketImpl and ServerSocketImpl.
+// Stream sockets over a socket-calls policy (KernelSocketCalls: the kernel's TCP; RsocketCalls:
+// librdmacm's rsockets): the ConnectedSocketImpl and ServerSocketImpl of the posix and rsocket
+// transports. The member definitions are in posix_socket_impl.h; each transport instantiates them
+// once (posix_socket.cc, stack/rsocket/rsocket_stack.cc).
 #pragma once
 
 #include <chrono>
@@ -6,23 +9,27 @@
 #include <optional>
 
 #include "stack/network_stack.h"
+#include "stack/posix/socket_calls.h"
 
 namespace bypass {
 
-class PosixWorker;
+template <class Calls>
+class StreamWorker;
 
-// Applies TCP_NODELAY, SO_RCVBUF, SO_SNDBUF and SO_PRIORITY; returns 0 or -errno.
+// Applies TCP_NODELAY, SO_RCVBUF, SO_SNDBUF and SO_PRIORITY through `Calls`; returns 0 or -errno.
+template <class Calls>
 int apply_socket_options(int fd, const SocketOptions& opts);
 
-class PosixConnectedSocket final : public ConnectedSocketImpl {
+template <class Calls>
+class StreamConnectedSocket final : public ConnectedSocketImpl {
  public:
   // Takes ownership of `fd`. `connecting`: a non-blocking connect is in flight and must finish
   // within `connect_timeout`.
-  PosixConnectedSocket(PosixWorker& worker, int fd, bool connecting,
-                       std::chrono::milliseconds connect_timeout);
-  ~PosixConnectedSocket() override;
-  PosixConnectedSocket(const PosixConnectedSocket&) = delete;
-  PosixConnectedSocket& operator=(const PosixConnectedSocket&) = delete;
+  StreamConnectedSocket(StreamWorker<Calls>& worker, int fd, bool connecting,
+                        std::chrono::milliseconds connect_timeout);
+  ~StreamConnectedSocket() override;
+  StreamConnectedSocket(const StreamConnectedSocket&) = delete;
+  StreamConnectedSocket& operator=(const StreamConnectedSocket&) = delete;
 
   int is_connected() override;
   ssize_t read(char* buf, size_t len) override;
@@ -40,7 +47,7 @@ class PosixConnectedSocket final : public ConnectedSocketImpl {
   void on_connect_timeout();
   void cancel_connect_timer();
 
-  PosixWorker& worker_;
+  StreamWorker<Calls>& worker_;
   int fd_;
   bool connecting_;
   int connect_error_ = 0;  // latched: SO_ERROR is cleared when read
@@ -49,12 +56,13 @@ class PosixConnectedSocket final : public ConnectedSocketImpl {
   uint64_t rng_state_;
 };
 
-class PosixServerSocket final : public ServerSocketImpl {
+template <class Calls>
+class StreamServerSocket final : public ServerSocketImpl {
  public:
-  PosixServerSocket(PosixWorker& worker, int fd);
-  ~PosixServerSocket() override;
-  PosixServerSocket(const PosixServerSocket&) = delete;
-  PosixServerSocket& operator=(const PosixServerSocket&) = delete;
+  StreamServerSocket(StreamWorker<Calls>& worker, int fd);
+  ~StreamServerSocket() override;
+  StreamServerSocket(const StreamServerSocket&) = delete;
+  StreamServerSocket& operator=(const StreamServerSocket&) = delete;
 
   int accept(ConnectedSocket* sock, const SocketOptions& opts, SocketAddress* peer,
              Worker* worker) override;
@@ -63,8 +71,14 @@ class PosixServerSocket final : public ServerSocketImpl {
   SocketAddress local_address() const override;
 
  private:
-  PosixWorker& worker_;
+  StreamWorker<Calls>& worker_;
   int fd_;
 };
+
+// The posix transport's kernel sockets.
+using PosixConnectedSocket = StreamConnectedSocket<KernelSocketCalls>;
+using PosixServerSocket = StreamServerSocket<KernelSocketCalls>;
+extern template class StreamConnectedSocket<KernelSocketCalls>;
+extern template class StreamServerSocket<KernelSocketCalls>;
 
 }  // namespace bypass

@@ -1,16 +1,22 @@
-// The posix transport: Linux kernel TCP sockets, one epoll loop per worker.
+// The posix transport: Linux kernel TCP sockets, one epoll loop per worker. Its logic is written
+// once over a socket-calls policy (socket_calls.h): StreamWorker<RsocketCalls> and
+// StreamNetworkStack<RsocketCalls> are the rsocket transport (stack/rsocket/rsocket_stack.h).
+// Member definitions are in posix_stack_impl.h.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "config/config.h"
 #include "stack/network_stack.h"
+#include "stack/posix/socket_calls.h"
 
 namespace bypass {
 
-class PosixWorker final : public Worker {
+template <class Calls>
+class StreamWorker final : public Worker {
  public:
-  PosixWorker(unsigned id, const config::Config& conf);
+  StreamWorker(unsigned id, const config::Config& conf);
 
   int listen(const SocketAddress& addr, const ListenOptions& lopts, const SocketOptions& sopts,
              ServerSocket* out) override;
@@ -35,10 +41,13 @@ class PosixWorker final : public Worker {
   std::atomic<uint64_t> socket_serial_{0};
 };
 
-class PosixNetworkStack final : public NetworkStack {
+template <class Calls>
+class StreamNetworkStack final : public NetworkStack {
  public:
-  explicit PosixNetworkStack(const config::Config& conf);
-  ~PosixNetworkStack() override;
+  // Throws std::runtime_error when the calls cannot work here (Calls::configure) or ms.workers
+  // is out of range.
+  explicit StreamNetworkStack(const config::Config& conf);
+  ~StreamNetworkStack() override;
   bool listen_per_worker() const override { return listen_per_worker_; }
   Counters transport_counters() override;
   WorkerReport worker_report(unsigned i) override;
@@ -46,6 +55,11 @@ class PosixNetworkStack final : public NetworkStack {
  private:
   bool listen_per_worker_;
 };
+
+using PosixWorker = StreamWorker<KernelSocketCalls>;
+using PosixNetworkStack = StreamNetworkStack<KernelSocketCalls>;
+extern template class StreamWorker<KernelSocketCalls>;
+extern template class StreamNetworkStack<KernelSocketCalls>;
 
 std::shared_ptr<NetworkStack> make_posix_stack(const config::Config& conf);
 

@@ -22,8 +22,7 @@
 set -u
 part=$1 root=$2 exe=$3
 cd "$root" || exit 1
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+source tests/support/guest_lib.sh
 # The million-message case, scaled down: the emulated guest moves a few thousand messages a second.
 messenger_messages=${BYPASS_GUEST_MSGR_MESSAGES:-6400}
 # Guest-side command: every executable bounded; the first failure is the status. The guest is
@@ -66,10 +65,5 @@ echo '== messenger suite on rdma over IPv6 (tcp, sessions that fault and reconne
 exit \$st" ;;
   *) echo "run_in_guest.sh: unknown part '$part' (transport, socket or messenger)" >&2; exit 2 ;;
 esac
-RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-2400} "$root/tools/rxe-vm" "$cmd" 2>&1 | tee "$out"
-rc=${PIPESTATUS[0]}
-if [ "$rc" = 125 ]; then
-  echo "SKIP: the soft-RoCE guest (tools/rxe-vm) could not start here: $(grep -m1 'rxe-vm:' "$out")"
-  exit 77
-fi
-exit "$rc"
+run_rxe_guest 2400 "$cmd"
+exit $?

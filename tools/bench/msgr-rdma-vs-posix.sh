@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): the messenger over rdma vs posix, side by side, inside the soft-RoCE guest
-# of tools/rxe-vm (one boot; both transports in the same guest, same parameters, runs alternated so
-# a slow spell of the emulator hits both). 4 KiB messages, ping-pong and streaming, one connection
-# (msgr_bench: one client and one server messenger, one worker each). Prints msgs/s and p50 latency
-# per transport and the rdma/posix ratios.
+# Benchmark (not a test): the messenger over rdma and rsocket vs posix, side by side, inside the
+# soft-RoCE guest of tools/rxe-vm (one boot; every transport in the same guest, same parameters,
+# runs alternated so a slow spell of the emulator hits all). 4 KiB messages, ping-pong and
+# streaming, one connection (msgr_bench: one client and one server messenger, one worker each).
+# Prints msgs/s and p50 latency per transport and the ratios to posix. rsocket (librdmacm's
+# rsockets under the posix transport's logic) listens on the guest's rxe netdev address.
 #
 # The guest's CPU is emulated (TCG) and soft-RoCE is itself software on that CPU: absolute numbers
 # mean little, and the ratio says how the two code paths compare on the same (slow) CPU, not what
@@ -12,6 +13,7 @@
 #   tools/bench/msgr-rdma-vs-posix.sh [BUILD_DIR]      (default build/release, built when missing)
 #   COUNT=5000 DEPTHS="1 16" SIZE=4096 MODES="pingpong stream" REPEAT=2 to change the runs
 #   RDMA_CM=1 adds a column for rdma with rdma.connect_mode=rdma_cm (on the guest's rxe netdev IP)
+#   TRANSPORTS="posix rdma" to leave out rsocket (posix always comes first: the ratios' base)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +24,8 @@ depths=${DEPTHS:-1 16}
 modes=${MODES:-pingpong stream}
 size=${SIZE:-4096}
 repeat=${REPEAT:-2}
-transports="posix rdma"
+transports="posix ${TRANSPORTS:-posix rdma rsocket}"
+transports=$(echo "$transports" | tr ' ' '\n' | awk 'NF && !seen[$0]++' | tr '\n' ' ')
 [ "${RDMA_CM:-0}" = 1 ] && transports="$transports rdma_cm"
 
 if [ ! -x "$bench" ]; then
@@ -39,6 +42,7 @@ run() { t=\$1; shift
     posix) set -- --set ms.type=posix \"\$@\";;
     rdma) set -- --set ms.type=rdma \"\$@\";;
     rdma_cm) set -- --set ms.type=rdma --set rdma.connect_mode=rdma_cm --addr \$RXE_IP \"\$@\";;
+    rsocket) set -- --set ms.type=rsocket --addr \$RXE_IP \"\$@\";;
   esac
   timeout 600 '$bench' \"\$@\" --size $size --count $count --warmup $((count / 10)) | sed \"s/^/transport=\$t /\"; }
 for r in \$(seq $repeat); do for mode in $modes; do for depth in $depths; do for t in $transports; do

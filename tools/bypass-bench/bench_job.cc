@@ -18,7 +18,7 @@ namespace {
 
 constexpr uint64_t kMaxMessageSize = uint64_t{1} << 30;
 constexpr int kMaxIodepth = 65536;
-const std::vector<std::string> kTransports = {"posix", "dpdk", "rdma"};
+const std::vector<std::string> kTransports = {"posix", "dpdk", "rdma", "rsocket"};
 
 // "job.yaml:7:12: bench.iodepth: ..." — the shape of every config error.
 [[noreturn]] void fail(const config::Config& conf, const std::string& key, const std::string& message) {
@@ -146,7 +146,7 @@ BenchJob BenchJob::from_config(const config::Config& conf) {
   std::set<std::string> seen;
   for (const std::string& transport : job.transports) {
     if (std::find(kTransports.begin(), kTransports.end(), transport) == kTransports.end())
-      fail(conf, "bench.transports", "'" + transport + "' is not one of posix, dpdk, rdma");
+      fail(conf, "bench.transports", "'" + transport + "' is not one of posix, dpdk, rdma, rsocket");
     if (!seen.insert(transport).second) fail(conf, "bench.transports", "'" + transport + "' is listed twice");
   }
   if (job.transports.empty()) job.transports.push_back(conf.get_string("ms.type"));

@@ -128,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadJob{"iodepth not a number", "bench: {iodepth: deep}", {}, "bench.iodepth:"},
         BadJob{"size 0", "bench: {message_size: 0}", {}, "bench.message_size: '0' is outside 1..1G"},
         BadJob{"size garbage", "bench: {message_size: [4K, huge]}", {}, "bench.message_size:"},
-        BadJob{"unknown transport", "bench: {transports: [posix, dpkd]}", {}, "'dpkd' is not one of posix, dpdk, rdma"},
+        BadJob{"unknown transport", "bench: {transports: [posix, dpkd]}", {}, "'dpkd' is not one of posix, dpdk, rdma, rsocket"},
         BadJob{"transport twice", "bench: {transports: [posix, posix]}", {}, "'posix' is listed twice"},
         BadJob{"count and duration", "bench: {count: 1000, duration: 5s}", {}, "bench.count and bench.duration (job.yaml:1:32) are both set"},
         BadJob{"count and --set duration", "bench: {count: 1000}", {"bench.duration=5s"}, "are both set"},

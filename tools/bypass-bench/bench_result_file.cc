@@ -143,7 +143,7 @@ std::string json_text(const JsonValue& value) {
 ResultCase read_case(const Field& c) {
   ResultCase out;
   out.name = c.member("name").nonempty_text();
-  out.transport = c.member("transport").one_of({"posix", "dpdk", "rdma"});
+  out.transport = c.member("transport").one_of({"posix", "dpdk", "rdma", "rsocket"});
   out.mode = c.member("mode").one_of({"reqrep", "stream"});
   out.message_size = c.member("message_size").count();
   out.connections = c.member("connections").count();

@@ -29,7 +29,7 @@ struct ResultLatency {
 
 struct ResultCase {
   std::string name;
-  std::string transport;  // posix, dpdk, rdma
+  std::string transport;  // posix, dpdk, rdma, rsocket
   std::string mode;       // reqrep, stream
   uint64_t message_size = 0;
   uint64_t connections = 0;

@@ -107,7 +107,7 @@ TEST(ResultFileTest, EveryProblemNamesFileAndField) {
   EXPECT_EQ(load_error("[]"), "f.json: top level: is an array, expected an object");
   EXPECT_EQ(load_error("{}"), "f.json: schema: missing");
   EXPECT_EQ(load_error(replaced("\"transport\":\"dpdk\"", "\"transport\":\"tcp\"")),
-            "f.json: cases[0].transport: 'tcp' is not one of posix, dpdk, rdma");
+            "f.json: cases[0].transport: 'tcp' is not one of posix, dpdk, rdma, rsocket");
   EXPECT_EQ(load_error(replaced("\"iodepth\":2", "\"iodepth\":-2")),
             "f.json: cases[0].iodepth: '-2' is not a non-negative integer");
   EXPECT_EQ(load_error(replaced("\"seconds\":10.000", "\"seconds\":-1")),

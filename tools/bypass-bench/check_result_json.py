@@ -29,7 +29,7 @@ def check_case(case, index):
         need(key in case, "%s: no %s" % (where, key))
     if problems:
         return
-    need(case["transport"] in ("posix", "dpdk", "rdma"), where + ": transport " + str(case["transport"]))
+    need(case["transport"] in ("posix", "dpdk", "rdma", "rsocket"), where + ": transport " + str(case["transport"]))
     need(case["mode"] in ("reqrep", "stream"), where + ": mode " + str(case["mode"]))
     need(case["messengers"] in ("shared", "per-thread"), where + ": messengers " + str(case["messengers"]))
     need(case["seconds"] > 0, where + ": seconds must be > 0")

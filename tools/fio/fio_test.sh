@@ -240,12 +240,9 @@ rdma)
   # The guest is emulated (ASan runs 20-50x slower there): a MiB each way, generous timeouts.
   cmd="cd '$work' && timeout 600 ${fio[*]} --output-format=json --output=rdma.json examples/fio/rdma.fio > rdma.out 2>&1; \
 echo \"fio exit \$?\" >> rdma.out"
-  RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-900} "$root/tools/rxe-vm" "$cmd" > guest.out 2>&1
+  source "$root/tests/support/guest_lib.sh"
+  run_rxe_guest 900 "$cmd" guest.out
   rc=$?
-  if [ "$rc" = 125 ]; then
-    echo "SKIP: the soft-RoCE guest (tools/rxe-vm) could not start here: $(grep -m1 'rxe-vm:' guest.out)"
-    exit 77
-  fi
   [ "$rc" = 0 ] || { cat guest.out rdma.out 2>/dev/null; fail "the guest exited $rc"; }
   grep -q '^fio exit 0$' rdma.out || { cat rdma.out; fail "fio over rdma failed in the guest"; }
   check_json rdma.json 2

@@ -21,15 +21,9 @@
 set -u
 if [ "${1-}" != --in-guest ]; then
   root=$1 tool=$2
-  out=$(mktemp)
-  trap 'rm -f "$out"' EXIT
-  RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-840} "$root/tools/rxe-vm" "bash '$root/tests/integration/dpdk/flow_isolation_test.sh' --in-guest '$tool'" 2>&1 | tee "$out"
-  rc=${PIPESTATUS[0]}
-  if [ "$rc" = 125 ]; then
-    echo "SKIP: the guest (tools/rxe-vm) could not start here: $(grep -m1 'rxe-vm:' "$out")"
-    exit 77
-  fi
-  exit "$rc"
+  source "$root/tests/support/guest_lib.sh"
+  run_rxe_guest 840 "bash '$root/tests/integration/dpdk/flow_isolation_test.sh' --in-guest '$tool'"
+  exit $?
 fi
 
 # ---------------------------------------- in the guest ----------------------------------------

@@ -120,7 +120,7 @@ TEST(Environment, ErrorsNameTheVariable) {
     c.apply_environment();
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "BYPASS_MS_TYPE: ms.type: 'dpkd' is not one of posix, dpdk, rdma");
+    EXPECT_STREQ(e.what(), "BYPASS_MS_TYPE: ms.type: 'dpkd' is not one of posix, dpdk, rdma, rsocket");
   }
 }
 

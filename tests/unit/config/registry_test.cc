@@ -68,7 +68,7 @@ TEST(Registry, RejectsBadRegistrations) {
 
 TEST(Registry, SectionsAndSuggestions) {
   const Registry& r = Registry::global();
-  for (const char* section : {"ms", "posix", "dpdk", "tcp", "rdma", "bench"})
+  for (const char* section : {"ms", "posix", "dpdk", "tcp", "rdma", "rsocket", "bench"})
     EXPECT_TRUE(r.is_section(section)) << section;
   EXPECT_FALSE(r.is_section("dpd"));
   EXPECT_FALSE(r.is_section("ms.type"));
@@ -195,7 +195,7 @@ TEST(ConfigJson, FlatObjectWithTypedAndEscapedValues) {
 
 TEST(Describe, OneBlockPerOptionWithTypeDefaultAndHelp) {
   const std::string text = Registry::global().describe();
-  EXPECT_NE(text.find("ms.type\n    type:    enum: posix, dpdk, rdma\n    default: posix\n"
+  EXPECT_NE(text.find("ms.type\n    type:    enum: posix, dpdk, rdma, rsocket\n    default: posix\n"
                       "    env:     BYPASS_MS_TYPE\n"),
             std::string::npos);
   EXPECT_NE(text.find("dpdk.mtu\n    type:    int, 68..65000\n    default: 1500\n"), std::string::npos);

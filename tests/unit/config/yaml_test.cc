@@ -82,9 +82,9 @@ TEST(YamlErrors, UnknownKeySuggestsTheNearestOption) {
 TEST(YamlErrors, UnknownSection) {
   EXPECT_EQ(load_error("ms: {type: posix}\ndpkd:\n  mtu: 1500\n"),
             "job.yaml:2:1: dpkd: unknown section; did you mean 'dpdk'? "
-            "(sections: ms, posix, dpdk, tcp, rdma, bench)");
+            "(sections: ms, posix, dpdk, tcp, rdma, rsocket, bench)");
   EXPECT_EQ(load_error("network:\n  x: 1\n"),
-            "job.yaml:1:1: network: unknown section (sections: ms, posix, dpdk, tcp, rdma, bench)");
+            "job.yaml:1:1: network: unknown section (sections: ms, posix, dpdk, tcp, rdma, rsocket, bench)");
 }
 
 TEST(YamlErrors, WrongShape) {
@@ -102,7 +102,7 @@ TEST(YamlErrors, WrongShape) {
 
 TEST(YamlErrors, BadValuesNameRangeOrAllowedValues) {
   EXPECT_EQ(load_error("ms:\n  type: dpkd\n"),
-            "job.yaml:2:9: ms.type: 'dpkd' is not one of posix, dpdk, rdma");
+            "job.yaml:2:9: ms.type: 'dpkd' is not one of posix, dpdk, rdma, rsocket");
   EXPECT_EQ(load_error("dpdk:\n  mtu: 70000\n"),
             "job.yaml:2:8: dpdk.mtu: '70000' is out of range (allowed 68..65000)");
   EXPECT_EQ(load_error("ms:\n  workers: 0\n"),

@@ -207,7 +207,8 @@ int run_transport_suite(int argc, char** argv, const std::function<void()>& prob
     return 1;
   } catch (const std::exception& e) {
     const char* type = std::getenv("BYPASS_MS_TYPE");
-    if (type != nullptr && std::string(type) == "rdma" && !machine_has_rdma_device()) {
+    const bool needs_rdma = type != nullptr && (std::string(type) == "rdma" || std::string(type) == "rsocket");
+    if (needs_rdma && !machine_has_rdma_device()) {
       std::printf("SKIP: no RDMA device on this machine: %s\n", e.what());
       return 77;
     }

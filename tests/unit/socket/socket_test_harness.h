@@ -24,7 +24,7 @@ SocketAddress test_listen_address();
 
 // The main() of a suite that runs on the transport named by BYPASS_MS_TYPE: checks the test
 // configuration, then calls `probe`, which builds the transport once. The suite is skipped (exit
-// 77) only when the transport is rdma and this machine has no RDMA device; any other failure to
+// 77) only when the transport is rdma or rsocket and this machine has no RDMA device; any other failure to
 // build the transport fails it (exit 1): tools/setup.sh installs all that posix and dpdk need.
 int run_transport_suite(int argc, char** argv, const std::function<void()>& probe);
 

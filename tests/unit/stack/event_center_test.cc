@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "stack/event_center.h"
+#include "tests/unit/stack/test_pipe.h"
 
 namespace bypass {
 namespace {
@@ -32,19 +33,6 @@ bool run_until(EventCenter& center, Pred done, std::chrono::milliseconds bound =
   }
   return true;
 }
-
-struct Pipe {
-  int fds[2] = {-1, -1};
-  Pipe() {
-    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  }
-  ~Pipe() {
-    for (int fd : fds)
-      if (fd >= 0) close(fd);
-  }
-  int reader() const { return fds[0]; }
-  int writer() const { return fds[1]; }
-};
 
 class EventCenterTest : public ::testing::Test {
  protected:
