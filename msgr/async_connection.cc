@@ -629,12 +629,11 @@ void AsyncConnection::send_control(const LinkRef& link, Tag tag, const BufferLis
 
 void AsyncConnection::maybe_send_ack(const LinkRef& link) {
   if (in_seq_ <= acked_in_seq_ || !link->open) return;
-  // AckFrame's encoding (a __le64 seq), on the stack: an ACK goes out per input event.
-  char payload[sizeof(uint64_t)];
-  for (size_t i = 0; i < sizeof(payload); ++i) payload[i] = static_cast<char>(in_seq_ >> (8 * i));
+  // Encoded on the stack: an ACK goes out per input event.
+  const auto payload = wire::encode_flat(wire::AckFrame{in_seq_});
   acked_in_seq_ = in_seq_;
   try {
-    link->assembler->assemble_control(Tag::Ack, std::string_view(payload, sizeof(payload)), link->outbuf);
+    link->assembler->assemble_control(Tag::Ack, std::string_view(payload.data(), payload.size()), link->outbuf);
   } catch (const std::exception& e) {
     fault(link, std::string("cannot send ACK: ") + e.what());
   }
@@ -654,26 +653,18 @@ bool AsyncConnection::handle_frame(const LinkRef& link, wire::Frame& frame) {
   switch (frame.tag) {
     case Tag::Message:
       return handle_message(link, frame);
-    case Tag::Ack: {
-      char bytes[sizeof(uint64_t)];
-      const BufferList& payload = frame.segments[0];
-      if (payload.length() != sizeof(bytes)) {  // let the codec name what is wrong
-        handle_ack(wire::decode_AckFrame(payload.to_string()).seq);
-        return true;
-      }
-      payload.copy_out(0, sizeof(bytes), bytes);
-      handle_ack(wire::decode_AckFrame(std::string_view(bytes, sizeof(bytes))).seq);
+    case Tag::Ack:
+      handle_ack(wire::decode_control<wire::AckFrame>(frame.segments[0]).seq);
       return true;
-    }
     case Tag::Keepalive2: {
-      auto ka = wire::decode_Keepalive2Frame(frame.segments[0].to_string());
+      auto ka = wire::decode_control<wire::Keepalive2Frame>(frame.segments[0]);
       BufferList reply;
       wire::encode(wire::Keepalive2AckFrame{ka.timestamp}, reply);
       send_control(link, Tag::Keepalive2Ack, reply);
       return true;
     }
     case Tag::Keepalive2Ack:
-      wire::decode_Keepalive2AckFrame(frame.segments[0].to_string());
+      wire::decode_control<wire::Keepalive2AckFrame>(frame.segments[0]);
       bump(msgr_.perf().keepalive_acks_received);
       return true;
     default:

@@ -309,7 +309,7 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
   switch (state_) {
     case State::Hello: {
       expect(tag == Tag::Hello, std::string("expected HELLO, got ") + wire::tag_name(tag));
-      auto hello = wire::decode_HelloFrame(payload);
+      auto hello = wire::decode_control<wire::HelloFrame>(payload);
       result_.peer_name.type = hello.entity_type;
       result_.my_addr_seen_by_peer = hello.peer_addr;
       state_ = State::Auth;
@@ -317,11 +317,11 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
       return;
     }
     case State::Auth: {
-      if (tag == Tag::AuthBadMethod) fail_bad_method(wire::decode_AuthBadMethodFrame(payload));
+      if (tag == Tag::AuthBadMethod) fail_bad_method(wire::decode_control<wire::AuthBadMethodFrame>(payload));
       if (tag == Tag::AuthReplyMore) {
         expect(ss_client_ || cx_mon_ || cx_authorizer_, "AUTH_REPLY_MORE for an auth method without rounds");
         expect(++auth_attempts_ <= kMaxAuthAttempts, "too many auth rounds");
-        auto more = wire::decode_AuthReplyMoreFrame(payload);
+        auto more = wire::decode_control<wire::AuthReplyMoreFrame>(payload);
         std::string answer = ss_client_ ? ss_client_->answer_challenge(more.auth_payload)
                              : cx_mon_  ? cx_mon_->answer_challenge(more.auth_payload)
                                         : cx_authorizer_->answer_challenge(more.auth_payload);
@@ -330,7 +330,7 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
         return;
       }
       expect(tag == Tag::AuthDone, std::string("expected AUTH_DONE, got ") + wire::tag_name(tag));
-      auto done = wire::decode_AuthDoneFrame(payload);
+      auto done = wire::decode_control<wire::AuthDoneFrame>(payload);
       expect(done.con_mode == wire::kConModeCrc || done.con_mode == wire::kConModeSecure,
              "server chose unknown connection mode " + std::to_string(done.con_mode));
       result_.con_mode = done.con_mode;
@@ -358,7 +358,7 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
     }
     case State::AuthSignature: {
       expect(tag == Tag::AuthSignature, std::string("expected AUTH_SIGNATURE, got ") + wire::tag_name(tag));
-      auto sig = wire::decode_AuthSignatureFrame(payload);
+      auto sig = wire::decode_control<wire::AuthSignatureFrame>(payload);
       expect(sig.signature == transcript_signature(result_.session_key, sent_transcript_),
              "peer's AUTH_SIGNATURE does not match what we sent (tampered handshake?)");
       send_client_session(out);
@@ -367,7 +367,7 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
     case State::Ident: {
       switch (tag) {
         case Tag::ServerIdent: {
-          auto ident = wire::decode_ServerIdentFrame(payload);
+          auto ident = wire::decode_control<wire::ServerIdentFrame>(payload);
           uint64_t missing = settings_.required_features & ~ident.supported_features;
           expect(missing == 0, "server lacks required features " + std::to_string(missing));
           // A zero cookie is legal: lossy servers keep no session to resume (Ceph sends 0).
@@ -384,7 +384,7 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
         }
         case Tag::SessionReconnectOk: {
           expect(session_.server_cookie != 0, "SESSION_RECONNECT_OK without a reconnect");
-          auto ok = wire::decode_SessionReconnectOkFrame(payload);
+          auto ok = wire::decode_control<wire::SessionReconnectOkFrame>(payload);
           result_.reconnected = true;
           result_.peer_in_seq = ok.msg_seq;
           result_.client_cookie = session_.client_cookie;
@@ -395,7 +395,7 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
           return;
         }
         case Tag::SessionReset: {
-          auto reset = wire::decode_SessionResetFrame(payload);
+          auto reset = wire::decode_control<wire::SessionResetFrame>(payload);
           expect(++retries_ <= kMaxSessionRetries, "too many session retries");
           if (client_hooks_.session_reset) client_hooks_.session_reset(reset.full);
           session_.server_cookie = 0;
@@ -405,14 +405,14 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
           return;
         }
         case Tag::SessionRetry: {
-          auto retry = wire::decode_SessionRetryFrame(payload);
+          auto retry = wire::decode_control<wire::SessionRetryFrame>(payload);
           expect(++retries_ <= kMaxSessionRetries, "too many session retries");
           session_.connect_seq = retry.connect_seq + 1;
           send_client_session(out);
           return;
         }
         case Tag::SessionRetryGlobal: {
-          auto retry = wire::decode_SessionRetryGlobalFrame(payload);
+          auto retry = wire::decode_control<wire::SessionRetryGlobalFrame>(payload);
           expect(++retries_ <= kMaxSessionRetries, "too many session retries");
           session_.global_seq = client_hooks_.next_global_seq ? client_hooks_.next_global_seq(retry.global_seq)
                                                               : retry.global_seq + 1;
@@ -420,11 +420,11 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
           return;
         }
         case Tag::IdentMissingFeatures: {
-          auto missing = wire::decode_IdentMissingFeaturesFrame(payload);
+          auto missing = wire::decode_control<wire::IdentMissingFeaturesFrame>(payload);
           fail("server says we lack required features " + std::to_string(missing.features));
         }
         case Tag::Wait:
-          wire::decode_WaitFrame(payload);
+          wire::decode_control<wire::WaitFrame>(payload);
           fail("server asked us to WAIT (connection race)");
         default:
           fail(std::string("unexpected ") + wire::tag_name(tag) + " while waiting for SERVER_IDENT");
@@ -535,7 +535,7 @@ void Handshake::server_frame(Tag tag, std::string_view payload, BufferList& out)
   switch (state_) {
     case State::Hello: {
       expect(tag == Tag::Hello, std::string("expected HELLO, got ") + wire::tag_name(tag));
-      auto hello = wire::decode_HelloFrame(payload);
+      auto hello = wire::decode_control<wire::HelloFrame>(payload);
       result_.peer_name.type = hello.entity_type;
       result_.my_addr_seen_by_peer = hello.peer_addr;
       send_frame(wire::HelloFrame{settings_.my_name.type, target_or_peer_}, out);
@@ -544,17 +544,17 @@ void Handshake::server_frame(Tag tag, std::string_view payload, BufferList& out)
     }
     case State::Auth: {
       if (tag == Tag::AuthRequestMore) {
-        server_auth_more(wire::decode_AuthRequestMoreFrame(payload).auth_payload, out);
+        server_auth_more(wire::decode_control<wire::AuthRequestMoreFrame>(payload).auth_payload, out);
         return;
       }
       expect(tag == Tag::AuthRequest, std::string("expected AUTH_REQUEST, got ") + wire::tag_name(tag));
       expect(++auth_attempts_ <= kMaxAuthAttempts, "too many auth attempts");
-      server_auth_request(wire::decode_AuthRequestFrame(payload), out);
+      server_auth_request(wire::decode_control<wire::AuthRequestFrame>(payload), out);
       return;
     }
     case State::AuthSignature: {
       expect(tag == Tag::AuthSignature, std::string("expected AUTH_SIGNATURE, got ") + wire::tag_name(tag));
-      auto sig = wire::decode_AuthSignatureFrame(payload);
+      auto sig = wire::decode_control<wire::AuthSignatureFrame>(payload);
       expect(sig.signature == transcript_signature(result_.session_key, sent_transcript_),
              "peer's AUTH_SIGNATURE does not match what we sent (tampered handshake?)");
       state_ = State::Ident;
@@ -562,7 +562,7 @@ void Handshake::server_frame(Tag tag, std::string_view payload, BufferList& out)
     }
     case State::Ident: {
       if (tag == Tag::ClientIdent) {
-        auto ident = wire::decode_ClientIdentFrame(payload);
+        auto ident = wire::decode_control<wire::ClientIdentFrame>(payload);
         uint64_t missing = settings_.required_features & ~ident.supported_features;
         if (missing) {
           send_frame(wire::IdentMissingFeaturesFrame{missing}, out);
@@ -597,7 +597,7 @@ void Handshake::server_frame(Tag tag, std::string_view payload, BufferList& out)
       }
       expect(tag == Tag::SessionReconnect, std::string("expected CLIENT_IDENT or SESSION_RECONNECT, got ") + wire::tag_name(tag));
       expect(++retries_ <= kMaxSessionRetries, "too many reconnect attempts");
-      auto rc = wire::decode_SessionReconnectFrame(payload);
+      auto rc = wire::decode_control<wire::SessionReconnectFrame>(payload);
       result_.peer_addrs = rc.addrs;
       result_.client_cookie = rc.client_cookie;
       result_.server_cookie = rc.server_cookie;

@@ -151,7 +151,7 @@ class Handshake {
   template <typename F> void send_frame(const F& frame, BufferList& out) {
     BufferList payload;
     wire::encode(frame, payload);
-    send(F::tag, payload, out);
+    send(wire::frame_tag<F>, payload, out);
   }
   void send_auth_request(BufferList& out);
   void send_cephx_request(wire::AuthRequestFrame& req);

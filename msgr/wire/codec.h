@@ -76,6 +76,32 @@ class Encoder {
   BufferList& out_;
 };
 
+// Writes the same fixed-size primitives as Encoder into a caller's array of exactly the encoded
+// size (fixed-size control frames such as ACK, encoded on the stack: nothing is allocated).
+class FlatEncoder {
+ public:
+  // `out` must hold at least as many bytes as are written (fixed_wire_size of what is encoded).
+  explicit FlatEncoder(char* out) : at_(out) {}
+
+  void u8(uint8_t v) { *at_++ = static_cast<char>(v); }  // __u8
+  void u16(uint16_t v) { put_le(v); }  // __le16
+  void u32(uint32_t v) { put_le(v); }  // __le32
+  void u64(uint64_t v) { put_le(v); }  // __le64
+  void boolean(bool v) { u8(v ? 1 : 0); }  // one byte, 0 or 1
+  // `len` bytes as they are, with no length prefix.
+  void raw(const void* data, size_t len) {
+    if (len) std::memcpy(at_, data, len);
+    at_ += len;
+  }
+
+ private:
+  template <typename T>
+  void put_le(T v) {
+    for (size_t i = 0; i < sizeof(T); ++i) *at_++ = static_cast<char>(v >> (8 * i));
+  }
+  char* at_;
+};
+
 // Reads Ceph-encoded primitives from a contiguous byte range. Every read names its field so a
 // short or implausible input throws a DecodeError that says what was being read and where.
 class Decoder {

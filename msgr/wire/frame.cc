@@ -7,32 +7,6 @@
 namespace bypass::msgr::wire {
 
 namespace {
-constexpr const char* kTagNames[] = {
-    "?",
-    "HELLO",
-    "AUTH_REQUEST",
-    "AUTH_BAD_METHOD",
-    "AUTH_REPLY_MORE",
-    "AUTH_REQUEST_MORE",
-    "AUTH_DONE",
-    "AUTH_SIGNATURE",
-    "CLIENT_IDENT",
-    "SERVER_IDENT",
-    "IDENT_MISSING_FEATURES",
-    "SESSION_RECONNECT",
-    "SESSION_RESET",
-    "SESSION_RETRY",
-    "SESSION_RETRY_GLOBAL",
-    "SESSION_RECONNECT_OK",
-    "WAIT",
-    "MESSAGE",
-    "KEEPALIVE2",
-    "KEEPALIVE2_ACK",
-    "ACK",
-    "COMPRESSION_REQUEST",
-    "COMPRESSION_DONE",
-};
-
 void put_le32(char* at, uint32_t v) { store_le(at, v); }
 void put_le16(char* at, uint16_t v) { store_le(at, v); }
 uint32_t get_le32(const char* at) { return load_le<uint32_t>(at); }
@@ -61,11 +35,6 @@ void crypt_range(AesGcmStream& cipher, std::string_view flat, const BufferList* 
   }
 }
 }  // namespace
-
-const char* tag_name(Tag tag) {
-  auto v = static_cast<uint8_t>(tag);
-  return v >= kFirstTag && v <= kLastTag ? kTagNames[v] : "UNKNOWN";
-}
 
 char* FrameAssembler::scratch(size_t n, BufferSegment* view) {
   if (n > kScratchBlock) {  // a huge frame (secure mode, big data segment): its own block

@@ -27,6 +27,7 @@
 
 namespace bypass::msgr::wire {
 
+// msgr2.1 frame tags (Ceph src/msg/async/frames_v2.h, enum class Tag).
 enum class Tag : uint8_t {
   Hello = 1,
   AuthRequest = 2,
@@ -54,7 +55,35 @@ enum class Tag : uint8_t {
 constexpr uint8_t kFirstTag = 1;
 constexpr uint8_t kLastTag = 22;
 
-const char* tag_name(Tag tag);
+// Ceph's name of a tag ("CLIENT_IDENT"), as errors and logs print it; "UNKNOWN" for any other
+// value. A switch without a default, so a tag added above without a name fails to compile (-Wswitch).
+constexpr const char* tag_name(Tag tag) {
+  switch (tag) {
+    case Tag::Hello: return "HELLO";
+    case Tag::AuthRequest: return "AUTH_REQUEST";
+    case Tag::AuthBadMethod: return "AUTH_BAD_METHOD";
+    case Tag::AuthReplyMore: return "AUTH_REPLY_MORE";
+    case Tag::AuthRequestMore: return "AUTH_REQUEST_MORE";
+    case Tag::AuthDone: return "AUTH_DONE";
+    case Tag::AuthSignature: return "AUTH_SIGNATURE";
+    case Tag::ClientIdent: return "CLIENT_IDENT";
+    case Tag::ServerIdent: return "SERVER_IDENT";
+    case Tag::IdentMissingFeatures: return "IDENT_MISSING_FEATURES";
+    case Tag::SessionReconnect: return "SESSION_RECONNECT";
+    case Tag::SessionReset: return "SESSION_RESET";
+    case Tag::SessionRetry: return "SESSION_RETRY";
+    case Tag::SessionRetryGlobal: return "SESSION_RETRY_GLOBAL";
+    case Tag::SessionReconnectOk: return "SESSION_RECONNECT_OK";
+    case Tag::Wait: return "WAIT";
+    case Tag::Message: return "MESSAGE";
+    case Tag::Keepalive2: return "KEEPALIVE2";
+    case Tag::Keepalive2Ack: return "KEEPALIVE2_ACK";
+    case Tag::Ack: return "ACK";
+    case Tag::CompressionRequest: return "COMPRESSION_REQUEST";
+    case Tag::CompressionDone: return "COMPRESSION_DONE";
+  }
+  return "UNKNOWN";
+}
 
 class FrameError : public std::runtime_error {
  public:

@@ -5,7 +5,9 @@
 //  - `bypass-bench ceph-mon-version --count/--duration` measures the monitor's request rate and
 //    writes a result file that `bypass-bench compare` reads;
 //  - the `ceph` CLI pointed at a Bypass server completes the handshake with it, and the server
-//    sees its CLIENT_IDENT and first message.
+//    sees its CLIENT_IDENT and first message;
+//  - the frames the monitor and the `ceph` CLI exchange, recorded now, read and reproduce byte for
+//    byte (ceph_frames_check.h, as msgr-ceph-frames checks the committed capture).
 // Exits 77 (skip) when ceph-mon or the ceph CLI is not installed.
 #include <gtest/gtest.h>
 
@@ -33,6 +35,7 @@
 #include "msgr/mon_get_version.h"
 #include "tests/support/subprocess.h"
 #include "tests/unit/msgr/auth_reply_collector.h"
+#include "tests/unit/msgr/ceph_frames_check.h"
 
 namespace bypass::msgr {
 namespace {
@@ -229,6 +232,24 @@ TEST_F(MonProbe, BenchToolMeasuresTheMonitorsRequestRate) {
   EXPECT_NE(read_file(dir + "/plot.svg").find("data-case=\"ceph-mon posix d1\""), std::string::npos);
 }
 
+// Records `scenarios` between the ceph CLI and the monitor of `conf_var`=ceph.conf with capture.sh,
+// then checks them as msgr-ceph-frames checks the committed capture (ceph_frames_check.h).
+void check_fresh_capture(const Mon& mon, const std::string& conf_var, const std::vector<std::string>& scenarios) {
+  const std::string dir = mon.dir + "/frames";
+  std::string names;
+  for (const auto& s : scenarios) names += " " + s;
+  const CommandResult captured =
+      run_with_status(conf_var + "=" + mon.conf + " " + BYPASS_CEPH_FRAMES_CAPTURE + " " + dir + names + " 2>&1");
+  if (captured.status == 77) GTEST_SKIP() << captured.out;
+  ASSERT_EQ(captured.status, 0) << captured.out;
+  for (const auto& s : scenarios) {
+    SCOPED_TRACE(s);
+    test::check_ceph_capture(s, test::load_ceph_capture(dir, s));
+  }
+}
+
+TEST_F(MonProbe, FramesCephSendsAreReadAndReproduced) { check_fresh_capture(*mon_, "NONE_CONF", {"none-crc"}); }
+
 // A monitor that requires cephx (auth * required = cephx) and the admin keyring ceph-authtool made.
 class CephxMonProbe : public ::testing::Test {
  protected:
@@ -302,6 +323,10 @@ TEST_F(CephxMonProbe, SecureModeIsWhatTheSessionUses) {
     client.messenger->shutdown();
     client.messenger->wait();
   }
+}
+
+TEST_F(CephxMonProbe, FramesCephSendsAreReadAndReproduced) {
+  check_fresh_capture(*mon_, "CEPHX_CONF", {"cephx-crc", "cephx-secure", "bad-method"});
 }
 
 TEST_F(CephxMonProbe, WrongKeyFailsSayingTheMonitorRejectedIt) {

@@ -15,30 +15,13 @@ std::string frame_stream(bool secure) {
   wire::FrameAssembler tx;
   if (secure) tx.set_cipher(frames_cipher(true));
   BufferList out;
-  auto control = [&](const auto& frame) {
+  wire::for_each_control_frame([&]<typename F>() {
+    F frame;
+    if constexpr (std::is_same_v<F, wire::AckFrame>) frame.seq = 9;
     BufferList payload;
     wire::encode(frame, payload);
-    tx.assemble_control(frame.tag, payload, out);
-  };
-  control(wire::HelloFrame{});
-  control(wire::AuthRequestFrame{});
-  control(wire::AuthBadMethodFrame{});
-  control(wire::AuthReplyMoreFrame{});
-  control(wire::AuthRequestMoreFrame{});
-  control(wire::AuthDoneFrame{});
-  control(wire::AuthSignatureFrame{});
-  control(wire::ClientIdentFrame{});
-  control(wire::ServerIdentFrame{});
-  control(wire::IdentMissingFeaturesFrame{});
-  control(wire::SessionReconnectFrame{});
-  control(wire::SessionResetFrame{});
-  control(wire::SessionRetryFrame{});
-  control(wire::SessionRetryGlobalFrame{});
-  control(wire::SessionReconnectOkFrame{});
-  control(wire::WaitFrame{});
-  control(wire::Keepalive2Frame{});
-  control(wire::Keepalive2AckFrame{});
-  control(wire::AckFrame{9});
+    tx.assemble_control(wire::frame_tag<F>, payload, out);
+  });
 
   wire::MessageHeader2 header;
   header.seq = 1;

@@ -131,35 +131,10 @@ void fuzz_frames(std::string_view bytes, bool secure) {
     for (int i = 0; i < 64 && reader.read(input, &frame); ++i) {
       std::string payload = frame.segments[0].to_string();
       try {
-        switch (frame.tag) {
-#define CASE(TAG, T) \
-  case wire::Tag::TAG: wire::decode_control<wire::T>(payload); break;
-          CASE(Hello, HelloFrame)
-          CASE(AuthRequest, AuthRequestFrame)
-          CASE(AuthBadMethod, AuthBadMethodFrame)
-          CASE(AuthReplyMore, AuthReplyMoreFrame)
-          CASE(AuthRequestMore, AuthRequestMoreFrame)
-          CASE(AuthDone, AuthDoneFrame)
-          CASE(AuthSignature, AuthSignatureFrame)
-          CASE(ClientIdent, ClientIdentFrame)
-          CASE(ServerIdent, ServerIdentFrame)
-          CASE(IdentMissingFeatures, IdentMissingFeaturesFrame)
-          CASE(SessionReconnect, SessionReconnectFrame)
-          CASE(SessionReset, SessionResetFrame)
-          CASE(SessionRetry, SessionRetryFrame)
-          CASE(SessionRetryGlobal, SessionRetryGlobalFrame)
-          CASE(SessionReconnectOk, SessionReconnectOkFrame)
-          CASE(Wait, WaitFrame)
-          CASE(Keepalive2, Keepalive2Frame)
-          CASE(Keepalive2Ack, Keepalive2AckFrame)
-          CASE(Ack, AckFrame)
-#undef CASE
-          case wire::Tag::Message:
-            wire::MessageHeader2::decode(payload);
-            break;
-          default:
-            break;
-        }
+        if (frame.tag == wire::Tag::Message)
+          wire::MessageHeader2::decode(payload);
+        else
+          wire::visit_control_frame(frame.tag, [&]<typename F>() { wire::decode_control<F>(payload); });
       } catch (const wire::DecodeError&) {
       }
     }

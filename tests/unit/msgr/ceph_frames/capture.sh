@@ -1,0 +1,107 @@
+#!/bin/bash
+# Records the msgr2 frames real Ceph exchanges, for the golden-frame checks (ceph_frames_check.h):
+# the ceph CLI (a real Ceph client) talks to a real ceph-mon on loopback while dumpcap records the
+# connection, and tshark reassembles each direction of the CLI's first TCP connection into
+#   OUT/SCENARIO.client     the bytes the CLI sent (banner, then frames)
+#   OUT/SCENARIO.server     the bytes the monitor sent
+#   OUT/SCENARIO.endpoints  "client IP:PORT" and "server IP:PORT" of that connection
+# Scenarios (all by default):
+#   none-crc      auth none, crc mode: HELLO, AUTH_REQUEST / AUTH_DONE, AUTH_SIGNATURE,
+#                 CLIENT_IDENT / SERVER_IDENT, then MESSAGE frames
+#   cephx-crc     cephx in crc mode: also AUTH_REPLY_MORE / AUTH_REQUEST_MORE
+#   cephx-secure  cephx in secure mode: plaintext up to AUTH_DONE, ciphertext after it
+#   bad-method    auth none offered to a cephx monitor: AUTH_BAD_METHOD
+#
+#   capture.sh OUT [SCENARIO...]       starts two monitors of its own (auth none, cephx)
+#   NONE_CONF=A CEPHX_CONF=B capture.sh OUT [SCENARIO...]
+#                                      uses running monitors (ceph_mon_up.sh's ceph.conf; the cephx
+#                                      one's keyring next to it), as the ceph-interop test does
+# Re-capture the committed set (tests/unit/msgr/ceph_frames/*.client|server|endpoints) with
+#   tests/unit/msgr/ceph_frames/capture.sh tests/unit/msgr/ceph_frames
+# Cookies, nonces, ports, global ids, cephx keys and challenges differ from run to run; the checks
+# read those from the capture and compare everything else (docs/msgr2-frames.md).
+# Exits 77 when it cannot capture on lo (dumpcap needs root or CAP_NET_RAW).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:?usage: capture.sh OUT [none-crc|cephx-crc|cephx-secure|bad-method ...]}
+shift
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(none-crc cephx-crc cephx-secure bad-method)
+for tool in ceph ceph-mon dumpcap tshark; do
+  command -v "$tool" >/dev/null || { echo "capture.sh: $tool is not installed (tools/setup.sh installs it)" >&2; exit 1; }
+done
+mkdir -p "$out"
+work=$(mktemp -d "/tmp/bypass-ceph-frames.$$.XXXXXX")
+started=()
+cleanup() {
+  for d in "${started[@]}"; do
+    [ -f "$d/mon.pid" ] && kill "$(cat "$d/mon.pid")" 2>/dev/null || true
+  done
+  [ -n "${dumpcap_pid:-}" ] && kill "$dumpcap_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Sets NONE_CONF or CEPHX_CONF to a monitor of our own unless the caller gave one.
+ensure_mon() {  # AUTH
+  local auth=$1 var
+  var=$([ "$auth" = none ] && echo NONE_CONF || echo CEPHX_CONF)
+  [ -n "${!var:-}" ] && return 0
+  AUTH=$auth "$here/../ceph_mon_up.sh" "$work/mon-$auth" auto >/dev/null || { echo "capture.sh: monitor ($auth) did not start" >&2; exit 1; }
+  started+=("$work/mon-$auth")
+  printf -v "$var" '%s' "$work/mon-$auth/ceph.conf"
+}
+mon_host() { sed -n 's/^mon host = v2:\(.*\)$/\1/p' "$1"; }  # IP:PORT
+mon_port() { mon_host "$1" | sed 's/.*://'; }
+
+# Records one CLI run against the monitor of ceph.conf $1; the rest are the CLI's options.
+record() {
+  local name=$1 conf=$2
+  shift 2
+  local pcap=$work/$name.pcapng port
+  port=$(mon_port "$conf")
+  dumpcap -q -i lo -f "tcp port $port" -w "$pcap" -a duration:30 >"$work/$name.dumpcap" 2>&1 &
+  dumpcap_pid=$!
+  # dumpcap says "Capturing on" once it captures; bounded wait.
+  for _ in $(seq 1 100); do
+    grep -q "Capturing on" "$work/$name.dumpcap" && break
+    if ! kill -0 "$dumpcap_pid" 2>/dev/null; then
+      echo "capture.sh: dumpcap cannot capture on lo: $(tail -1 "$work/$name.dumpcap")" >&2
+      exit 77
+    fi
+    sleep 0.1
+  done
+  timeout 30 ceph -c /dev/null --no-mon-config -m "v2:$(mon_host "$conf")" --connect-timeout 10 "$@" \
+    mon dump >"$work/$name.cli" 2>&1 || true
+  sleep 0.2  # the last segments reach lo's capture
+  kill -INT "$dumpcap_pid"
+  wait "$dumpcap_pid" || true
+  dumpcap_pid=
+  # tshark's "follow" prints the first connection's payload as hex, one line per segment; the
+  # server's lines (node 1) are indented with a tab.
+  tshark -r "$pcap" -q -z follow,tcp,raw,0 2>/dev/null >"$work/$name.follow"
+  grep -E '^Node [01]: ' "$work/$name.follow" | sed -e 's/^Node 0: /client /' -e 's/^Node 1: /server /' \
+    >"$out/$name.endpoints"
+  grep -q "^server .*:$port\$" "$out/$name.endpoints" ||
+    { echo "capture.sh: $name: no connection to port $port recorded; the CLI said:" >&2; tail -3 "$work/$name.cli" >&2; exit 1; }
+  sed -n '/^Node 1: /,/^=====/p' "$work/$name.follow" | grep -E '^[0-9a-f]+$' | xxd -r -p >"$out/$name.client"
+  sed -n '/^Node 1: /,/^=====/p' "$work/$name.follow" | grep -E $'^\t[0-9a-f]+$' | tr -d '\t' | xxd -r -p \
+    >"$out/$name.server"
+  echo "$name: client sent $(stat -c %s "$out/$name.client") bytes, monitor sent $(stat -c %s "$out/$name.server")"
+}
+
+for scenario in "${scenarios[@]}"; do
+  case $scenario in
+    none-crc)
+      ensure_mon none
+      record none-crc "$NONE_CONF" --auth-client-required none --ms-mon-client-mode crc ;;
+    cephx-crc | cephx-secure)
+      ensure_mon cephx
+      record "$scenario" "$CEPHX_CONF" --keyring "$(dirname "$CEPHX_CONF")/keyring" -n client.admin \
+        --auth-client-required cephx --ms-mon-client-mode "${scenario#cephx-}" ;;
+    bad-method)
+      ensure_mon cephx
+      record bad-method "$CEPHX_CONF" --auth-client-required none --ms-mon-client-mode crc ;;
+    *) echo "capture.sh: unknown scenario '$scenario'" >&2; exit 2 ;;
+  esac
+done
