@@ -23,6 +23,7 @@
 #include "pmd/fault_shim.h"
 #include "pmd/flow_table.h"
 #include "pmd/offloads.h"
+#include "pmd/port_stats.h"
 #include "pmd/toeplitz.h"
 
 namespace bypass::pmd {
@@ -77,37 +78,6 @@ struct PortInfo {
   bool dma_needs_registered_memory = false;
   uint16_t tx_max_segments = UINT16_MAX;  // mbufs one transmitted frame may chain
   std::string mac_text() const;
-};
-
-// Per-worker software counters (written only by the worker; read relaxed by anyone).
-struct alignas(64) WorkerCounters {
-  std::atomic<uint64_t> rx_packets{0};
-  std::atomic<uint64_t> tx_packets{0};
-  std::atomic<uint64_t> redirected_out{0};   // handed to another worker's ring
-  std::atomic<uint64_t> redirected_in{0};    // taken from this worker's ring
-  std::atomic<uint64_t> redirect_drops{0};   // the owner's ring was full
-  std::atomic<uint64_t> tx_full{0};          // offered to tx_burst but not taken (queue full); the caller decides
-  void add(std::atomic<uint64_t>& c, uint64_t n) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-};
-
-struct QueueStats {
-  uint64_t packets = 0, bytes = 0, errors = 0;
-};
-
-struct PortStats {
-  uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
-  uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
-  std::vector<QueueStats> rx_queues, tx_queues;  // from the device (zero where the driver keeps none)
-  struct Worker {
-    uint64_t rx_packets, tx_packets, redirected_out, redirected_in, redirect_drops, tx_full;
-  };
-  std::vector<Worker> workers;
-  FaultCounters rx_faults, tx_faults;  // summed over queues
-};
-
-struct Xstat {
-  std::string name;
-  uint64_t value;
 };
 
 // Decides which worker owns a received packet. Return a worker index, or kKeepOnReceiver to keep
@@ -194,6 +164,7 @@ class Port {
   // driver that offers none of the three (net_ring, net_memif) filters nothing. Logs which.
   MulticastMode join_multicast(const std::vector<std::array<uint8_t, 6>>& groups);
 
+  // Statistics (pmd/port_stats.cc): the device's, the workers' and the fault shims'.
   PortStats stats() const;
   std::vector<Xstat> xstats() const;
   // One extended statistic by its driver name ("rx_good_packets"); nullopt when the driver has none.
