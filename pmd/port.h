@@ -24,6 +24,7 @@
 #include "pmd/flow_table.h"
 #include "pmd/offloads.h"
 #include "pmd/port_stats.h"
+#include "pmd/software_steering.h"
 #include "pmd/toeplitz.h"
 
 namespace bypass::pmd {
@@ -79,24 +80,6 @@ struct PortInfo {
   uint16_t tx_max_segments = UINT16_MAX;  // mbufs one transmitted frame may chain
   std::string mac_text() const;
 };
-
-// Decides which worker owns a received packet. Return a worker index, or kKeepOnReceiver to keep
-// the packet on the worker that polled it (ARP, non-IP). Called on the receiving worker's thread.
-using OwnerFunction = unsigned (*)(const rte_mbuf* pkt, void* context);
-inline constexpr unsigned kKeepOnReceiver = ~0u;
-
-// Where an Ethernet + IPv6 frame's upper-layer header starts, past any Hop-by-Hop, Routing and
-// Destination Options headers (RFC 8200 §4.1 order); `protocol` is what comes there (a Fragment
-// header, 44, ends the walk). nullopt: not IPv6, truncated, or a chain longer than 8 headers.
-struct Ipv6UpperLayer {
-  uint8_t protocol;
-  uint32_t offset;  // from the start of the frame
-};
-std::optional<Ipv6UpperLayer> ipv6_upper_layer(const rte_mbuf* pkt);
-
-// The TCP destination port of an Ethernet + IPv4 or IPv6 frame (IPv6 past the extension headers
-// ipv6_upper_layer steps over); nullopt for anything else, IPv4 non-first fragments included.
-std::optional<uint16_t> tcp_destination_port(const rte_mbuf* pkt);
 
 class Port {
  public:
