@@ -23,8 +23,6 @@ namespace bypass::pmd {
 
 namespace {
 
-constexpr uint16_t kMaxBurst = 512;
-
 std::string port_label(uint16_t port_id, const std::string& name) {
   return "port " + std::to_string(port_id) + " (" + name + ")";
 }
@@ -92,7 +90,7 @@ Port::Port(uint16_t port_id, const PortOptions& options, MempoolSet& pools)
     configure(pools);
   } catch (...) {
     if (started_) rte_eth_dev_stop(port_id);
-    for (rte_ring* ring : redirect_rings_) rte_ring_free(ring);
+    redirect_.reset();
     throw;
   }
 }
@@ -293,28 +291,9 @@ void Port::configure(MempoolSet& pools) {
   info_.software_redirect =
       workers > 1 && (info_.flow_isolated || !(info_.offloads.enabled.rss && info_.rx_queues == workers));
   steering_ = RssSteering(workers, info_.offloads.enabled.rss ? caps.reta_size : 512, key.size());
-  if (info_.software_redirect) {
-    static std::atomic<unsigned> generation{0};
-    const unsigned gen = generation++;
-    for (unsigned w = 0; w < workers; ++w) {
-      const std::string ring_name = "bpr" + std::to_string(port_id) + "_" + std::to_string(w) + "_" +
-                                    std::to_string(gen);
-      rte_ring* ring = rte_ring_create(ring_name.c_str(), options_.redirect_ring, info_.numa_socket, RING_F_SC_DEQ);
-      if (!ring) {
-        // The port's node has no memory left: a ring elsewhere works, each redirect crossing the interconnect.
-        ring = rte_ring_create(ring_name.c_str(), options_.redirect_ring, SOCKET_ID_ANY, RING_F_SC_DEQ);
-        if (ring)
-          BYPASS_LOG(Warn, "pmd", "%s: redirect ring %s: no room on NUMA node %d (the port's), created on node %d",
-                     label.c_str(), ring_name.c_str(), info_.numa_socket, ring->memzone->socket_id);
-      }
-      if (!ring)
-        throw PmdError(label + ": cannot create redirect ring: " + std::string(rte_strerror(rte_errno)) +
-                       " (lower dpdk.redirect_ring or raise dpdk.memory)");
-      redirect_rings_.push_back(ring);
-    }
-    staging_.resize(size_t{workers} * workers);
-    for (auto& s : staging_) s.reserve(kMaxBurst);
-  }
+  if (info_.software_redirect)
+    redirect_ = std::make_unique<RedirectRings>(port_id, label, workers, options_.redirect_ring, info_.numa_socket,
+                                                kMaxBurst);
   tx_locks_ = std::make_unique<rte_spinlock_t[]>(info_.tx_queues);
   tx_shared_.assign(info_.tx_queues, false);
   for (uint16_t q = 0; q < info_.tx_queues; ++q) {
@@ -369,11 +348,7 @@ Port::~Port() {
     if (int rc = rte_eth_dev_stop(info_.port_id); rc != 0)
       BYPASS_LOG(Warn, "pmd", "port %u: stop failed: %s", info_.port_id, ethdev_error(rc).c_str());
   }
-  for (rte_ring* ring : redirect_rings_) {
-    rte_mbuf* m = nullptr;
-    while (rte_ring_dequeue(ring, reinterpret_cast<void**>(&m)) == 0) rte_pktmbuf_free(m);
-    rte_ring_free(ring);
-  }
+  redirect_.reset();  // frees what other workers handed over and nobody took
   rx_shims_.clear();
   tx_shims_.clear();
   rte_eth_dev_close(info_.port_id);
@@ -499,44 +474,21 @@ uint16_t Port::rx_from_queue(unsigned worker, uint16_t queue, rte_mbuf** pkts, u
 
 uint16_t Port::rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count) {
   count = std::min(count, kMaxBurst);
-  const unsigned workers = options_.workers;
   const bool has_queue = worker < info_.rx_queues;
   uint16_t n = 0;
   WorkerCounters& counters = counters_[worker];
-  if (info_.software_redirect) {
+  if (redirect_) {
     // Leave room for the hardware queue so neither source starves the other.
     const uint16_t limit = has_queue ? std::max<uint16_t>(1, count / 2) : count;
-    n = static_cast<uint16_t>(
-        rte_ring_sc_dequeue_burst(redirect_rings_[worker], reinterpret_cast<void**>(pkts), limit, nullptr));
+    n = redirect_->take(worker, pkts, limit);
     counters.add(counters.redirected_in, n);
   }
   if (has_queue && n < count) {
-    const uint16_t first = n;
     const uint16_t got = rx_from_queue(worker, static_cast<uint16_t>(worker), pkts + n, static_cast<uint16_t>(count - n));
-    if (!info_.software_redirect) {
+    if (!redirect_)
       n = static_cast<uint16_t>(n + got);
-    } else {
-      std::vector<rte_mbuf*>* staging = &staging_[size_t{worker} * workers];
-      for (uint16_t i = first; i < first + got; ++i) {
-        const unsigned owner = owner_(pkts[i], owner_context_);
-        if (owner >= workers || owner == worker)
-          pkts[n++] = pkts[i];
-        else
-          staging[owner].push_back(pkts[i]);
-      }
-      for (unsigned target = 0; target < workers; ++target) {
-        auto& batch = staging[target];
-        if (batch.empty()) continue;
-        const unsigned sent = rte_ring_mp_enqueue_burst(redirect_rings_[target], reinterpret_cast<void**>(batch.data()),
-                                                        static_cast<unsigned>(batch.size()), nullptr);
-        counters.add(counters.redirected_out, sent);
-        if (sent < batch.size()) {
-          counters.add(counters.redirect_drops, batch.size() - sent);
-          rte_pktmbuf_free_bulk(batch.data() + sent, static_cast<unsigned>(batch.size() - sent));
-        }
-        batch.clear();
-      }
-    }
+    else
+      n = static_cast<uint16_t>(n + redirect_->hand_over(worker, pkts + n, got, owner_, owner_context_, counters));
   }
   counters.add(counters.rx_packets, n);
   // A worker polls rx all the time: let its tx shim release delayed packets even when it sends nothing.
@@ -580,9 +532,8 @@ uint16_t Port::tx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count) {
 }
 
 uint16_t Port::drain_redirect(unsigned worker, rte_mbuf** pkts, uint16_t count) {
-  if (!info_.software_redirect || worker >= redirect_rings_.size()) return 0;
-  const auto n = static_cast<uint16_t>(
-      rte_ring_sc_dequeue_burst(redirect_rings_[worker], reinterpret_cast<void**>(pkts), count, nullptr));
+  if (!redirect_ || worker >= redirect_->workers()) return 0;
+  const uint16_t n = redirect_->take(worker, pkts, count);
   counters_[worker].add(counters_[worker].redirected_in, n);
   counters_[worker].add(counters_[worker].rx_packets, n);
   return n;

@@ -7,11 +7,9 @@
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-#include <rte_ring.h>
 #include <rte_spinlock.h>
 
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -24,6 +22,7 @@
 #include "pmd/flow_table.h"
 #include "pmd/offloads.h"
 #include "pmd/port_stats.h"
+#include "pmd/redirect_rings.h"
 #include "pmd/software_steering.h"
 #include "pmd/toeplitz.h"
 
@@ -155,6 +154,9 @@ class Port {
   void reset_stats();
 
  private:
+  // The most packets one burst of the slow paths handles (the fault shims' and the redirect's room).
+  static constexpr uint16_t kMaxBurst = 512;
+
   void configure(MempoolSet& pools);
   void setup_rss();
   uint16_t rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
@@ -186,8 +188,7 @@ class Port {
   bool direct_io_ = false;  // one queue pair per worker, hardware steering, no faults
   OwnerFunction owner_ = &Port::default_owner;
   void* owner_context_ = this;
-  std::vector<rte_ring*> redirect_rings_;               // one per worker (multi-producer, single consumer)
-  std::vector<std::vector<rte_mbuf*>> staging_;         // per worker: packets bound for other workers
+  std::unique_ptr<RedirectRings> redirect_;             // when info_.software_redirect
   std::unique_ptr<rte_spinlock_t[]> tx_locks_;          // per tx queue, taken only when shared
   std::vector<bool> tx_shared_;
   std::vector<std::unique_ptr<FaultShim>> rx_shims_, tx_shims_;  // per queue; null when off
