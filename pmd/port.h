@@ -78,6 +78,7 @@ struct PortInfo {
   bool dma_needs_registered_memory = false;
   uint16_t tx_max_segments = UINT16_MAX;  // mbufs one transmitted frame may chain
   std::string mac_text() const;
+  std::string label() const;  // "port 0 (net_memif0)", for messages
 };
 
 class Port {
@@ -157,8 +158,12 @@ class Port {
   // The most packets one burst of the slow paths handles (the fault shims' and the redirect's room).
   static constexpr uint16_t kMaxBurst = 512;
 
+  // Start-up in named steps (pmd/port_configure.cc).
   void configure(MempoolSet& pools);
   void setup_rss();
+  void setup_software_steering(size_t key_length);
+  void share_tx_queues();
+  void setup_fault_shims();
   uint16_t rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
   uint16_t tx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
   uint16_t rx_from_queue(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count);
