@@ -1,8 +1,8 @@
 // Our own IPv6 addresses on one stack (Ipv6AddressSet, stack/inet/ipv6_address_set.h): the
 // link-local address formed from the MAC (RFC 4291 §2.5.6, Appendix A), Duplicate Address
 // Detection of it and of the configured address (RFC 4862 §5.4: probes from ::, the tentative
-// state, the two kinds of evidence of a duplicate, the announcement once an address passes), and
-// source address selection (RFC 6724, simplified).
+// state, the two kinds of evidence of a duplicate, the announcement once an address passes), the
+// groups they listen to, and source address selection (RFC 6724, simplified).
 #include <gtest/gtest.h>
 
 #include "tests/unit/inet/harness.h"
@@ -432,6 +432,43 @@ TEST_F(LinkLocalTest, ALinkLocalRouterIsSolicitedFromTheSourceOfThePacketForIt) 
   timers_.advance(settings_.ipv6.nd_retrans_timer);  // the retransmission too
   ASSERT_EQ(device_.sent.size(), 2u);
   EXPECT_EQ(last().ip.source, kOurIp);
+}
+
+// A started stack whose addresses passed DAD (Ipv6StackTest), or one rebuilt without DAD.
+using StartedStackTest = Ipv6StackTest;
+
+TEST_F(StartedStackTest, OnlyOurIpv6GroupsPassTheEthernetFilter) {
+  const Ipv6Address other_group = v6("2001:db8::77").solicited_node_multicast();
+  inject(ethernet(other_group.multicast_mac(), kPeerMac,
+                  ipv6(kPeerIp, other_group, kIpv6Icmpv6,
+                       neighbor_solicitation(kPeerIp, other_group, v6("2001:db8::77"), kPeerMac), 255)));
+  EXPECT_EQ(stack_->stats().rx_not_for_us, 1u);
+  EXPECT_EQ(stack_->stats().nd_target_not_ours, 0u);
+}
+
+TEST_F(StartedStackTest, WithoutDuplicateAddressDetectionStartAnnouncesAtOnce) {
+  settings_.ipv6.dad_transmits = 0;  // RFC 4862 §5.1: no DAD, the addresses are usable at once
+  stack_ = std::make_unique<InetStack>(settings_, device_, timers_, 42);
+  device_.sent.clear();
+  EXPECT_EQ(stack_->ipv6().address_state(kOurIp), AddressState::Preferred);
+  EXPECT_EQ(stack_->ipv6().address_state(kOurLinkLocal), AddressState::Preferred);
+  stack_->start();
+  std::vector<Ipv6Address> announced;
+  for (const Bytes& frame : device_.sent) {
+    if (load_be16(frame.data() + 12) != static_cast<uint16_t>(EtherType::Ipv6)) continue;
+    SentFrame f = SentFrame::parse(frame);
+    EXPECT_EQ(f.ip.destination, Ipv6Address::all_nodes());
+    ASSERT_EQ(f.icmp.type, Icmpv6Header::kNeighborAdvertisement);
+    NeighborAdvertisement na;
+    ASSERT_EQ(NeighborAdvertisement::parse(f.l4.data(), f.l4.size(), na), nullptr);
+    EXPECT_EQ(f.ip.source, na.target);  // each from the address it announces
+    announced.push_back(na.target);
+  }
+  EXPECT_EQ(announced, (std::vector<Ipv6Address>{kOurLinkLocal, kOurIp}));
+  EXPECT_EQ(stack_->stats().ipv6_dad_solicitations_sent, 0u);
+  // Traffic at once, without advancing the clock.
+  learn_peer();
+  EXPECT_TRUE(send_to(kPeerIp));
 }
 
 // Two stacks over the in-memory wire configured with the same address: each hears the other's
