@@ -7,11 +7,9 @@
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-#include <rte_ring.h>
 #include <rte_spinlock.h>
 
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -23,6 +21,9 @@
 #include "pmd/fault_shim.h"
 #include "pmd/flow_table.h"
 #include "pmd/offloads.h"
+#include "pmd/port_stats.h"
+#include "pmd/redirect_rings.h"
+#include "pmd/software_steering.h"
 #include "pmd/toeplitz.h"
 
 namespace bypass::pmd {
@@ -77,56 +78,8 @@ struct PortInfo {
   bool dma_needs_registered_memory = false;
   uint16_t tx_max_segments = UINT16_MAX;  // mbufs one transmitted frame may chain
   std::string mac_text() const;
+  std::string label() const;  // "port 0 (net_memif0)", for messages
 };
-
-// Per-worker software counters (written only by the worker; read relaxed by anyone).
-struct alignas(64) WorkerCounters {
-  std::atomic<uint64_t> rx_packets{0};
-  std::atomic<uint64_t> tx_packets{0};
-  std::atomic<uint64_t> redirected_out{0};   // handed to another worker's ring
-  std::atomic<uint64_t> redirected_in{0};    // taken from this worker's ring
-  std::atomic<uint64_t> redirect_drops{0};   // the owner's ring was full
-  std::atomic<uint64_t> tx_full{0};          // offered to tx_burst but not taken (queue full); the caller decides
-  void add(std::atomic<uint64_t>& c, uint64_t n) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-};
-
-struct QueueStats {
-  uint64_t packets = 0, bytes = 0, errors = 0;
-};
-
-struct PortStats {
-  uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
-  uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
-  std::vector<QueueStats> rx_queues, tx_queues;  // from the device (zero where the driver keeps none)
-  struct Worker {
-    uint64_t rx_packets, tx_packets, redirected_out, redirected_in, redirect_drops, tx_full;
-  };
-  std::vector<Worker> workers;
-  FaultCounters rx_faults, tx_faults;  // summed over queues
-};
-
-struct Xstat {
-  std::string name;
-  uint64_t value;
-};
-
-// Decides which worker owns a received packet. Return a worker index, or kKeepOnReceiver to keep
-// the packet on the worker that polled it (ARP, non-IP). Called on the receiving worker's thread.
-using OwnerFunction = unsigned (*)(const rte_mbuf* pkt, void* context);
-inline constexpr unsigned kKeepOnReceiver = ~0u;
-
-// Where an Ethernet + IPv6 frame's upper-layer header starts, past any Hop-by-Hop, Routing and
-// Destination Options headers (RFC 8200 §4.1 order); `protocol` is what comes there (a Fragment
-// header, 44, ends the walk). nullopt: not IPv6, truncated, or a chain longer than 8 headers.
-struct Ipv6UpperLayer {
-  uint8_t protocol;
-  uint32_t offset;  // from the start of the frame
-};
-std::optional<Ipv6UpperLayer> ipv6_upper_layer(const rte_mbuf* pkt);
-
-// The TCP destination port of an Ethernet + IPv4 or IPv6 frame (IPv6 past the extension headers
-// ipv6_upper_layer steps over); nullopt for anything else, IPv4 non-first fragments included.
-std::optional<uint16_t> tcp_destination_port(const rte_mbuf* pkt);
 
 class Port {
  public:
@@ -194,6 +147,7 @@ class Port {
   // driver that offers none of the three (net_ring, net_memif) filters nothing. Logs which.
   MulticastMode join_multicast(const std::vector<std::array<uint8_t, 6>>& groups);
 
+  // Statistics (pmd/port_stats.cc): the device's, the workers' and the fault shims'.
   PortStats stats() const;
   std::vector<Xstat> xstats() const;
   // One extended statistic by its driver name ("rx_good_packets"); nullopt when the driver has none.
@@ -201,8 +155,15 @@ class Port {
   void reset_stats();
 
  private:
+  // The most packets one burst of the slow paths handles (the fault shims' and the redirect's room).
+  static constexpr uint16_t kMaxBurst = 512;
+
+  // Start-up in named steps (pmd/port_configure.cc).
   void configure(MempoolSet& pools);
   void setup_rss();
+  void setup_software_steering(size_t key_length);
+  void share_tx_queues();
+  void setup_fault_shims();
   uint16_t rx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
   uint16_t tx_burst_slow(unsigned worker, rte_mbuf** pkts, uint16_t count);
   uint16_t rx_from_queue(unsigned worker, uint16_t queue, rte_mbuf** pkts, uint16_t count);
@@ -232,8 +193,7 @@ class Port {
   bool direct_io_ = false;  // one queue pair per worker, hardware steering, no faults
   OwnerFunction owner_ = &Port::default_owner;
   void* owner_context_ = this;
-  std::vector<rte_ring*> redirect_rings_;               // one per worker (multi-producer, single consumer)
-  std::vector<std::vector<rte_mbuf*>> staging_;         // per worker: packets bound for other workers
+  std::unique_ptr<RedirectRings> redirect_;             // when info_.software_redirect
   std::unique_ptr<rte_spinlock_t[]> tx_locks_;          // per tx queue, taken only when shared
   std::vector<bool> tx_shared_;
   std::vector<std::unique_ptr<FaultShim>> rx_shims_, tx_shims_;  // per queue; null when off

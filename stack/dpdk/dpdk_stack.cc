@@ -235,8 +235,8 @@ DpdkWorker::DpdkWorker(unsigned id, pmd::Port& port, inet::MacAddress mac,
   // worker's queue only, yet all workers send from our addresses; the others must stop using the
   // address too (§5.4.5), or one worker would keep answering for an address the others gave up.
   // learn_duplicate does not call the hook back.
-  neighbors.set_duplicate_hook([this](const inet::Ipv6Address& ip, inet::MacAddress claimed_by) {
-    on_siblings([ip, claimed_by](inet::InetStack& sibling) { sibling.neighbors().learn_duplicate(ip, claimed_by); });
+  inet_->addresses().set_duplicate_hook([this](const inet::Ipv6Address& ip, inet::MacAddress claimed_by) {
+    on_siblings([ip, claimed_by](inet::InetStack& sibling) { sibling.addresses().learn_duplicate(ip, claimed_by); });
   });
   // Outgoing connections must use a tuple whose hash brings the replies back to this worker. A
   // received segment has src = remote, dst = local (pmd::Port::default_owner).
@@ -507,7 +507,7 @@ std::string DpdkStack::wait_for_address_detection() {
     std::vector<inet::OwnAddressInfo> tentative, duplicated;
     for (unsigned i = 0; i < num_workers(); ++i) {
       run_on_worker(i, [&](inet::InetStack& inet) {
-        for (const inet::OwnAddressInfo& own : inet.neighbors().addresses()) {
+        for (const inet::OwnAddressInfo& own : inet.addresses().entries()) {
           if (own.state == inet::AddressState::Tentative) tentative.push_back(own);
           if (own.state == inet::AddressState::Duplicated) duplicated.push_back(own);
         }

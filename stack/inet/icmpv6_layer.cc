@@ -44,9 +44,9 @@ bool carries_icmpv6_error(const Ipv6Header& header, const BufferList& packet) {
 }  // namespace
 
 Icmpv6Layer::Icmpv6Layer(const InetSettings& settings, TimerService& timers, PacketDevice& device, Ipv6Layer& ip,
-                         NeighborCache& neighbors, Ipv6PathMtu& path_mtu, InetStats& stats)
-    : settings_(settings), timers_(timers), device_(device), ip_(ip), neighbors_(neighbors), path_mtu_(path_mtu),
-      stats_(stats), error_tokens_(settings.ipv6.icmp_error_burst), tokens_updated_(timers.now()) {}
+                         NeighborCache& neighbors, Ipv6AddressSet& addresses, Ipv6PathMtu& path_mtu, InetStats& stats)
+    : settings_(settings), timers_(timers), device_(device), ip_(ip), neighbors_(neighbors), addresses_(addresses),
+      path_mtu_(path_mtu), stats_(stats), error_tokens_(settings.ipv6.icmp_error_burst), tokens_updated_(timers.now()) {}
 
 bool Icmpv6Layer::take_error_token() {
   const uint32_t rate = settings_.ipv6.icmp_errors_per_second;
@@ -87,7 +87,7 @@ bool Icmpv6Layer::send_error(const Icmpv6Header& error, const Ipv6Header& invoki
   BufferSegment head = BufferSegment::allocate(kIpv6FrameHeadroom + Icmpv6Header::kLength);
   // §2.2: from the address the invoking packet was sent to when that is one of ours, else from
   // the address source selection picks for its source.
-  const Ipv6Address source = neighbors_.is_preferred(invoking_header.destination)
+  const Ipv6Address source = addresses_.is_preferred(invoking_header.destination)
                                  ? invoking_header.destination
                                  : ip_.source_address(invoking_header.source);
   error.emit(reinterpret_cast<uint8_t*>(head.data()) + kIpv6FrameHeadroom, source, invoking_header.source, body);
@@ -173,7 +173,7 @@ void Icmpv6Layer::receive_error(const Icmpv6Header& icmp, const BufferList& mess
     ++stats_.rx_malformed_icmpv6;
     return;
   }
-  if (!neighbors_.address_state(inner.source)) return;  // not about a packet of ours
+  if (!addresses_.address_state(inner.source)) return;  // not about a packet of ours
   if (icmp.type == Icmpv6Header::kPacketTooBig) {
     ++stats_.icmpv6_packet_too_big_received;
     // RFC 5927 §4.1 (Linux's tcp_v6_err checks before it updates the route): a Packet Too Big

@@ -10,6 +10,7 @@
 #include "stack/inet/device.h"
 #include "stack/inet/inet_options.h"
 #include "stack/inet/inet_stats.h"
+#include "stack/inet/ipv6_address_set.h"
 #include "stack/inet/ipv6_path_mtu.h"
 #include "stack/inet/neighbor_cache.h"
 #include "stack/inet/timer_service.h"
@@ -37,7 +38,7 @@ class Icmpv6Layer {
   using TcpQuoteValidator = std::function<bool(const Ipv6Header& quoted, const uint8_t* after_header, size_t length)>;
 
   Icmpv6Layer(const InetSettings& settings, TimerService& timers, PacketDevice& device, Ipv6Layer& ip,
-              NeighborCache& neighbors, Ipv6PathMtu& path_mtu, InetStats& stats);
+              NeighborCache& neighbors, Ipv6AddressSet& addresses, Ipv6PathMtu& path_mtu, InetStats& stats);
 
   // `packet.data` is the ICMPv6 message; `ip` its packet's header (payload_length = its length);
   // `link_source` the Ethernet source of its frame, zero if unknown (reassembled).
@@ -69,6 +70,7 @@ class Icmpv6Layer {
   PacketDevice& device_;
   Ipv6Layer& ip_;
   NeighborCache& neighbors_;
+  Ipv6AddressSet& addresses_;
   Ipv6PathMtu& path_mtu_;
   InetStats& stats_;
   uint32_t error_tokens_;

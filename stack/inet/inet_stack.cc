@@ -10,8 +10,9 @@ InetStack::InetStack(const InetSettings& settings, PacketDevice& device, TimerSe
     : settings_(settings), device_(device), timers_(timers),
       arp_(settings_, timers, device, stats_),
       ipv4_(settings_, timers, device, arp_, stats_),
-      neighbors_(settings_, timers, device, stats_),
-      ipv6_(settings_, timers, device, neighbors_, stats_),
+      addresses_(settings_, timers, device, stats_),
+      neighbors_(settings_, timers, device, addresses_, stats_),
+      ipv6_(settings_, timers, device, neighbors_, addresses_, stats_),
       tcp_(settings_, timers, ipv4_, ipv6_, neighbors_, device, stats_, secret_seed),
       echo_(ipv4_, timers, stats_) {
   ipv4_.set_echo_reply_receiver([this](const Ipv4Header& ip, const IcmpHeader& icmp, const BufferList& message) {
@@ -42,7 +43,7 @@ void InetStack::start() {
   arp_.announce();
   // IPv6: Duplicate Address Detection of our addresses (RFC 4862 §5.4), each announced once it
   // has passed.
-  if (ipv6_enabled()) neighbors_.start_duplicate_address_detection();
+  if (ipv6_enabled()) addresses_.start_duplicate_address_detection();
 }
 
 bool InetStack::is_ipv6_group(const MacAddress& destination) const {

@@ -12,6 +12,7 @@
 #include "stack/inet/inet_options.h"
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/ipv4_layer.h"
+#include "stack/inet/ipv6_address_set.h"
 #include "stack/inet/ipv6_layer.h"
 #include "stack/inet/neighbor_cache.h"
 #include "stack/inet/tcp_layer.h"
@@ -43,6 +44,7 @@ class InetStack {
   InetStats& stats() { return stats_; }
   ArpResolver& arp() { return arp_; }
   Ipv4Layer& ipv4() { return ipv4_; }
+  Ipv6AddressSet& addresses() { return addresses_; }
   NeighborCache& neighbors() { return neighbors_; }
   Ipv6Layer& ipv6() { return ipv6_; }
   bool ipv6_enabled() const { return !settings_.ipv6.address.is_unspecified(); }
@@ -61,6 +63,7 @@ class InetStack {
   InetStats stats_;
   ArpResolver arp_;
   Ipv4Layer ipv4_;
+  Ipv6AddressSet addresses_;
   NeighborCache neighbors_;
   Ipv6Layer ipv6_;
   TcpLayer tcp_;

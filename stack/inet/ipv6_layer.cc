@@ -61,9 +61,9 @@ bool holds_header_chain(uint8_t next_header, const BufferList& data) {
 }  // namespace
 
 Ipv6Layer::Ipv6Layer(const InetSettings& settings, TimerService& timers, PacketDevice& device,
-                     NeighborCache& neighbors, InetStats& stats)
-    : settings_(settings), device_(device), neighbors_(neighbors), stats_(stats), reassembler_(settings, timers, stats),
-      path_mtu_(settings, timers), icmp_(settings, timers, device, *this, neighbors, path_mtu_, stats),
+                     NeighborCache& neighbors, Ipv6AddressSet& addresses, InetStats& stats)
+    : settings_(settings), device_(device), neighbors_(neighbors), addresses_(addresses), stats_(stats), reassembler_(settings, timers, stats),
+      path_mtu_(settings, timers), icmp_(settings, timers, device, *this, neighbors, addresses, path_mtu_, stats),
       scratch_(new uint8_t[Ipv6Header::kLength + kMaxPayload]) {
   // RFC 8200 §4.5: a reassembly that times out with its first fragment in is reported to the
   // source with Time Exceeded, code 1, quoting that fragment.
@@ -78,7 +78,7 @@ Ipv6Layer::Ipv6Layer(const InetSettings& settings, TimerService& timers, PacketD
 }
 
 bool Ipv6Layer::accepts_destination(const Ipv6Address& destination) const {
-  return neighbors_.is_preferred(destination) || neighbors_.listens_to(destination);
+  return addresses_.is_preferred(destination) || addresses_.listens_to(destination);
 }
 
 bool Ipv6Layer::next_hop(const Ipv6Address& destination, Ipv6Address& hop) const {
@@ -104,7 +104,7 @@ bool Ipv6Layer::send_from(const Ipv6Address& source, const Ipv6Address& destinat
   }
   // RFC 4862 §5.4: a tentative address is not a source until DAD has passed, a duplicated one
   // never.
-  if (!neighbors_.is_preferred(source)) {
+  if (!addresses_.is_preferred(source)) {
     ++stats_.ipv6_tx_no_source;
     return false;
   }
@@ -180,7 +180,7 @@ void Ipv6Layer::receive(Packet&& packet, const MacAddress& link_source) {
     BYPASS_LOG(Debug, "ipv6", "dropped: %s", error);
     return;
   }
-  if (neighbors_.address_state(header.destination) == AddressState::Tentative && !neighbors_.ipv6_disabled()) {
+  if (addresses_.address_state(header.destination) == AddressState::Tentative && !addresses_.ipv6_disabled()) {
     // RFC 4862 §5.4: packets to a tentative address are silently discarded, except the Neighbor
     // Solicitations and Advertisements Duplicate Address Detection listens for. Those have no
     // extension headers here (an ND message behind one is dropped too; RFC 6980 forbids the

@@ -18,6 +18,7 @@
 #include "stack/inet/icmpv6_layer.h"
 #include "stack/inet/inet_options.h"
 #include "stack/inet/inet_stats.h"
+#include "stack/inet/ipv6_address_set.h"
 #include "stack/inet/ipv6_path_mtu.h"
 #include "stack/inet/ipv6_reassembly.h"
 #include "stack/inet/neighbor_cache.h"
@@ -38,7 +39,7 @@ class Ipv6Layer {
   using UpperReceiver = std::function<void(const Ipv6Header&, Packet&&)>;
 
   Ipv6Layer(const InetSettings& settings, TimerService& timers, PacketDevice& device, NeighborCache& neighbors,
-            InetStats& stats);
+            Ipv6AddressSet& addresses, InetStats& stats);
   Ipv6Layer(const Ipv6Layer&) = delete;
   Ipv6Layer& operator=(const Ipv6Layer&) = delete;
 
@@ -60,13 +61,13 @@ class Ipv6Layer {
                  bool allow_fragment = false);
   // The source for a packet to `destination` (RFC 6724, simplified: the link-local address for
   // link-scope destinations, the configured one otherwise), :: when none is usable (tentative,
-  // duplicated). NeighborCache::source_for().
-  Ipv6Address source_address(const Ipv6Address& destination) const { return neighbors_.source_for(destination); }
+  // duplicated). Ipv6AddressSet::source_for().
+  Ipv6Address source_address(const Ipv6Address& destination) const { return addresses_.source_for(destination); }
   // Our link-local address (fe80:: and the modified EUI-64 of the MAC, RFC 4291 §2.5.6, App. A).
-  const Ipv6Address& link_local_address() const { return neighbors_.link_local(); }
+  const Ipv6Address& link_local_address() const { return addresses_.link_local(); }
   // Where Duplicate Address Detection (RFC 4862 §5.4) stands for `ip`, if it is ours:
   // tentative, preferred or duplicated.
-  std::optional<AddressState> address_state(const Ipv6Address& ip) const { return neighbors_.address_state(ip); }
+  std::optional<AddressState> address_state(const Ipv6Address& ip) const { return addresses_.address_state(ip); }
   // The neighbour a packet to `destination` goes to: itself when on-link (our prefix, link-local,
   // multicast), else the gateway. False when there is none.
   bool next_hop(const Ipv6Address& destination, Ipv6Address& hop) const;
@@ -78,7 +79,7 @@ class Ipv6Layer {
   // RFC 4862 §5.4.)
   bool accepts_destination(const Ipv6Address& destination) const;
   // The same for the Ethernet group (RFC 2464 §7) of a frame's destination.
-  bool accepts_link_group(const MacAddress& group) const { return neighbors_.listens_to(group); }
+  bool accepts_link_group(const MacAddress& group) const { return addresses_.listens_to(group); }
 
   void set_tcp_receiver(UpperReceiver receiver) { tcp_receiver_ = std::move(receiver); }
   Icmpv6Layer& icmp() { return icmp_; }
@@ -100,6 +101,7 @@ class Ipv6Layer {
   const InetSettings& settings_;
   PacketDevice& device_;
   NeighborCache& neighbors_;
+  Ipv6AddressSet& addresses_;
   InetStats& stats_;
   Ipv6Reassembler reassembler_;
   Ipv6PathMtu path_mtu_;

@@ -80,7 +80,7 @@ class StackSession {
         out[i].ipv6 = inet.ipv6_enabled();
         if (out[i].ipv6) {
           out[i].neighbors = inet.neighbors().entries();
-          out[i].addresses = inet.neighbors().addresses();
+          out[i].addresses = inet.addresses().entries();
         }
         out[i].connections = inet.tcp().connections();
         out[i].listening = inet.tcp().listening_ports();

@@ -436,7 +436,7 @@ std::string TapStackEnvironment::wait_ipv6_preferred(std::chrono::milliseconds b
     for (unsigned w = 0; w < stack_->num_workers(); ++w) {
       auto& worker = static_cast<DpdkWorker&>(*stack_->worker(w));
       std::optional<inet::AddressState> state;
-      run_on(worker, [&] { state = worker.inet().neighbors().address_state(*ours); });
+      run_on(worker, [&] { state = worker.inet().addresses().address_state(*ours); });
       states += " worker " + std::to_string(w) + ": " + (state ? inet::to_string(*state) : "not ours");
       all = all && state == inet::AddressState::Preferred;
     }

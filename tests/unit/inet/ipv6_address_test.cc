@@ -1,7 +1,8 @@
-// Our own IPv6 addresses on one stack: the link-local address formed from the MAC (RFC 4291
-// §2.5.6, Appendix A), Duplicate Address Detection of it and of the configured address (RFC 4862
-// §5.4: probes from ::, the tentative state, the two kinds of evidence of a duplicate, the
-// announcement once an address passes), and source address selection (RFC 6724, simplified).
+// Our own IPv6 addresses on one stack (Ipv6AddressSet, stack/inet/ipv6_address_set.h): the
+// link-local address formed from the MAC (RFC 4291 §2.5.6, Appendix A), Duplicate Address
+// Detection of it and of the configured address (RFC 4862 §5.4: probes from ::, the tentative
+// state, the two kinds of evidence of a duplicate, the announcement once an address passes), the
+// groups they listen to, and source address selection (RFC 6724, simplified).
 #include <gtest/gtest.h>
 
 #include "tests/unit/inet/harness.h"
@@ -89,7 +90,7 @@ TEST(LinkLocalAddressTest, IsTheModifiedEui64OfTheMac) {
 
 TEST_F(Ipv6AddressTest, TheStackHasTheLinkLocalAddressOfItsMacBesidesTheConfiguredOne) {
   EXPECT_EQ(stack_->ipv6().link_local_address(), kOurLinkLocal);
-  const std::vector<OwnAddressInfo> addresses = stack_->neighbors().addresses();
+  const std::vector<OwnAddressInfo> addresses = stack_->addresses().entries();
   ASSERT_EQ(addresses.size(), 2u);
   EXPECT_EQ(addresses[0].ip, kOurLinkLocal);
   EXPECT_EQ(addresses[1].ip, kOurIp);
@@ -98,7 +99,7 @@ TEST_F(Ipv6AddressTest, TheStackHasTheLinkLocalAddressOfItsMacBesidesTheConfigur
   InetSettings off;
   RecordingDevice device;
   InetStack v4_only(off, device, timers_, 1);
-  EXPECT_TRUE(v4_only.neighbors().addresses().empty());
+  EXPECT_TRUE(v4_only.addresses().entries().empty());
   EXPECT_EQ(v4_only.ipv6().address_state(kOurLinkLocal), std::nullopt);
 }
 
@@ -114,7 +115,7 @@ TEST_F(Ipv6AddressTest, StartProbesEachAddressFromTheUnspecifiedAddress) {
   EXPECT_EQ(stack_->stats().nd_solicitations_sent, 0u);
   EXPECT_EQ(stack_->stats().nd_advertisements_sent, 0u);
   EXPECT_EQ(state(kOurIp), AddressState::Tentative);
-  EXPECT_EQ(stack_->neighbors().addresses()[1].dad_solicitations_sent, 1);
+  EXPECT_EQ(stack_->addresses().entries()[1].dad_solicitations_sent, 1);
   stack_->start();  // a second start starts nothing
   EXPECT_EQ(ipv6_sent().size(), 2u);
 }
@@ -159,7 +160,7 @@ TEST_F(Ipv6AddressTest, AnAdvertisementForATentativeAddressMakesItDuplicated) {
   inject_advertisement(kOurIp, kOtherMac);  // RFC 4862 §5.4.4
   EXPECT_EQ(state(kOurIp), AddressState::Duplicated);
   EXPECT_EQ(stack_->stats().ipv6_dad_duplicates, 1u);
-  EXPECT_EQ(stack_->neighbors().addresses()[1].claimed_by, kOtherMac);
+  EXPECT_EQ(stack_->addresses().entries()[1].claimed_by, kOtherMac);
   inject_advertisement(kOurIp, kOtherMac);  // counted (and logged) once
   EXPECT_EQ(stack_->stats().ipv6_dad_duplicates, 1u);
   device_.sent.clear();
@@ -221,7 +222,7 @@ TEST_F(Ipv6AddressTest, AProbeFromTheUnspecifiedAddressDuringDadMakesItDuplicate
   // Another node probing for the same address: a duplicate for both (§5.4.3).
   inject_probe(kOurIp, kOtherMac);
   EXPECT_EQ(state(kOurIp), AddressState::Duplicated);
-  EXPECT_EQ(stack_->neighbors().addresses()[1].claimed_by, kOtherMac);
+  EXPECT_EQ(stack_->addresses().entries()[1].claimed_by, kOtherMac);
   EXPECT_EQ(stack_->stats().ipv6_dad_duplicates, 1u);
   EXPECT_EQ(state(kOurLinkLocal), AddressState::Tentative);
   finish_dad();
@@ -232,7 +233,7 @@ TEST_F(Ipv6AddressTest, AProbeFromTheUnspecifiedAddressDuringDadMakesItDuplicate
 
 TEST_F(Ipv6AddressTest, ADuplicateIsReportedToAndLearnedFromOtherReplicas) {
   std::vector<std::pair<Ipv6Address, MacAddress>> reported;
-  stack_->neighbors().set_duplicate_hook(
+  stack_->addresses().set_duplicate_hook(
       [&](const Ipv6Address& ip, MacAddress claimed_by) { reported.emplace_back(ip, claimed_by); });
   stack_->start();
   inject_probe(kOurIp, kOtherMac);
@@ -241,14 +242,14 @@ TEST_F(Ipv6AddressTest, ADuplicateIsReportedToAndLearnedFromOtherReplicas) {
   // Another worker's replica, told by the glue: the address is given up there too, not counted
   // twice, even once its own DAD would have passed.
   InetStack replica(settings_, device_, timers_, 43);
-  replica.neighbors().set_duplicate_hook([&](const Ipv6Address&, MacAddress) { ADD_FAILURE() << "reported back"; });
+  replica.addresses().set_duplicate_hook([&](const Ipv6Address&, MacAddress) { ADD_FAILURE() << "reported back"; });
   replica.start();
-  replica.neighbors().learn_duplicate(kOurIp, kOtherMac);
-  replica.neighbors().learn_duplicate(v6("2001:db8::99"), kOtherMac);  // not ours: nothing
+  replica.addresses().learn_duplicate(kOurIp, kOtherMac);
+  replica.addresses().learn_duplicate(v6("2001:db8::99"), kOtherMac);  // not ours: nothing
   finish_dad();
   EXPECT_EQ(replica.ipv6().address_state(kOurIp), AddressState::Duplicated);
   EXPECT_EQ(replica.ipv6().address_state(kOurLinkLocal), AddressState::Preferred);
-  EXPECT_EQ(replica.neighbors().addresses()[1].claimed_by, kOtherMac);
+  EXPECT_EQ(replica.addresses().entries()[1].claimed_by, kOtherMac);
   EXPECT_EQ(replica.stats().ipv6_dad_duplicates, 0u);
   EXPECT_EQ(reported.size(), 1u);
 }
@@ -278,7 +279,7 @@ TEST_F(Ipv6AddressTest, ADuplicatedLinkLocalAddressTakesIpv6Down) {
   stack_->start();
   inject_advertisement(kOurLinkLocal, kOtherMac);
   EXPECT_EQ(state(kOurLinkLocal), AddressState::Duplicated);
-  EXPECT_TRUE(stack_->neighbors().ipv6_disabled());
+  EXPECT_TRUE(stack_->addresses().ipv6_disabled());
   finish_dad();
   const size_t sent = device_.sent.size();
   learn_peer();
@@ -433,6 +434,43 @@ TEST_F(LinkLocalTest, ALinkLocalRouterIsSolicitedFromTheSourceOfThePacketForIt) 
   EXPECT_EQ(last().ip.source, kOurIp);
 }
 
+// A started stack whose addresses passed DAD (Ipv6StackTest), or one rebuilt without DAD.
+using StartedStackTest = Ipv6StackTest;
+
+TEST_F(StartedStackTest, OnlyOurIpv6GroupsPassTheEthernetFilter) {
+  const Ipv6Address other_group = v6("2001:db8::77").solicited_node_multicast();
+  inject(ethernet(other_group.multicast_mac(), kPeerMac,
+                  ipv6(kPeerIp, other_group, kIpv6Icmpv6,
+                       neighbor_solicitation(kPeerIp, other_group, v6("2001:db8::77"), kPeerMac), 255)));
+  EXPECT_EQ(stack_->stats().rx_not_for_us, 1u);
+  EXPECT_EQ(stack_->stats().nd_target_not_ours, 0u);
+}
+
+TEST_F(StartedStackTest, WithoutDuplicateAddressDetectionStartAnnouncesAtOnce) {
+  settings_.ipv6.dad_transmits = 0;  // RFC 4862 §5.1: no DAD, the addresses are usable at once
+  stack_ = std::make_unique<InetStack>(settings_, device_, timers_, 42);
+  device_.sent.clear();
+  EXPECT_EQ(stack_->ipv6().address_state(kOurIp), AddressState::Preferred);
+  EXPECT_EQ(stack_->ipv6().address_state(kOurLinkLocal), AddressState::Preferred);
+  stack_->start();
+  std::vector<Ipv6Address> announced;
+  for (const Bytes& frame : device_.sent) {
+    if (load_be16(frame.data() + 12) != static_cast<uint16_t>(EtherType::Ipv6)) continue;
+    SentFrame f = SentFrame::parse(frame);
+    EXPECT_EQ(f.ip.destination, Ipv6Address::all_nodes());
+    ASSERT_EQ(f.icmp.type, Icmpv6Header::kNeighborAdvertisement);
+    NeighborAdvertisement na;
+    ASSERT_EQ(NeighborAdvertisement::parse(f.l4.data(), f.l4.size(), na), nullptr);
+    EXPECT_EQ(f.ip.source, na.target);  // each from the address it announces
+    announced.push_back(na.target);
+  }
+  EXPECT_EQ(announced, (std::vector<Ipv6Address>{kOurLinkLocal, kOurIp}));
+  EXPECT_EQ(stack_->stats().ipv6_dad_solicitations_sent, 0u);
+  // Traffic at once, without advancing the clock.
+  learn_peer();
+  EXPECT_TRUE(send_to(kPeerIp));
+}
+
 // Two stacks over the in-memory wire configured with the same address: each hears the other's
 // probe from :: and both give the address up (RFC 4862 §5.4.3), keeping their distinct link-local
 // addresses.
@@ -456,8 +494,8 @@ TEST(Ipv6DadTwoHostsTest, SimultaneousProbesForOneAddressMakeItDuplicatedOnBoth)
     EXPECT_EQ(stack->ipv6().address_state(stack->ipv6().link_local_address()), AddressState::Preferred);
     EXPECT_EQ(stack->stats().ipv6_dad_duplicates, 1u);
   }
-  EXPECT_EQ(a.neighbors().addresses()[1].claimed_by, mac_of(2));
-  EXPECT_EQ(b.neighbors().addresses()[1].claimed_by, mac_of(1));
+  EXPECT_EQ(a.addresses().entries()[1].claimed_by, mac_of(2));
+  EXPECT_EQ(b.addresses().entries()[1].claimed_by, mac_of(1));
   wire.attach(0, nullptr);
   wire.attach(1, nullptr);
 }

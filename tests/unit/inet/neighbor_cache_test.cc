@@ -370,40 +370,6 @@ TEST_F(NeighborCacheTest, AnAdvertisementWithNoLineGoesToTheOtherReplicasNotInto
   EXPECT_EQ(asker.stats().nd_pending_dropped, 0u);
 }
 
-TEST_F(NeighborCacheTest, OnlyOurIpv6GroupsPassTheEthernetFilter) {
-  const Ipv6Address other_group = v6("2001:db8::77").solicited_node_multicast();
-  inject(ethernet(other_group.multicast_mac(), kPeerMac,
-                  ipv6(kPeerIp, other_group, kIpv6Icmpv6,
-                       neighbor_solicitation(kPeerIp, other_group, v6("2001:db8::77"), kPeerMac), 255)));
-  EXPECT_EQ(stack_->stats().rx_not_for_us, 1u);
-  EXPECT_EQ(stack_->stats().nd_target_not_ours, 0u);
-}
-
-TEST_F(NeighborCacheTest, WithoutDuplicateAddressDetectionStartAnnouncesAtOnce) {
-  settings_.ipv6.dad_transmits = 0;  // RFC 4862 §5.1: no DAD, the addresses are usable at once
-  stack_ = std::make_unique<InetStack>(settings_, device_, timers_, 42);
-  device_.sent.clear();
-  EXPECT_EQ(stack_->ipv6().address_state(kOurIp), AddressState::Preferred);
-  EXPECT_EQ(stack_->ipv6().address_state(kOurLinkLocal), AddressState::Preferred);
-  stack_->start();
-  std::vector<Ipv6Address> announced;
-  for (const Bytes& frame : device_.sent) {
-    if (load_be16(frame.data() + 12) != static_cast<uint16_t>(EtherType::Ipv6)) continue;
-    SentFrame f = SentFrame::parse(frame);
-    EXPECT_EQ(f.ip.destination, Ipv6Address::all_nodes());
-    ASSERT_EQ(f.icmp.type, Icmpv6Header::kNeighborAdvertisement);
-    NeighborAdvertisement na;
-    ASSERT_EQ(NeighborAdvertisement::parse(f.l4.data(), f.l4.size(), na), nullptr);
-    EXPECT_EQ(f.ip.source, na.target);  // each from the address it announces
-    announced.push_back(na.target);
-  }
-  EXPECT_EQ(announced, (std::vector<Ipv6Address>{kOurLinkLocal, kOurIp}));
-  EXPECT_EQ(stack_->stats().ipv6_dad_solicitations_sent, 0u);
-  // Traffic at once, without advancing the clock.
-  learn_peer();
-  EXPECT_TRUE(send_to(kPeerIp));
-}
-
 TEST(NeighborCacheDisabledTest, WithoutAnIpv6AddressIpv6FramesAreUnsupported) {
   InetSettings settings;
   settings.address = Ipv4Address::from_octets(10, 0, 0, 1);
