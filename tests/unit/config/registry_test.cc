@@ -188,9 +188,9 @@ TEST(ConfigJson, FlatObjectWithTypedAndEscapedValues) {
   c.set("t.label", "say \"hi\"\\\n");
   c.set("t.items", R"(["a,b", c])");
   EXPECT_EQ(c.to_json(),
-            "{\"t.flag\": false, \"t.count\": 3, \"t.buffer\": 4096, \"t.timeout\": \"1s\", "
-            "\"t.label\": \"say \\\"hi\\\"\\\\\\n\", \"t.mode\": \"fast\", \"t.addr\": \"10.0.0.1\", "
-            "\"t.cpus\": \"\", \"t.items\": [\"a,b\", \"c\"]}");
+            "{\"t.flag\":false,\"t.count\":3,\"t.buffer\":4096,\"t.timeout\":\"1s\","
+            "\"t.label\":\"say \\\"hi\\\"\\\\\\n\",\"t.mode\":\"fast\",\"t.addr\":\"10.0.0.1\","
+            "\"t.cpus\":\"\",\"t.items\":[\"a,b\",\"c\"]}");
 }
 
 TEST(Describe, OneBlockPerOptionWithTypeDefaultAndHelp) {
