@@ -95,7 +95,14 @@ bool Config::get_bool(std::string_view name) const {
   return value(name, OptionType::Bool).parsed.boolean;
 }
 int64_t Config::get_int(std::string_view name) const {
-  return value(name, OptionType::Int).parsed.integer;
+  const detail::OptionValue& parsed = value(name, OptionType::Int).parsed;
+  if (parsed.is_auto) throw ConfigError(std::string(name) + ": is auto here; read it with get_int_or_auto");
+  return parsed.integer;
+}
+std::optional<int64_t> Config::get_int_or_auto(std::string_view name) const {
+  const detail::OptionValue& parsed = value(name, OptionType::Int).parsed;
+  if (parsed.is_auto) return std::nullopt;
+  return parsed.integer;
 }
 uint64_t Config::get_size(std::string_view name) const {
   return value(name, OptionType::Size).parsed.size;
@@ -136,7 +143,10 @@ std::string Config::to_json() const {
     j.key(spec.name);
     switch (spec.type) {
       case OptionType::Bool: j.value(parsed.boolean); break;
-      case OptionType::Int: j.value(parsed.integer); break;
+      case OptionType::Int:  // a number, or the string "auto"
+        if (parsed.is_auto) j.value("auto");
+        else j.value(parsed.integer);
+        break;
       case OptionType::Size: j.value(parsed.size); break;  // bytes: a number is what JSON consumers want
       case OptionType::StringList: j.strings(parsed.list); break;
       default: j.value(detail::format_option_value(spec, parsed));

@@ -40,6 +40,9 @@ void register_bench_options(Registry& r) {
          .help = "reqrep only: pause between a reply and the next request on that slot.", .min = 0});
   r.add({.name = "bench.message_size", .type = OptionType::StringList, .default_value = "4K",
          .help = "Payload bytes per message; a list sweeps (e.g. [64, 4K, 64K])."});
+  r.add({.name = "bench.reply_size", .type = OptionType::String, .default_value = "echo",
+         .help = "reqrep: what the server answers each message with: echo (its own bytes, the same "
+                 "size) or a size of other bytes (0: an empty reply, as a storage write's status)."});
   r.add({.name = "bench.connections", .type = OptionType::Int, .default_value = "1",
          .help = "Connections the client opens to the server.", .min = 1, .max = 65536});
   r.add({.name = "bench.iodepth", .type = OptionType::StringList, .default_value = "1",

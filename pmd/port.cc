@@ -300,6 +300,13 @@ void Port::configure(MempoolSet& pools) {
       const std::string ring_name = "bpr" + std::to_string(port_id) + "_" + std::to_string(w) + "_" +
                                     std::to_string(gen);
       rte_ring* ring = rte_ring_create(ring_name.c_str(), options_.redirect_ring, info_.numa_socket, RING_F_SC_DEQ);
+      if (!ring) {
+        // The port's node has no memory left: a ring elsewhere works, each redirect crossing the interconnect.
+        ring = rte_ring_create(ring_name.c_str(), options_.redirect_ring, SOCKET_ID_ANY, RING_F_SC_DEQ);
+        if (ring)
+          BYPASS_LOG(Warn, "pmd", "%s: redirect ring %s: no room on NUMA node %d (the port's), created on node %d",
+                     label.c_str(), ring_name.c_str(), info_.numa_socket, ring->memzone->socket_id);
+      }
       if (!ring)
         throw PmdError(label + ": cannot create redirect ring: " + std::string(rte_strerror(rte_errno)) +
                        " (lower dpdk.redirect_ring or raise dpdk.memory)");

@@ -90,7 +90,8 @@ class DpdkWorker final : public Worker {
   int inject_socket_failures_ = 0;
   uint64_t socket_serial_ = 0;
   SingleListenerTable* single_listeners_ = nullptr;
-  bool thread_registered_ = false;
+  bool thread_registered_ = false;  // on_thread_start registered its thread with EAL
+  unsigned registered_lcore_ = 0;   // the lcore id that registration gave
 };
 
 class DpdkStack final : public NetworkStack {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct BenchJob {
   uint64_t count = 0;  // > 0: measure this many messages per case instead of `duration`
   std::chrono::nanoseconds warmup{0};
   std::chrono::nanoseconds think_time{0};
+  std::optional<uint64_t> reply_size;  // bench.reply_size; none: the server echoes the request
   std::string server_address;  // may be empty (see bench.server_address)
   std::string output_path;
   ProgressStyle progress = ProgressStyle::Auto;

@@ -32,6 +32,7 @@ struct ParsedCommand {
   FwdOptions fwd;                        // fwd mode, --size, --burst, --flows, --duration
   StackCommand stack;                    // stack SUBCOMMAND ... (runs without the port commands' PortSet)
   FlowCommand flow;                      // flow list|isolate|validate|create|destroy|flush ...
+  std::string doctor_root = "/";         // doctor --root: where the host's sys/ and proc/ are
 };
 
 class Commands {

@@ -1,4 +1,5 @@
-// Completions handed from the messenger's threads to the fio job's thread.
+// Completions handed from the messenger's threads to the fio job's thread (or pushed by the job's
+// thread itself, where it runs the stack's loops: bypass_poll=job).
 //
 // Any thread pushes (a reply's worker, the thread that drops the last view of a sent buffer); the
 // job's thread takes everything at once. An intrusive lock-free stack, so a push neither
@@ -23,6 +24,8 @@ class CompletionQueue {
   using Clock = std::chrono::steady_clock;
 
   void push(CompletionLink* item);  // any thread
+  // Whether something was pushed and not taken yet (any thread).
+  bool pending() const { return head_.load(std::memory_order_acquire) != nullptr; }
   // The job's thread: appends everything pushed so far to `out`, oldest first.
   void take(std::vector<CompletionLink*>& out);
   // How the job's thread polls before it sleeps (see the .cc for when each pays).

@@ -20,6 +20,9 @@ extern "C" {
 /* ms_type values of the engine option (0: take ms.type from bypass_config / bypass_set). */
 enum bypass_fio_ms_type { BYPASS_FIO_MS_CONFIG = 0, BYPASS_FIO_MS_POSIX, BYPASS_FIO_MS_DPDK, BYPASS_FIO_MS_RDMA };
 
+/* bypass_poll values: which thread runs the network stack's loops (docs/fio.md). */
+enum bypass_fio_poll { BYPASS_FIO_POLL_AUTO = 0, BYPASS_FIO_POLL_JOB, BYPASS_FIO_POLL_WORKERS };
+
 /* The engine options of one job (fio_glue.c's option table) plus what the C++ side needs of fio's
  * own job options. Strings may be NULL (not given). */
 struct bypass_fio_job_options {
@@ -34,6 +37,8 @@ struct bypass_fio_job_options {
   unsigned timeout_seconds;   /* bypass_timeout: connect and reply bound */
   uint64_t size;              /* fio's size= (sender: the objects' total size; receiver: memory budget) */
   unsigned iodepth;           /* fio's iodepth: how many io_us the job sets up */
+  int poll;                   /* enum bypass_fio_poll */
+  unsigned process_jobs;      /* the jobs of this fio process (fio's thread_number count) */
 };
 
 /* What bypass_fio_check() learnt from the options, for fio's set-up. */

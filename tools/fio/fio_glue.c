@@ -31,6 +31,7 @@ struct bypass_fio_options {
   char *bypass_config;
   char *bypass_set;
   unsigned int timeout;
+  unsigned int poll;
 };
 
 static struct fio_option options[] = {
@@ -115,10 +116,36 @@ static struct fio_option options[] = {
         .category = FIO_OPT_C_ENGINE,
         .group = FIO_OPT_G_NETIO,
     },
+    {
+        .name = "bypass_poll",
+        .lname = "Bypass polling thread",
+        .type = FIO_OPT_STR,
+        .off1 = offsetof(struct bypass_fio_options, poll),
+        .help = "Which thread runs the network stack's loops (ms.worker_threads)",
+        .def = "auto",
+        .posval =
+            {
+                {.ival = "auto", .oval = BYPASS_FIO_POLL_AUTO,
+                 .help = "job on dpdk when the job is the process's only one, else workers"},
+                {.ival = "job", .oval = BYPASS_FIO_POLL_JOB,
+                 .help = "the job's own thread, while it waits (its stack serves no other job)"},
+                {.ival = "workers", .oval = BYPASS_FIO_POLL_WORKERS, .help = "worker threads of the stack's own"},
+            },
+        .category = FIO_OPT_C_ENGINE,
+        .group = FIO_OPT_G_NETIO,
+    },
     {.name = NULL},
 };
 
 static struct ioengine_ops ioengine;
+
+/* The jobs of this fio process (fio's thread_number; every job is known before any engine call),
+ * 0 when unknown. Looked up, not linked: a data reference would keep the engine from loading at all
+ * into a program that is not fio, where the load-time check below must say so. */
+static unsigned process_jobs(void) {
+  const unsigned int *jobs = dlsym(RTLD_DEFAULT, "thread_number");
+  return jobs != NULL ? *jobs : 0;
+}
 
 static void job_options(struct thread_data *td, struct bypass_fio_job_options *out) {
   const struct bypass_fio_options *o = td->eo;
@@ -134,6 +161,8 @@ static void job_options(struct thread_data *td, struct bypass_fio_job_options *o
   out->timeout_seconds = o->timeout;
   out->size = td->o.size;
   out->iodepth = td->o.iodepth;
+  out->poll = (int)o->poll;
+  out->process_jobs = process_jobs();
 }
 
 static int fail(struct thread_data *td, int err, const char *func, const char *message) {

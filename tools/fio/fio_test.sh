@@ -4,11 +4,13 @@
 # CASE:
 #   posix   one fio process: a receiver and 2 sending jobs, randwrite bsrange=4k-64k verify=md5
 #           iodepth 16, then randrw verify=crc32c; the JSON must show no error and I/O in both
-#           directions (the verify reads) on every sender, requests served on the receiver
+#           directions (the verify reads) on every sender, requests served on the receiver; then
+#           a receiver and a sender process whose job threads poll their stacks (bypass_poll=job)
 #   dpdk    examples/fio/dpdk-{receiver,sender}.fio as two fio processes over net_memif, crc32c
 #   errors  every bad input and fault, each with its message: an unknown engine option, bad
 #           bypass_set / bypass_config, no port, no size, verify on the receiver, a receiver that is
-#           not there, one that dies mid-run, a payload that does not verify
+#           not there, two jobs on a stack one of them polls, one that dies mid-run, a payload that
+#           does not verify
 #   rdma    examples/fio/rdma.fio (receiver and sender in one process, crc32c) inside the
 #           soft-RoCE guest (tools/rxe-vm); exit 77 when the guest cannot boot here
 # In the sanitizer build the engine carries ASan, and fio does not: fio runs with the ASan runtime
@@ -102,6 +104,21 @@ EOF
   sed -i 's/^rw=randwrite/rw=randrw/; s/^verify=md5/verify=crc32c/' posix.fio
   run_fio randrw-crc32c 120 posix.fio || { status=$?; cat randrw-crc32c.out; fail "randrw verify=crc32c: fio exited $status"; }
   check_json randrw-crc32c.json 3
+  # Each side's job thread polling its own stack (bypass_poll=job, ms.worker_threads false): two
+  # processes, one job each, randrw verified.
+  port=$(free_port)
+  poll=(--ioengine=external:"$engine" --thread --ms_type=posix --port="$port" --bypass_poll=job)
+  run_fio polled-receiver 120 "${poll[@]}" --name=receiver --receiver=1 --rw=read --size=64m &
+  pids+=($!)
+  run_fio polled-sender 120 "${poll[@]}" --name=sender --rw=randrw --bs=4k --iodepth=16 --size=8m --verify=crc32c
+  sender_status=$?
+  wait "${pids[0]}"
+  receiver_status=$?
+  pids=()
+  [ "$sender_status" = 0 ] || { cat polled-sender.out polled-receiver.out; fail "bypass_poll=job: the sending fio exited $sender_status"; }
+  [ "$receiver_status" = 0 ] || { cat polled-receiver.out; fail "bypass_poll=job: the receiving fio exited $receiver_status"; }
+  check_json polled-sender.json 1
+  check_json polled-receiver.json 1
   ;;
 
 dpdk)
@@ -156,6 +173,27 @@ errors)
   run_fio no-receiver 30 "${job[@]}" --size=1m --port="$port" --rw=write --bypass_timeout=1
   expect no-receiver "bypass: no receiver at 127.0.0.1:$port over posix within 1 s \(bypass_timeout\): .*ECONNREFUSED" $?
   [ $((SECONDS - start)) -lt 15 ] || fail "no-receiver took $((SECONDS - start)) s"
+  # Two jobs on one stack that a job's thread polls: the second is refused (one thread runs a
+  # stack's loops). Whichever starts first holds the stack for seconds (the receiver for its run,
+  # a sender while it retries its connect), so the other always finds it polled.
+  cat > poll-shared.fio <<EOF
+[global]
+ioengine=external:$engine
+port=$port
+thread
+bypass_poll=job
+bypass_timeout=2
+[receiver]
+receiver=1
+rw=read
+size=64m
+runtime=2
+[sender]
+rw=write
+size=1m
+EOF
+  run_fio poll-shared 30 poll-shared.fio
+  expect poll-shared "bypass: job (sender|receiver): job (sender|receiver)'s thread polls the network stack these settings name \(bypass_poll=job" $?
 
   # A receiver that dies mid-run: the sender's session ends; it says so and stops, no hang.
   "${fio[@]}" --ioengine=external:"$engine" --thread --name=receiver --receiver=1 --rw=read --port="$port" \

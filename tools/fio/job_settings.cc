@@ -83,6 +83,12 @@ JobSettings JobSettings::resolve(const bypass_fio_job_options& options) {
     }
   if (const char* type = ms_type_name(options.ms_type)) job.conf.set("ms.type", type, "ms_type");
   job.transport = job.conf.get_string("ms.type");
+  // A dpdk worker busy-polls a CPU that the job's thread would otherwise have to win from it at
+  // every request (docs/fio.md): a single job polls the stack itself.
+  const bool job_polls = options.poll == BYPASS_FIO_POLL_JOB ||
+                         (options.poll == BYPASS_FIO_POLL_AUTO && job.transport == "dpdk" && options.process_jobs == 1);
+  if (job_polls) job.conf.set("ms.worker_threads", "false", "bypass_poll");
+  if (options.poll == BYPASS_FIO_POLL_WORKERS) job.conf.set("ms.worker_threads", "true", "bypass_poll");
   job.address = parse_address(job, options.hostname, options.port);
   job.stack_key = job.conf.to_json();
   return job;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,7 @@ class Sender final : public EngineJob, public msgr::Dispatcher {
   bool ms_handle_refused(const msgr::ConnectionRef& connection) override;
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Io;
 
   void connect();
@@ -59,11 +61,15 @@ class Sender final : public EngineJob, public msgr::Dispatcher {
   static void part_done(Io& io);
   static void release_payload(void* context, BufferStorage* header);
   void collect_completions();  // job thread: completions_ -> ready_
+  // Job thread: true once a completion is pending, false at `deadline`. Where this thread runs the
+  // stack's loops (polls_) it polls them meanwhile; otherwise the workers push and wake it.
+  bool wait_for_completion(Clock::time_point deadline, CompletionQueue::Spin spin);
   void handle_open_reply(const msgr::MessageRef& m);
   std::string describe_status(const Io& io, int32_t status) const;
 
   JobSettings settings_;
   const bool spin_pays_;  // see spinning_pays() in the .cc
+  bool polls_ = false;    // this job's thread runs the stack's loops (no worker threads)
   std::string peer_;  // "127.0.0.1:5555 over posix", for messages
   std::shared_ptr<SharedStack> stack_;
   std::unique_ptr<msgr::Messenger> messenger_;

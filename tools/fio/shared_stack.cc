@@ -32,6 +32,13 @@ std::shared_ptr<SharedStack> SharedStack::acquire(const JobSettings& job) {
   std::lock_guard guard(r.lock);
   if (auto it = r.stacks.find(job.stack_key); it != r.stacks.end())
     if (auto shared = it->second.lock()) {
+      // Only one thread may run a stack's loops, and the job that polls it does so only while it
+      // waits for its own requests.
+      if (!shared->stack_->worker_threads())
+        throw std::runtime_error("job " + job.job_name + ": job " + shared->owner_ +
+                                 "'s thread polls the network stack these settings name (bypass_poll=job, or "
+                                 "ms.worker_threads: false), so no other job can use it: give this job "
+                                 "bypass_poll=workers or settings of its own");
       shared->senders_ |= !job.receiver;
       return shared;
     }
@@ -46,6 +53,7 @@ std::shared_ptr<SharedStack> SharedStack::acquire(const JobSettings& job) {
     }
   std::shared_ptr<NetworkStack> stack = NetworkStack::create(job.conf);
   // Started here, once, before any messenger of any job thread uses it (start() is not thread-safe).
+  // Without worker threads this job's thread becomes the one that runs its loops.
   stack->start();
   std::shared_ptr<SharedStack> shared(new SharedStack(std::move(stack), job.stack_key, job.job_name));
   shared->senders_ = !job.receiver;

@@ -484,7 +484,7 @@ TEST(BadInput, WorkerCpuThatDoesNotExist) {
 TEST(BadInput, ArgumentsAreCheckedBeforeTheEalStarts) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"frobnicate"},
-       "unknown command 'frobnicate' (expected ports, stats, xstats, reset-stats, fwd, mempool, flow, stack, help)"},
+       "unknown command 'frobnicate' (expected ports, stats, xstats, reset-stats, fwd, mempool, flow, stack, doctor, help)"},
       {{"--frobnicate", "ports"}, "unknown option '--frobnicate' (expected -c FILE, --set key=value"},
       {{"quit"}, "quit: only inside the interactive shell (-i)"},
       {{"-i", "ports"}, "-i takes no command"},
