@@ -37,7 +37,8 @@ struct Json::Tree {
   }
   void end(bool object) {
     if (open.empty() || open.back()->is_object() != object)
-      throw std::logic_error(object ? "Json: end_object without its begin_object" : "Json: end_array without its begin_array");
+      throw std::logic_error(object ? "Json: end_object without its begin_object"
+                                    : "Json: end_array without its begin_array");
     open.pop_back();
   }
 };
@@ -70,34 +71,23 @@ Json& Json::key(std::string_view k) {
   return *this;
 }
 
-Json& Json::value(std::string_view v) {
-  tree_->add(Node(std::string(v)));
-  return *this;
-}
-Json& Json::value(bool v) {
-  tree_->add(Node(v));
-  return *this;
-}
-Json& Json::value(uint64_t v) {
-  tree_->add(Node(v));
-  return *this;
-}
-Json& Json::value(int64_t v) {
-  tree_->add(Node(v));
-  return *this;
-}
-Json& Json::value(double v) {
-  tree_->add(Node(v));
-  return *this;
-}
-Json& Json::null() {
-  tree_->add(Node(nullptr));
+template <typename T>
+Json& Json::put(T v) {
+  tree_->add(Node(std::move(v)));
   return *this;
 }
 
+Json& Json::value(std::string_view v) { return put(std::string(v)); }
+Json& Json::value(bool v) { return put(v); }
+Json& Json::value(uint64_t v) { return put(v); }
+Json& Json::value(int64_t v) { return put(v); }
+Json& Json::value(double v) { return put(v); }
+Json& Json::null() { return put(nullptr); }
+
 Json& Json::raw(std::string_view json) {
   Node parsed = Node::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) throw std::invalid_argument("Json::raw: not valid JSON: " + std::string(json.substr(0, 200)));
+  if (parsed.is_discarded())
+    throw std::invalid_argument("Json::raw: not valid JSON: " + std::string(json.substr(0, 200)));
   tree_->add(std::move(parsed));
   return *this;
 }

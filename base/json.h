@@ -52,6 +52,8 @@ class Json {
 
  private:
   struct Tree;
+  template <typename T>
+  Json& put(T v);  // the next value (defined and used in json.cc only)
   std::unique_ptr<Tree> tree_;
 };
 

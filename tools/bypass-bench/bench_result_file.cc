@@ -67,7 +67,8 @@ class Field {
   std::vector<Field> items() const {
     if (!value_.is_array()) fail("is " + type_name(value_) + ", expected an array");
     std::vector<Field> out;
-    for (size_t i = 0; i < value_.size(); ++i) out.emplace_back(value_[i], path_ + "[" + std::to_string(i) + "]", file_);
+    for (size_t i = 0; i < value_.size(); ++i)
+      out.emplace_back(value_[i], path_ + "[" + std::to_string(i) + "]", file_);
     return out;
   }
   std::string text() const {

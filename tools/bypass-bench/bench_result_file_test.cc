@@ -139,7 +139,8 @@ TEST(ResultFileTest, MalformedJsonNamesLineAndColumn) {
             p + "line 2, column 7: " + expected_value + "unexpected ']'; expected '[', '{', or a literal");
   EXPECT_EQ(load_error("[1, 2,]"),
             p + "line 1, column 7: " + expected_value + "unexpected ']'; expected '[', '{', or a literal");
-  EXPECT_EQ(load_error("{\"a\": nan}"), p + "line 1, column 8: " + expected_value + "invalid literal; last read: '\"a\": na'");
+  EXPECT_EQ(load_error("{\"a\": nan}"),
+            p + "line 1, column 8: " + expected_value + "invalid literal; last read: '\"a\": na'");
   EXPECT_EQ(load_error("[01]"),
             p + "line 1, column 3: syntax error while parsing array - unexpected number literal; expected ']'");
   EXPECT_EQ(load_error("{} x"),

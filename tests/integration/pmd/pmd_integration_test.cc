@@ -116,7 +116,8 @@ std::vector<JsonValue> parse_json_lines(const std::string& text) {
     try {
       docs.push_back(JsonValue::parse(line));
     } catch (const JsonValue::parse_error& e) {
-      throw std::runtime_error("document on line " + std::to_string(number) + ": " + e.what() + " in: " + line.substr(0, 300));
+      throw std::runtime_error("document on line " + std::to_string(number) + ": " + e.what() +
+                               " in: " + line.substr(0, 300));
     }
   }
   return docs;
@@ -125,7 +126,8 @@ std::vector<JsonValue> parse_json_lines(const std::string& text) {
 // The summary object of `fwd --json` output (its last line); every line must be valid JSON.
 JsonValue fwd_summary(const std::string& out) {
   const std::vector<JsonValue> docs = parse_json_lines(out);
-  if (docs.empty() || docs.back().at("type").get<std::string>() != "summary") throw std::runtime_error("no fwd summary in: " + out);
+  if (docs.empty() || docs.back().at("type").get<std::string>() != "summary")
+    throw std::runtime_error("no fwd summary in: " + out);
   return docs.back();
 }
 
@@ -341,8 +343,8 @@ TEST_P(MemifAccounting, ReceivedPlusDroppedEqualsSent) {
   const JsonValue& r = rx_summary.at("ports").at(0);
   const uint64_t sent = s.at("tx_packets").get<uint64_t>();
   ASSERT_GT(sent, 1000u) << sender.out;
-  const uint64_t drops = r.at("redirect_drops").get<uint64_t>() + r.at("rx_missed").get<uint64_t>() + r.at("rx_nombuf").get<uint64_t>() +
-                         r.at("rx_errors").get<uint64_t>();
+  const uint64_t drops = r.at("redirect_drops").get<uint64_t>() + r.at("rx_missed").get<uint64_t>() +
+                         r.at("rx_nombuf").get<uint64_t>() + r.at("rx_errors").get<uint64_t>();
   EXPECT_EQ(r.at("dropped").get<uint64_t>(), drops) << rx.out;
   EXPECT_EQ(r.at("rx_packets").get<uint64_t>() + drops, sent) << "receiver:\n" << rx.out << "\nsender:\n" << sender.out;
   // The per-worker lines add up to the port's.
@@ -641,7 +643,8 @@ TEST(Forwarding, MemifFlowgenAgainstIoEchoCountersAgree) {
   // memif loses nothing between the rings: the echo received exactly what was generated ...
   EXPECT_EQ(e.at("rx_packets").get<uint64_t>(), generated) << "echo:\n" << io.out << "\ngenerator:\n" << gen.out;
   // ... and accounted for each frame: sent back, or dropped once the generator stopped reading.
-  EXPECT_EQ(e.at("rx_packets").get<uint64_t>(), e.at("tx_packets").get<uint64_t>() + e.at("dropped").get<uint64_t>()) << io.out;
+  EXPECT_EQ(e.at("rx_packets").get<uint64_t>(), e.at("tx_packets").get<uint64_t>() + e.at("dropped").get<uint64_t>())
+      << io.out;
   EXPECT_GT(g.at("rx_packets").get<uint64_t>(), 0u) << "nothing came back: " << gen.out;
   EXPECT_LE(g.at("rx_packets").get<uint64_t>(), e.at("tx_packets").get<uint64_t>());
 }
@@ -664,7 +667,7 @@ TEST(Shell, CountersAfterForwardingAFileThenReset) {
   std::vector<JsonValue> docs = parse_json_lines(r.out);
   // Skip fwd's per-second lines: everything after its summary is the five commands that follow.
   size_t first = 0;
-  while (first < docs.size() && !(docs[first].contains("type") && docs[first].at("type").get<std::string>() == "summary")) ++first;
+  while (first < docs.size() && docs[first].value("type", "") != "summary") ++first;
   ASSERT_EQ(docs.size(), first + 6) << r.out;
   const JsonValue& stats = docs[first + 1].at("ports").at(0);
   EXPECT_EQ(stats.at("rx_packets").get<uint64_t>(), 40u);

@@ -21,7 +21,8 @@ TEST(Json, StringsEscapedPerRfc8259Section7) {
   // Quote, backslash and the controls below 0x20 are escaped (short forms where JSON has them);
   // DEL (0x7f) and UTF-8 pass as they are; bytes that are not UTF-8 become U+FFFD.
   Json j;
-  j.begin_array().value(std::string("q\" b\\ n\n t\t r\r \x01 \x1f \x7f \xc3\xa9")).value(std::string("bad \xff")).end_array();
+  j.begin_array().value(std::string("q\" b\\ n\n t\t r\r \x01 \x1f \x7f \xc3\xa9"));
+  j.value(std::string("bad \xff")).end_array();
   EXPECT_EQ(j.str(), "[\"q\\\" b\\\\ n\\n t\\t r\\r \\u0001 \\u001f \x7f \xc3\xa9\",\"bad \xef\xbf\xbd\"]");
 }
 
