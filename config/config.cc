@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "config/config.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "config/option_value.h"
 
@@ -15,33 +16,6 @@ struct Config::Value {
   detail::OptionValue parsed;
   std::string origin;
 };
-
-namespace {
-
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (char c : text) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (u < 0x20 || u == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", u);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
-}  // namespace
 
 std::string Ipv4::to_string() const {
   char buf[16];
@@ -162,39 +136,23 @@ std::string Config::to_string(std::string_view name) const {
 }
 
 std::string Config::to_json() const {
-  std::string out = "{";
-  bool first = true;
+  Json j;
+  j.begin_object();
   for (const OptionSpec& spec : registry_->options()) {
-    if (!first) out += ", ";
-    first = false;
-    append_json_string(out, spec.name);
-    out += ": ";
     const detail::OptionValue& parsed = values_.find(spec.name)->second->parsed;
+    j.key(spec.name);
     switch (spec.type) {
-      case OptionType::Bool:
-        out += detail::format_option_value(spec, parsed);
-        break;
+      case OptionType::Bool: j.value(parsed.boolean); break;
       case OptionType::Int:  // a number, or the string "auto"
-        if (parsed.is_auto) append_json_string(out, "auto");
-        else out += detail::format_option_value(spec, parsed);
+        if (parsed.is_auto) j.value("auto");
+        else j.value(parsed.integer);
         break;
-      case OptionType::Size:
-        out += std::to_string(parsed.size);  // bytes: a number is what JSON consumers want
-        break;
-      case OptionType::StringList: {
-        out += '[';
-        for (size_t i = 0; i < parsed.list.size(); ++i) {
-          if (i) out += ", ";
-          append_json_string(out, parsed.list[i]);
-        }
-        out += ']';
-        break;
-      }
-      default:
-        append_json_string(out, detail::format_option_value(spec, parsed));
+      case OptionType::Size: j.value(parsed.size); break;  // bytes: a number is what JSON consumers want
+      case OptionType::StringList: j.strings(parsed.list); break;
+      default: j.value(detail::format_option_value(spec, parsed));
     }
   }
-  return out + "}";
+  return j.end_object().str();
 }
 
 }  // namespace bypass::config

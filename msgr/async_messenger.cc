@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "base/json.h"
 #include "base/log.h"
 #include "msgr/async_connection.h"
 #include "msgr/mon_auth.h"
@@ -592,9 +593,15 @@ std::string AsyncMessenger::perf_dump_json() const {
     std::lock_guard<std::mutex> guard(lock_);
     connections = connections_.size();
   }
-  std::string counters = perf_.to_json();
-  return "{\"name\":\"" + name_.to_string() + "\",\"connections\":" + std::to_string(connections) +
-         ",\"dispatch_throttle_bytes\":" + std::to_string(dispatch_throttle_.current()) + ",\"counters\":" + counters + "}";
+  Json j;
+  j.begin_object()
+      .field("name", name_.to_string())
+      .field("connections", uint64_t{connections})
+      .field("dispatch_throttle_bytes", uint64_t{dispatch_throttle_.current()})
+      .key("counters")
+      .begin_object();
+  perf_.for_each([&j](const char* name, uint64_t value) { j.field(name, value); });
+  return j.end_object().end_object().str();
 }
 
 }  // namespace bypass::msgr

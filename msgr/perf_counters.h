@@ -42,14 +42,6 @@ struct PerfCounters {
     BYPASS_MSGR_COUNTERS(BYPASS_VISIT)
 #undef BYPASS_VISIT
   }
-
-  std::string to_json() const {
-    std::string out = "{";
-    for_each([&out](const char* name, uint64_t value) {
-      out += std::string(out.size() > 1 ? "," : "") + "\"" + name + "\":" + std::to_string(value);
-    });
-    return out + "}";
-  }
 };
 
 inline void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {

@@ -12,14 +12,32 @@
 #include <sstream>
 #include <thread>
 
-#include "config/json_reader.h"
+#include <nlohmann/json.hpp>
+
+#include "base/json.h"
 #include "tools/bypass-bench/results_table.h"
 
 namespace bypass::bench {
 
 namespace {
 
-using config::JsonValue;
+using JsonValue = nlohmann::ordered_json;  // members in document order, as the file lists them
+
+// Nesting deeper than this is refused, so a hostile file cannot exhaust the stack of whatever
+// walks the document afterwards (nlohmann-json parses without recursion, but dumps with it).
+constexpr int kMaxDepth = 64;
+
+// "an object", "an array", "a string", "a number", "a boolean" or "null", for "is X, expected Y".
+std::string type_name(const JsonValue& value) {
+  switch (value.type()) {
+    case JsonValue::value_t::null: return "null";
+    case JsonValue::value_t::object: return "an object";
+    case JsonValue::value_t::array: return "an array";
+    case JsonValue::value_t::string: return "a string";
+    case JsonValue::value_t::boolean: return "a boolean";
+    default: return "a number";
+  }
+}
 
 // A value in the document together with its path ("cases[1].latency_us.p99"), so every check can
 // say which field of which file is wrong.
@@ -35,26 +53,27 @@ class Field {
   const JsonValue& json() const { return value_; }
 
   bool has(const std::string& key) const {
-    const JsonValue* v = value_.is_object() ? value_.find(key) : nullptr;
-    return v != nullptr && !v->is_null();
+    if (!value_.is_object()) return false;
+    const auto it = value_.find(key);
+    return it != value_.end() && !it->is_null();
   }
   Field member(const std::string& key) const {
-    if (!value_.is_object()) fail("is " + value_.type_name() + ", expected an object");
-    const JsonValue* v = value_.find(key);
+    if (!value_.is_object()) fail("is " + type_name(value_) + ", expected an object");
+    const auto it = value_.find(key);
     const std::string child = path_.empty() ? key : path_ + "." + key;
-    if (v == nullptr) Field(value_, child, file_).fail("missing");
-    return Field(*v, child, file_);
+    if (it == value_.end()) Field(value_, child, file_).fail("missing");
+    return Field(*it, child, file_);
   }
   std::vector<Field> items() const {
-    if (!value_.is_array()) fail("is " + value_.type_name() + ", expected an array");
+    if (!value_.is_array()) fail("is " + type_name(value_) + ", expected an array");
     std::vector<Field> out;
-    for (size_t i = 0; i < value_.items.size(); ++i)
-      out.emplace_back(value_.items[i], path_ + "[" + std::to_string(i) + "]", file_);
+    for (size_t i = 0; i < value_.size(); ++i)
+      out.emplace_back(value_[i], path_ + "[" + std::to_string(i) + "]", file_);
     return out;
   }
   std::string text() const {
-    if (!value_.is_string()) fail("is " + value_.type_name() + ", expected a string");
-    return value_.text;
+    if (!value_.is_string()) fail("is " + type_name(value_) + ", expected a string");
+    return value_.get<std::string>();
   }
   std::string nonempty_text() const {
     std::string t = text();
@@ -63,18 +82,16 @@ class Field {
   }
   // A finite number >= 0 (every measured quantity in the file is one).
   double amount() const {
-    if (!value_.is_number()) fail("is " + value_.type_name() + ", expected a number");
-    const double v = value_.number();
-    if (!std::isfinite(v) || v < 0) fail("'" + value_.text + "' is not a finite number >= 0");
+    if (!value_.is_number()) fail("is " + type_name(value_) + ", expected a number");
+    const double v = value_.get<double>();
+    if (!std::isfinite(v) || v < 0) fail("'" + value_.dump() + "' is not a finite number >= 0");
     return v;
   }
   uint64_t count() const {
-    if (!value_.is_number()) fail("is " + value_.type_name() + ", expected a non-negative integer");
-    try {
-      return value_.count();
-    } catch (const config::JsonError& e) {
-      fail(e.what());
-    }
+    if (!value_.is_number()) fail("is " + type_name(value_) + ", expected a non-negative integer");
+    // The parser keeps an integer that fits in 64 bits as one; anything else is a float.
+    if (!value_.is_number_unsigned()) fail("'" + value_.dump() + "' is not a non-negative integer");
+    return value_.get<uint64_t>();
   }
   std::string one_of(std::initializer_list<const char*> allowed) const {
     const std::string t = text();
@@ -92,6 +109,25 @@ class Field {
   const std::string& file_;
 };
 
+// `text` as one JSON document (RFC 8259, strictly: no trailing commas, comments, nan); throws
+// ResultFileError "PATH: not valid JSON: parse error at line L, column C: what".
+JsonValue parse_document(const std::string& text, const std::string& path) {
+  const auto refuse_deep = [&](int depth, JsonValue::parse_event_t, JsonValue&) {
+    if (depth > kMaxDepth)
+      throw ResultFileError(path + ": not valid JSON: nested more than " + std::to_string(kMaxDepth) + " levels deep");
+    return true;
+  };
+  try {
+    return JsonValue::parse(text, refuse_deep);
+  } catch (const JsonValue::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: ...": the id is noise here.
+    std::string what = e.what();
+    const size_t id_end = what.find("] ");
+    if (what.rfind("[json.exception.", 0) == 0 && id_end != std::string::npos) what.erase(0, id_end + 2);
+    throw ResultFileError(path + ": not valid JSON: " + what);
+  }
+}
+
 std::vector<std::pair<double, double>> read_cdf(const Field& cdf) {
   std::vector<std::pair<double, double>> points;
   for (const Field& point : cdf.items()) {
@@ -99,7 +135,7 @@ std::vector<std::pair<double, double>> read_cdf(const Field& cdf) {
     if (pair.size() != 2) point.fail("has " + std::to_string(pair.size()) + " items, expected [latency_us, fraction]");
     const double value = pair[0].amount();
     const double fraction = pair[1].amount();
-    if (fraction > 1.0) pair[1].fail("fraction " + pair[1].json().text + " is above 1");
+    if (fraction > 1.0) pair[1].fail("fraction " + pair[1].json().dump() + " is above 1");
     if (!points.empty() && (value < points.back().first || fraction < points.back().second))
       point.fail("is below the point before it (a CDF never decreases)");
     points.emplace_back(value, fraction);
@@ -115,29 +151,6 @@ std::vector<double> read_workers(const Field& side) {
   if (!side.has("workers")) return workers;
   for (const Field& w : side.member("workers").items()) workers.push_back(w.amount());
   return workers;
-}
-
-// `value` as JSON again (numbers as written), so a file read and written back keeps the parts
-// compare does not interpret, such as "counters" (`run` merges its clients' files this way).
-std::string json_text(const JsonValue& value) {
-  switch (value.type) {
-    case JsonValue::Type::Null: return "null";
-    case JsonValue::Type::Bool: return value.boolean ? "true" : "false";
-    case JsonValue::Type::Number: return value.text;
-    case JsonValue::Type::String: return json_quote(value.text);
-    case JsonValue::Type::Array: {
-      std::string out = "[";
-      for (size_t i = 0; i < value.items.size(); ++i) out += (i ? "," : "") + json_text(value.items[i]);
-      return out + "]";
-    }
-    case JsonValue::Type::Object: {
-      std::string out = "{";
-      for (size_t i = 0; i < value.members.size(); ++i)
-        out += (i ? "," : "") + json_quote(value.members[i].first) + ":" + json_text(value.members[i].second);
-      return out + "}";
-    }
-  }
-  return "null";
 }
 
 ResultCase read_case(const Field& c) {
@@ -192,81 +205,83 @@ ResultCase read_case(const Field& c) {
     out.server_cpu_seconds = server.member("process_seconds").amount();
     out.server_worker_cpu_seconds = read_workers(server);
   }
-  if (c.has("counters")) out.counters_json = json_text(c.member("counters").json());
+  // Kept as compact JSON text: compare does not interpret it, and `run` merges its clients'
+  // files by writing it back.
+  if (c.has("counters")) out.counters_json = c.member("counters").json().dump();
   return out;
 }
 
-std::string json_numbers(const std::vector<double>& values) {
-  std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + format_fixed(values[i], 6);
-  return out + "]";
+void write_numbers(Json& j, const std::vector<double>& values, int decimals) {
+  j.begin_array();
+  for (double v : values) j.value(round_to(v, decimals));
+  j.end_array();
 }
 
-std::string cpu_side_json(double process_seconds, const std::vector<double>& workers) {
+void write_cpu_side(Json& j, double process_seconds, const std::vector<double>& workers) {
   // Microsecond precision: divided by the message count, milliseconds would skew CPU per message.
-  return JsonObject().raw("process_seconds", format_fixed(process_seconds, 6)).raw("workers", json_numbers(workers)).str();
+  j.begin_object().field("process_seconds", round_to(process_seconds, 6)).key("workers");
+  write_numbers(j, workers, 6);
+  j.end_object();
 }
 
-std::string case_json(const ResultCase& c) {
-  std::string cdf = "[";
-  for (size_t i = 0; i < c.latency_us.cdf.size(); ++i) {
-    // Six decimals: a fraction near 1 must keep its tail (0.999999 vs 1).
-    cdf += (i ? ",[" : "[") + format_fixed(c.latency_us.cdf[i].first, 3) + "," +
-           format_fixed(c.latency_us.cdf[i].second, 6) + "]";
-  }
-  cdf += "]";
-  std::string samples = "[";
-  for (size_t i = 0; i < c.samples.size(); ++i) {
-    const ResultSample& s = c.samples[i];
-    samples += (i ? "," : "") + JsonObject()
-                                    .number("t", s.t)
-                                    .number("messages_per_second", s.messages_per_second)
-                                    .number("megabytes_per_second", s.megabytes_per_second)
-                                    .number("p50_us", s.p50_us)
-                                    .number("p99_us", s.p99_us)
-                                    .str();
-  }
-  samples += "]";
-  JsonObject cpu;
-  cpu.raw("client", cpu_side_json(c.client_cpu_seconds, c.client_worker_cpu_seconds));
-  if (c.server_cpu_seconds) cpu.raw("server", cpu_side_json(*c.server_cpu_seconds, c.server_worker_cpu_seconds));
-  JsonObject out;
-  out.string("name", c.name)
-      .string("transport", c.transport)
-      .string("mode", c.mode)
-      .integer("message_size", static_cast<int64_t>(c.message_size))
-      .integer("connections", static_cast<int64_t>(c.connections))
-      .integer("iodepth", static_cast<int64_t>(c.iodepth));
-  if (!c.messengers.empty()) out.string("messengers", c.messengers);
+void write_case(Json& j, const ResultCase& c) {
+  j.begin_object()
+      .field("name", c.name)
+      .field("transport", c.transport)
+      .field("mode", c.mode)
+      .field("message_size", c.message_size)
+      .field("connections", c.connections)
+      .field("iodepth", c.iodepth);
+  if (!c.messengers.empty()) j.field("messengers", c.messengers);
   if (!c.link.empty()) {
-    JsonObject link;
-    link.string("name", c.link);
-    link.raw("copies_per_round_trip", c.link_copies_per_round_trip
-                                          ? std::to_string(*c.link_copies_per_round_trip) : std::string("null"));
-    out.raw("link", link.str());
+    j.key("link").begin_object().field("name", c.link).key("copies_per_round_trip");
+    if (c.link_copies_per_round_trip) j.value(*c.link_copies_per_round_trip);
+    else j.null();
+    j.end_object();
   }
-  out.number("warmup_seconds", c.warmup_seconds)
-      .number("seconds", c.seconds)
-      .raw("totals", JsonObject()
-                         .integer("messages", static_cast<int64_t>(c.messages))
-                         .integer("bytes", static_cast<int64_t>(c.bytes))
-                         .number("messages_per_second", c.messages_per_second)
-                         .number("megabytes_per_second", c.megabytes_per_second)
-                         .integer("errors", static_cast<int64_t>(c.errors))
-                         .str())
-      .raw("latency_us", JsonObject()
-                             .number("p50", c.latency_us.p50)
-                             .number("p90", c.latency_us.p90)
-                             .number("p99", c.latency_us.p99)
-                             .number("p99.9", c.latency_us.p999)
-                             .number("max", c.latency_us.max)
-                             .number("mean", c.latency_us.mean)
-                             .raw("cdf", cdf)
-                             .str())
-      .raw("samples", samples)
-      .raw("cpu", cpu.str());
-  if (!c.counters_json.empty()) out.raw("counters", c.counters_json);
-  return out.str();
+  j.field("warmup_seconds", round_to(c.warmup_seconds, 3)).field("seconds", round_to(c.seconds, 3));
+  j.key("totals")
+      .begin_object()
+      .field("messages", c.messages)
+      .field("bytes", c.bytes)
+      .field("messages_per_second", round_to(c.messages_per_second, 3))
+      .field("megabytes_per_second", round_to(c.megabytes_per_second, 3))
+      .field("errors", c.errors)
+      .end_object();
+  j.key("latency_us")
+      .begin_object()
+      .field("p50", round_to(c.latency_us.p50, 3))
+      .field("p90", round_to(c.latency_us.p90, 3))
+      .field("p99", round_to(c.latency_us.p99, 3))
+      .field("p99.9", round_to(c.latency_us.p999, 3))
+      .field("max", round_to(c.latency_us.max, 3))
+      .field("mean", round_to(c.latency_us.mean, 3))
+      .key("cdf")
+      .begin_array();
+  // Six decimals for the fraction: a point near 1 must keep its tail (0.999999 vs 1).
+  for (const auto& [value, fraction] : c.latency_us.cdf)
+    j.begin_array().value(round_to(value, 3)).value(round_to(fraction, 6)).end_array();
+  j.end_array().end_object();
+  j.key("samples").begin_array();
+  for (const ResultSample& s : c.samples) {
+    j.begin_object()
+        .field("t", round_to(s.t, 3))
+        .field("messages_per_second", round_to(s.messages_per_second, 3))
+        .field("megabytes_per_second", round_to(s.megabytes_per_second, 3))
+        .field("p50_us", round_to(s.p50_us, 3))
+        .field("p99_us", round_to(s.p99_us, 3))
+        .end_object();
+  }
+  j.end_array();
+  j.key("cpu").begin_object().key("client");
+  write_cpu_side(j, c.client_cpu_seconds, c.client_worker_cpu_seconds);
+  if (c.server_cpu_seconds) {
+    j.key("server");
+    write_cpu_side(j, *c.server_cpu_seconds, c.server_worker_cpu_seconds);
+  }
+  j.end_object();
+  if (!c.counters_json.empty()) j.key("counters").raw(c.counters_json);
+  j.end_object();
 }
 
 }  // namespace
@@ -277,12 +292,7 @@ std::string ResultCase::link_text() const {
 }
 
 ResultFile parse_result_file(const std::string& text, const std::string& path) {
-  JsonValue doc;
-  try {
-    doc = config::parse_json(text);
-  } catch (const config::JsonError& e) {
-    throw ResultFileError(path + ": not valid JSON: " + e.what());
-  }
+  const JsonValue doc = parse_document(text, path);
   const Field top(doc, "", path);
   const std::string schema = top.member("schema").text();
   if (schema != kResultSchema)
@@ -299,10 +309,10 @@ ResultFile parse_result_file(const std::string& text, const std::string& path) {
   }
   if (top.has("config")) {
     const Field conf = top.member("config");
-    if (!conf.json().is_object()) conf.fail("is " + conf.json().type_name() + ", expected an object");
-    for (const auto& [key, value] : conf.json().members) {
-      if (!value.is_string()) conf.member(key).fail("is " + value.type_name() + ", expected a string");
-      file.config.emplace_back(key, value.text);
+    if (!conf.json().is_object()) conf.fail("is " + type_name(conf.json()) + ", expected an object");
+    for (const auto& [key, value] : conf.json().items()) {
+      if (!value.is_string()) conf.member(key).fail("is " + type_name(value) + ", expected a string");
+      file.config.emplace_back(key, value.get<std::string>());
     }
   }
   const std::vector<Field> cases = top.member("cases").items();
@@ -324,26 +334,21 @@ ResultFile load_result_file(const std::string& path) {
 }
 
 std::string result_file_json(const ResultFile& file) {
-  std::string config = "{";
-  for (size_t i = 0; i < file.config.size(); ++i)
-    config += (i ? "," : "") + json_quote(file.config[i].first) + ":" + json_quote(file.config[i].second);
-  config += "}";
-  std::string cases = "[";
-  for (size_t i = 0; i < file.cases.size(); ++i) cases += (i ? ",\n" : "\n") + case_json(file.cases[i]);
-  cases += "\n]";
-  return JsonObject()
-             .string("schema", kResultSchema)
-             .string("job", file.job)
-             .string("started", file.started)
-             .raw("host", JsonObject()
-                              .string("hostname", file.hostname)
-                              .integer("cpus", static_cast<int64_t>(file.cpus))
-                              .string("kernel", file.kernel)
-                              .str())
-             .raw("config", config)
-             .raw("cases", cases)
-             .str() +
-         "\n";
+  Json j;
+  j.begin_object().field("schema", kResultSchema).field("job", file.job).field("started", file.started);
+  j.key("host")
+      .begin_object()
+      .field("hostname", file.hostname)
+      .field("cpus", file.cpus)
+      .field("kernel", file.kernel)
+      .end_object();
+  j.key("config").begin_object();
+  for (const auto& [key, value] : file.config) j.field(key, value);
+  j.end_object();
+  j.key("cases").begin_array();
+  for (const ResultCase& c : file.cases) write_case(j, c);
+  j.end_array().end_object();
+  return j.str() + "\n";
 }
 
 std::string iso8601_utc_now() {

@@ -110,13 +110,13 @@ TEST(ResultFileTest, EveryProblemNamesFileAndField) {
             "f.json: cases[0].transport: 'tcp' is not one of posix, dpdk, rdma, rsocket");
   EXPECT_EQ(load_error(replaced("\"iodepth\":2", "\"iodepth\":-2")),
             "f.json: cases[0].iodepth: '-2' is not a non-negative integer");
-  EXPECT_EQ(load_error(replaced("\"seconds\":10.000", "\"seconds\":-1")),
+  EXPECT_EQ(load_error(replaced("\"seconds\":10.0", "\"seconds\":-1")),
             "f.json: cases[0].seconds: '-1' is not a finite number >= 0");
-  EXPECT_EQ(load_error(replaced("[812.000,1.000000]", "[812.000,0.4]")),
+  EXPECT_EQ(load_error(replaced("[812.0,1.0]", "[812.000,0.4]")),
             "f.json: cases[0].latency_us.cdf[2]: is below the point before it (a CDF never decreases)");
-  EXPECT_EQ(load_error(replaced("[812.000,1.000000]", "[812.000,0.9]")),
+  EXPECT_EQ(load_error(replaced("[812.0,1.0]", "[812.000,0.9]")),
             "f.json: cases[0].latency_us.cdf: ends at fraction 0.900000, expected 1");
-  EXPECT_EQ(load_error(replaced("[812.000,1.000000]", "[812.000]")),
+  EXPECT_EQ(load_error(replaced("[812.0,1.0]", "[812.000]")),
             "f.json: cases[0].latency_us.cdf[2]: has 1 items, expected [latency_us, fraction]");
   EXPECT_EQ(load_error(replaced("\"ms.type\":\"dpdk\"", "\"ms.type\":3")),
             "f.json: config.ms.type: is a number, expected a string");
@@ -125,6 +125,28 @@ TEST(ResultFileTest, EveryProblemNamesFileAndField) {
   EXPECT_EQ(load_error(replaced("\"name\":\"vhost-user\"", "\"name\":\"\"")), "f.json: cases[0].link.name: is empty");
   EXPECT_EQ(load_error(replaced("\"samples\":[", "\"samples\":[true,")),
             "f.json: cases[0].samples[0]: is a boolean, expected an object");
+  EXPECT_EQ(load_error(replaced("\"iodepth\":2", "\"iodepth\":18446744073709551616")),
+            "f.json: cases[0].iodepth: '1.8446744073709552e+19' is not a non-negative integer");
+}
+
+// The parser is strict RFC 8259 and says where the text went wrong.
+TEST(ResultFileTest, MalformedJsonNamesLineAndColumn) {
+  const std::string p = "f.json: not valid JSON: parse error at ";
+  const std::string expected_value = "syntax error while parsing value - ";
+  EXPECT_EQ(load_error(""), p + "line 1, column 1: " + expected_value +
+                                "unexpected end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(load_error("{\"a\": 1,\n \"b\": ]}"),
+            p + "line 2, column 7: " + expected_value + "unexpected ']'; expected '[', '{', or a literal");
+  EXPECT_EQ(load_error("[1, 2,]"),
+            p + "line 1, column 7: " + expected_value + "unexpected ']'; expected '[', '{', or a literal");
+  EXPECT_EQ(load_error("{\"a\": nan}"),
+            p + "line 1, column 8: " + expected_value + "invalid literal; last read: '\"a\": na'");
+  EXPECT_EQ(load_error("[01]"),
+            p + "line 1, column 3: syntax error while parsing array - unexpected number literal; expected ']'");
+  EXPECT_EQ(load_error("{} x"),
+            p + "line 1, column 4: " + expected_value + "invalid literal; last read: '{} x'; expected end of input");
+  EXPECT_EQ(load_error("[1e400]"), "f.json: not valid JSON: number overflow parsing '1e400'");
+  EXPECT_EQ(load_error(std::string(100, '[')), "f.json: not valid JSON: nested more than 64 levels deep");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/json.h"
 #include "tools/bypass-bench/results_table.h"
 
 namespace bypass::bench {
@@ -43,7 +44,9 @@ ResultCase CaseResult::to_result_case() const {
   c.client_worker_cpu_seconds = client.worker_cpu_seconds;
   c.server_cpu_seconds = server.process_cpu_seconds;
   c.server_worker_cpu_seconds = server.worker_cpu_seconds;
-  c.counters_json = JsonObject().raw("client", client.counters_json()).raw("server", server.counters_json()).str();
+  Json counters;
+  counters.begin_object().key("client").raw(client.counters_json()).key("server").raw(server.counters_json());
+  c.counters_json = counters.end_object().str();
   return c;
 }
 

@@ -9,6 +9,7 @@
 
 #include "msgr/mon_get_version.h"
 #include "tools/bypass-bench/latency_histogram.h"
+#include "base/json.h"
 #include "tools/bypass-bench/results_table.h"
 
 namespace bypass::bench {
@@ -314,7 +315,9 @@ MonRateRun run_mon_rate(const config::Config& conf, const msgr::EntityAddr& mon,
   result.megabytes_per_second = static_cast<double>(result.bytes) / 1e6 / result.seconds;
   result.errors = pump.errors();
   fill_latency(pump.total(), result.latency_us);
-  result.counters_json = JsonObject().raw("client", JsonObject().raw("msgr", counters).str()).str();
+  Json counters_json;
+  counters_json.begin_object().key("client").begin_object().key("msgr").raw(counters);
+  result.counters_json = counters_json.end_object().end_object().str();
   return run;
 }
 

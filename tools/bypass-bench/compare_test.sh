@@ -96,7 +96,7 @@ expect_error() {
 p="bypass-bench: compare:"
 expect_error "missing file" 2 "$p $data/nonexistent.json: cannot read: No such file or directory" \
   compare "$data/posix.json" "$data/nonexistent.json"
-expect_error "not JSON" 2 "$p $data/bad-not-json.json: not valid JSON: line 3, column 16 (byte offset 56): expected '\"' to start a string" \
+expect_error "not JSON" 2 "$p $data/bad-not-json.json: not valid JSON: parse error at line 3, column 16: syntax error while parsing object key - unexpected '}'; expected string literal" \
   compare "$data/bad-not-json.json"
 expect_error "other schema" 2 "$p $data/bad-schema.json: schema: 'bypass-bench/2' is not 'bypass-bench/1', the format this bypass-bench reads" \
   compare "$data/bad-schema.json"
@@ -107,7 +107,7 @@ expect_error "wrong type" 2 "$p $data/bad-wrong-type.json: cases[0].totals.messa
 expect_error "decreasing CDF" 2 "$p $data/bad-cdf.json: cases[0].latency_us.cdf[2]: is below the point before it (a CDF never decreases)" \
   compare "$data/bad-cdf.json"
 printf '' >"$dir/empty.json"
-expect_error "empty file" 2 "$p $dir/empty.json: not valid JSON: line 1, column 1 (byte offset 0): unexpected end of input, expected a value" \
+expect_error "empty file" 2 "$p $dir/empty.json: not valid JSON: parse error at line 1, column 1: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal" \
   compare "$dir/empty.json"
 expect_error "no cases" 2 "$p $data/bad-no-cases.json: cases: is empty: the file has no results" \
   compare "$data/bad-no-cases.json"

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/json.h"
 #include "base/log.h"
 #include "tools/bypass-bench/process_snapshot.h"
 #include "tools/bypass-bench/results_table.h"
@@ -225,38 +226,41 @@ void print_echo_results(const EchoResults& r, std::ostream& out) {
 }
 
 std::string echo_results_json(const EchoResults& r, const config::Config& conf) {
-  auto list = [](const std::vector<double>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + format_fixed(v[i], 3);
-    return s + "]";
+  auto list = [](Json& j, const std::vector<double>& values) {
+    j.begin_array();
+    for (double v : values) j.value(round_to(v, 3));
+    j.end_array();
   };
-  JsonObject latency;
-  latency.number("p50", micros(r.latency.percentile(50)))
-      .number("p90", micros(r.latency.percentile(90)))
-      .number("p99", micros(r.latency.percentile(99)))
-      .number("p99_9", micros(r.latency.percentile(99.9)))
-      .number("max", micros(r.latency.max()))
-      .number("min", micros(r.latency.min()))
-      .number("mean", r.latency.mean() / 1000.0);
-  JsonObject job;
-  job.string("job", "echo")
-      .string("transport", r.transport)
-      .integer("workers_per_side", r.workers_per_side)
-      .string("server_address", r.server_address)
-      .integer("message_size", static_cast<int64_t>(r.options.message_size))
-      .integer("connections", r.options.connections)
-      .integer("depth", r.options.depth)
-      .number("seconds", r.seconds)
-      .integer("messages", static_cast<int64_t>(r.messages))
-      .integer("errors", static_cast<int64_t>(r.errors))
-      .number("messages_per_sec", r.messages_per_second())
-      .number("mb_per_sec", r.megabytes_per_second())
-      .raw("latency_us", latency.str())
-      .number("process_cpu_seconds", r.process_cpu_seconds)
-      .raw("client_worker_cpu_seconds", list(r.client_worker_cpu))
-      .raw("server_worker_cpu_seconds", list(r.server_worker_cpu))
-      .raw("config", conf.to_json());
-  return job.str() + "\n";
+  Json j;
+  j.begin_object()
+      .field("job", "echo")
+      .field("transport", r.transport)
+      .field("workers_per_side", r.workers_per_side)
+      .field("server_address", r.server_address)
+      .field("message_size", uint64_t{r.options.message_size})
+      .field("connections", r.options.connections)
+      .field("depth", r.options.depth)
+      .field("seconds", round_to(r.seconds, 3))
+      .field("messages", uint64_t{r.messages})
+      .field("errors", uint64_t{r.errors})
+      .field("messages_per_sec", round_to(r.messages_per_second(), 3))
+      .field("mb_per_sec", round_to(r.megabytes_per_second(), 3));
+  j.key("latency_us")
+      .begin_object()
+      .field("p50", round_to(micros(r.latency.percentile(50)), 3))
+      .field("p90", round_to(micros(r.latency.percentile(90)), 3))
+      .field("p99", round_to(micros(r.latency.percentile(99)), 3))
+      .field("p99_9", round_to(micros(r.latency.percentile(99.9)), 3))
+      .field("max", round_to(micros(r.latency.max()), 3))
+      .field("min", round_to(micros(r.latency.min()), 3))
+      .field("mean", round_to(r.latency.mean() / 1000.0, 3))
+      .end_object();
+  j.field("process_cpu_seconds", round_to(r.process_cpu_seconds, 3)).key("client_worker_cpu_seconds");
+  list(j, r.client_worker_cpu);
+  j.key("server_worker_cpu_seconds");
+  list(j, r.server_worker_cpu);
+  j.key("config").raw(conf.to_json());
+  return j.end_object().str() + "\n";
 }
 
 }  // namespace bypass::bench

@@ -2,12 +2,13 @@
 
 #include <sys/resource.h>
 
-#include <cctype>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
-#include "tools/bypass-bench/results_table.h"
+#include <nlohmann/json.hpp>
+
+#include "base/json.h"
 
 namespace bypass::bench {
 
@@ -38,10 +39,10 @@ NamedCounters counters_since(const NamedCounters& now, const NamedCounters& earl
   return out;
 }
 
-std::string counters_object(const NamedCounters& counters) {
-  JsonObject object;
-  for (const auto& [name, value] : counters) object.integer(name, static_cast<int64_t>(value));
-  return object.str();
+void write_counters(Json& j, const NamedCounters& counters) {
+  j.begin_object();
+  for (const auto& [name, value] : counters) j.field(name, value);
+  j.end_object();
 }
 
 std::string seconds_text(double seconds) {
@@ -68,22 +69,12 @@ std::vector<double> worker_cpu_seconds(NetworkStack& stack) {
 }
 
 NamedCounters messenger_counters(const msgr::Messenger& messenger) {
-  const std::string json = messenger.perf_dump_json();
+  const nlohmann::ordered_json perf = nlohmann::ordered_json::parse(messenger.perf_dump_json());
   NamedCounters out;
-  const size_t start = json.find("\"counters\":{");
-  if (start == std::string::npos) return out;
-  // A flat object of "name":integer pairs (msgr/perf_counters.h writes nothing else).
-  size_t pos = start + 12;
-  while (pos < json.size() && json[pos] == '"') {
-    const size_t name_end = json.find('"', pos + 1);
-    if (name_end == std::string::npos || name_end + 1 >= json.size() || json[name_end + 1] != ':') break;
-    size_t digits = name_end + 2;
-    uint64_t value = 0;
-    while (digits < json.size() && std::isdigit(static_cast<unsigned char>(json[digits])))
-      value = value * 10 + static_cast<uint64_t>(json[digits++] - '0');
-    out.emplace_back(json.substr(pos + 1, name_end - pos - 1), value);
-    pos = digits < json.size() && json[digits] == ',' ? digits + 1 : json.size();
-  }
+  const auto counters = perf.find("counters");
+  if (counters == perf.end() || !counters->is_object()) return out;
+  for (const auto& [name, value] : counters->items())
+    if (value.is_number_unsigned()) out.emplace_back(name, value.get<uint64_t>());
   return out;
 }
 
@@ -150,7 +141,12 @@ ProcessSnapshot ProcessSnapshot::since(const ProcessSnapshot& earlier) const {
 }
 
 std::string ProcessSnapshot::counters_json() const {
-  return JsonObject().raw("msgr", counters_object(msgr)).raw("transport", counters_object(transport)).str();
+  Json j;
+  j.begin_object().key("msgr");
+  write_counters(j, msgr);
+  j.key("transport");
+  write_counters(j, transport);
+  return j.end_object().str();
 }
 
 }  // namespace bypass::bench

@@ -42,54 +42,12 @@ std::string format_fixed(double value, int decimals) {
   return buf;
 }
 
-std::string json_quote(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-void JsonObject::key(const std::string& k) {
-  if (!body_.empty()) body_ += ",";
-  body_ += json_quote(k) + ":";
-}
-
-JsonObject& JsonObject::number(const std::string& k, double value) {
-  key(k);
-  body_ += std::isfinite(value) ? format_fixed(value, 3) : "null";
-  return *this;
-}
-
-JsonObject& JsonObject::integer(const std::string& k, int64_t value) {
-  key(k);
-  body_ += std::to_string(value);
-  return *this;
-}
-
-JsonObject& JsonObject::string(const std::string& k, const std::string& value) {
-  key(k);
-  body_ += json_quote(value);
-  return *this;
-}
-
-JsonObject& JsonObject::raw(const std::string& k, const std::string& json) {
-  key(k);
-  body_ += json;
-  return *this;
+double round_to(double value, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  const double scaled = value * scale;
+  // Beyond 2^53 a double has no fractional digits left to round.
+  if (!std::isfinite(scaled) || std::fabs(scaled) >= 0x1p53) return value;
+  return std::round(scaled) / scale;
 }
 
 }  // namespace bypass::bench

@@ -1,4 +1,5 @@
-// Plain-text result tables (aligned columns) and a tiny JSON writer for machine-readable results.
+// Plain-text result tables (aligned columns) and the rounding of the numbers they and the JSON
+// results show.
 #pragma once
 
 #include <cstdint>
@@ -23,20 +24,9 @@ class ResultsTable {
 // Fixed-point formatting for table cells ("12345.6").
 std::string format_fixed(double value, int decimals);
 
-// Builds one JSON object; values are numbers, strings or pre-rendered JSON.
-class JsonObject {
- public:
-  JsonObject& number(const std::string& key, double value);
-  JsonObject& integer(const std::string& key, int64_t value);
-  JsonObject& string(const std::string& key, const std::string& value);
-  JsonObject& raw(const std::string& key, const std::string& json);
-  std::string str() const { return "{" + body_ + "}"; }
-
- private:
-  void key(const std::string& k);
-  std::string body_;
-};
-
-std::string json_quote(const std::string& text);
+// `value` rounded to `decimals` places, for a JSON result: the writer prints a double in its
+// shortest exact form, so 12.5 stays "12.5" and a rate keeps three decimals, not seventeen digits.
+// Values too large to scale and non-finite ones (written as null) pass through.
+double round_to(double value, int decimals);
 
 }  // namespace bypass::bench

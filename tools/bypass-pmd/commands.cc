@@ -456,8 +456,9 @@ int Commands::xstats(const ParsedCommand& command) {
 
 int Commands::reset_stats(bool json) {
   for (auto& port : ports_.ports()) port->reset_stats();
-  if (json) std::printf("{\"reset\":%zu}\n", ports_.ports().size());
-  else std::printf("statistics of %zu ports reset\n", ports_.ports().size());
+  const size_t ports = ports_.ports().size();
+  if (json) std::printf("%s\n", Json().begin_object().field("reset", uint64_t{ports}).end_object().str().c_str());
+  else std::printf("statistics of %zu ports reset\n", ports);
   std::fflush(stdout);
   return 0;
 }

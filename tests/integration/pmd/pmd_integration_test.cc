@@ -23,15 +23,15 @@
 #include <thread>
 #include <vector>
 
-#include "config/json_reader.h"
+#include <nlohmann/json.hpp>
+
 #include "tests/support/hugepages_lock.h"
 #include "tests/support/own_network_namespace.h"
 #include "tests/support/subprocess.h"
 
 namespace {
 
-using bypass::config::JsonValue;
-using bypass::config::parse_json_lines;
+using JsonValue = nlohmann::json;
 using bypass::test::Process;
 using bypass::test::Result;
 using bypass::test::slurp;
@@ -119,16 +119,36 @@ std::string describe(const Result& r) {
          (r.timed_out ? " (timed out)" : "") + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
 }
 
+// Every non-empty line of `text` parsed as one JSON document (bypass-pmd prints one per line), so
+// malformed output (a trailing comma, a bare nan, a missing quote) fails rather than slipping
+// through a substring search.
+std::vector<JsonValue> parse_json_lines(const std::string& text) {
+  std::vector<JsonValue> docs;
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      docs.push_back(JsonValue::parse(line));
+    } catch (const JsonValue::parse_error& e) {
+      throw std::runtime_error("document on line " + std::to_string(number) + ": " + e.what() +
+                               " in: " + line.substr(0, 300));
+    }
+  }
+  return docs;
+}
+
 // The summary object of `fwd --json` output (its last line); every line must be valid JSON.
 JsonValue fwd_summary(const std::string& out) {
   const std::vector<JsonValue> docs = parse_json_lines(out);
-  if (docs.empty() || docs.back().at("type").text != "summary") throw std::runtime_error("no fwd summary in: " + out);
+  if (docs.empty() || docs.back().at("type").get<std::string>() != "summary")
+    throw std::runtime_error("no fwd summary in: " + out);
   return docs.back();
 }
 
 // One counter of the first port in the `fwd --json` summary.
 uint64_t summary_field(const std::string& out, const std::string& field) {
-  return fwd_summary(out).at("ports").at(0).at(field).count();
+  return fwd_summary(out).at("ports").at(0).at(field).get<uint64_t>();
 }
 
 // ---- pcap files: net_pcap replays a file we write and records what the port sends, so a test can
@@ -250,22 +270,22 @@ TEST_P(WithAndWithoutHugepages, RingPortComesUp) {
   const std::vector<JsonValue> docs = parse_json_lines(r.out);
   ASSERT_EQ(docs.size(), 1u) << r.out;
   const JsonValue& ports = docs[0].at("ports");
-  ASSERT_EQ(ports.items.size(), 1u) << r.out;
+  ASSERT_EQ(ports.size(), 1u) << r.out;
   const JsonValue& port = ports.at(0);
-  EXPECT_EQ(port.at("driver").text, "net_ring");
-  EXPECT_EQ(port.at("name").text, "net_ring0");
-  EXPECT_TRUE(port.at("link").at("up").boolean) << r.out;
-  EXPECT_EQ(port.at("mtu").count(), 1500u);
-  EXPECT_EQ(port.at("workers").count(), 1u);
+  EXPECT_EQ(port.at("driver").get<std::string>(), "net_ring");
+  EXPECT_EQ(port.at("name").get<std::string>(), "net_ring0");
+  EXPECT_TRUE(port.at("link").at("up").get<bool>()) << r.out;
+  EXPECT_EQ(port.at("mtu").get<uint64_t>(), 1500u);
+  EXPECT_EQ(port.at("workers").get<uint64_t>(), 1u);
   // What we enabled is a subset of what the port can do; what it cannot do is a reported fallback.
-  for (const JsonValue& enabled : port.at("enabled").items) {
+  for (const JsonValue& enabled : port.at("enabled")) {
     bool capable = false;
-    for (const JsonValue& c : port.at("capabilities").items) capable |= c.text == enabled.text;
-    EXPECT_TRUE(capable) << enabled.text << " enabled but not among the capabilities: " << r.out;
+    for (const JsonValue& c : port.at("capabilities")) capable |= c.get<std::string>() == enabled.get<std::string>();
+    EXPECT_TRUE(capable) << enabled.get<std::string>() << " enabled but not among the capabilities: " << r.out;
   }
   bool tso_fallback = false;
-  for (const JsonValue& f : port.at("fallbacks").items)
-    tso_fallback |= f.text.find("tso: not supported by net_ring") == 0;
+  for (const JsonValue& f : port.at("fallbacks"))
+    tso_fallback |= f.get<std::string>().find("tso: not supported by net_ring") == 0;
   EXPECT_TRUE(tso_fallback) << r.out;
 }
 
@@ -344,23 +364,23 @@ TEST_P(MemifAccounting, ReceivedPlusDroppedEqualsSent) {
   const JsonValue sent_summary = fwd_summary(sender.out), rx_summary = fwd_summary(rx.out);
   const JsonValue& s = sent_summary.at("ports").at(0);
   const JsonValue& r = rx_summary.at("ports").at(0);
-  const uint64_t sent = s.at("tx_packets").count();
+  const uint64_t sent = s.at("tx_packets").get<uint64_t>();
   ASSERT_GT(sent, 1000u) << sender.out;
-  const uint64_t drops = r.at("redirect_drops").count() + r.at("rx_missed").count() + r.at("rx_nombuf").count() +
-                         r.at("rx_errors").count();
-  EXPECT_EQ(r.at("dropped").count(), drops) << rx.out;
-  EXPECT_EQ(r.at("rx_packets").count() + drops, sent) << "receiver:\n" << rx.out << "\nsender:\n" << sender.out;
+  const uint64_t drops = r.at("redirect_drops").get<uint64_t>() + r.at("rx_missed").get<uint64_t>() +
+                         r.at("rx_nombuf").get<uint64_t>() + r.at("rx_errors").get<uint64_t>();
+  EXPECT_EQ(r.at("dropped").get<uint64_t>(), drops) << rx.out;
+  EXPECT_EQ(r.at("rx_packets").get<uint64_t>() + drops, sent) << "receiver:\n" << rx.out << "\nsender:\n" << sender.out;
   // The per-worker lines add up to the port's.
   uint64_t worker_rx = 0, worker_redirect_drops = 0;
-  ASSERT_EQ(r.at("workers").items.size(), c.receiver_workers) << rx.out;
-  for (const JsonValue& w : r.at("workers").items) {
-    worker_rx += w.at("rx_packets").count();
-    worker_redirect_drops += w.at("redirect_drops").count();
+  ASSERT_EQ(r.at("workers").size(), c.receiver_workers) << rx.out;
+  for (const JsonValue& w : r.at("workers")) {
+    worker_rx += w.at("rx_packets").get<uint64_t>();
+    worker_redirect_drops += w.at("redirect_drops").get<uint64_t>();
   }
-  EXPECT_EQ(worker_rx, r.at("rx_packets").count());
-  EXPECT_EQ(worker_redirect_drops, r.at("redirect_drops").count());
+  EXPECT_EQ(worker_rx, r.at("rx_packets").get<uint64_t>());
+  EXPECT_EQ(worker_redirect_drops, r.at("redirect_drops").get<uint64_t>());
   if (c.receiver_workers > 1 && c.redirect_ring == 64) {
-    EXPECT_GT(r.at("redirect_drops").count(), 0u) << rx.out;
+    EXPECT_GT(r.at("redirect_drops").get<uint64_t>(), 0u) << rx.out;
   }
 }
 
@@ -593,13 +613,13 @@ TEST(Forwarding, IoSendsEveryFrameBackUnchangedAndInOrder) {
   const Result r = run(tool("yes", {"--vdev", files.vdev(), "--json", "fwd", "io", "--duration", "1s"}));
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   const JsonValue summary = fwd_summary(r.out);
-  EXPECT_EQ(summary.at("mode").text, "io");
+  EXPECT_EQ(summary.at("mode").get<std::string>(), "io");
   const JsonValue& port = summary.at("ports").at(0);
-  EXPECT_EQ(port.at("rx_packets").count(), 100u) << r.out;
-  EXPECT_EQ(port.at("tx_packets").count(), 100u) << r.out;
-  EXPECT_EQ(port.at("rx_bytes").count(), 6400u) << r.out;
-  EXPECT_EQ(port.at("tx_bytes").count(), 6400u) << r.out;
-  EXPECT_EQ(port.at("dropped").count(), 0u) << r.out;
+  EXPECT_EQ(port.at("rx_packets").get<uint64_t>(), 100u) << r.out;
+  EXPECT_EQ(port.at("tx_packets").get<uint64_t>(), 100u) << r.out;
+  EXPECT_EQ(port.at("rx_bytes").get<uint64_t>(), 6400u) << r.out;
+  EXPECT_EQ(port.at("tx_bytes").get<uint64_t>(), 6400u) << r.out;
+  EXPECT_EQ(port.at("dropped").get<uint64_t>(), 0u) << r.out;
   EXPECT_TRUE(read_pcap(files.out) == frames) << "io must forward every frame unchanged and in order";
 }
 
@@ -613,11 +633,11 @@ TEST(Forwarding, MacRewritesSourceToThePortAndDestinationToTheSender) {
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   const std::vector<JsonValue> docs = parse_json_lines(r.out);
   ASSERT_GE(docs.size(), 2u) << r.out;
-  const std::string port_mac = docs.front().at("ports").at(0).at("mac").text;
+  const std::string port_mac = docs.front().at("ports").at(0).at("mac").get<std::string>();
   const JsonValue summary = fwd_summary(r.out);
   const JsonValue& counters = summary.at("ports").at(0);
-  EXPECT_EQ(counters.at("rx_packets").count(), 50u) << r.out;
-  EXPECT_EQ(counters.at("tx_packets").count(), 50u) << r.out;
+  EXPECT_EQ(counters.at("rx_packets").get<uint64_t>(), 50u) << r.out;
+  EXPECT_EQ(counters.at("tx_packets").get<uint64_t>(), 50u) << r.out;
   const std::vector<Frame> sent = read_pcap(files.out);
   ASSERT_EQ(sent.size(), frames.size());
   for (size_t i = 0; i < sent.size(); ++i) {
@@ -644,15 +664,16 @@ TEST(Forwarding, MemifFlowgenAgainstIoEchoCountersAgree) {
   const JsonValue gen_summary = fwd_summary(gen.out), echo_summary = fwd_summary(io.out);
   const JsonValue& g = gen_summary.at("ports").at(0);
   const JsonValue& e = echo_summary.at("ports").at(0);
-  const uint64_t generated = g.at("tx_packets").count();
+  const uint64_t generated = g.at("tx_packets").get<uint64_t>();
   EXPECT_GT(generated, 1000u) << gen.out;
-  EXPECT_EQ(g.at("tx_bytes").count(), generated * 128);
+  EXPECT_EQ(g.at("tx_bytes").get<uint64_t>(), generated * 128);
   // memif loses nothing between the rings: the echo received exactly what was generated ...
-  EXPECT_EQ(e.at("rx_packets").count(), generated) << "echo:\n" << io.out << "\ngenerator:\n" << gen.out;
+  EXPECT_EQ(e.at("rx_packets").get<uint64_t>(), generated) << "echo:\n" << io.out << "\ngenerator:\n" << gen.out;
   // ... and accounted for each frame: sent back, or dropped once the generator stopped reading.
-  EXPECT_EQ(e.at("rx_packets").count(), e.at("tx_packets").count() + e.at("dropped").count()) << io.out;
-  EXPECT_GT(g.at("rx_packets").count(), 0u) << "nothing came back: " << gen.out;
-  EXPECT_LE(g.at("rx_packets").count(), e.at("tx_packets").count());
+  EXPECT_EQ(e.at("rx_packets").get<uint64_t>(), e.at("tx_packets").get<uint64_t>() + e.at("dropped").get<uint64_t>())
+      << io.out;
+  EXPECT_GT(g.at("rx_packets").get<uint64_t>(), 0u) << "nothing came back: " << gen.out;
+  EXPECT_LE(g.at("rx_packets").get<uint64_t>(), e.at("tx_packets").get<uint64_t>());
 }
 
 // ---- stats, xstats and reset in one session, after a known number of frames went through.
@@ -673,30 +694,30 @@ TEST(Shell, CountersAfterForwardingAFileThenReset) {
   std::vector<JsonValue> docs = parse_json_lines(r.out);
   // Skip fwd's per-second lines: everything after its summary is the five commands that follow.
   size_t first = 0;
-  while (first < docs.size() && !(docs[first].find("type") && docs[first].at("type").text == "summary")) ++first;
+  while (first < docs.size() && docs[first].value("type", "") != "summary") ++first;
   ASSERT_EQ(docs.size(), first + 6) << r.out;
   const JsonValue& stats = docs[first + 1].at("ports").at(0);
-  EXPECT_EQ(stats.at("rx_packets").count(), 40u);
-  EXPECT_EQ(stats.at("tx_packets").count(), 40u);
-  EXPECT_EQ(stats.at("rx_bytes").count(), 40u * 64);
-  EXPECT_EQ(stats.at("rx_queues").at(0).at("packets").count(), 40u);
-  EXPECT_EQ(stats.at("tx_queues").at(0).at("packets").count(), 40u);
-  EXPECT_EQ(stats.at("workers").at(0).at("rx_packets").count(), 40u);
-  EXPECT_EQ(stats.at("rx_nombuf").count(), 0u);
+  EXPECT_EQ(stats.at("rx_packets").get<uint64_t>(), 40u);
+  EXPECT_EQ(stats.at("tx_packets").get<uint64_t>(), 40u);
+  EXPECT_EQ(stats.at("rx_bytes").get<uint64_t>(), 40u * 64);
+  EXPECT_EQ(stats.at("rx_queues").at(0).at("packets").get<uint64_t>(), 40u);
+  EXPECT_EQ(stats.at("tx_queues").at(0).at("packets").get<uint64_t>(), 40u);
+  EXPECT_EQ(stats.at("workers").at(0).at("rx_packets").get<uint64_t>(), 40u);
+  EXPECT_EQ(stats.at("rx_nombuf").get<uint64_t>(), 0u);
 
   const JsonValue& all = docs[first + 2].at("ports").at(0).at("xstats");
-  EXPECT_EQ(all.at("rx_good_packets").count(), 40u);
-  EXPECT_EQ(all.at("tx_good_packets").count(), 40u);
+  EXPECT_EQ(all.at("rx_good_packets").get<uint64_t>(), 40u);
+  EXPECT_EQ(all.at("tx_good_packets").get<uint64_t>(), 40u);
   const JsonValue& filtered = docs[first + 3].at("ports").at(0).at("xstats");
-  ASSERT_FALSE(filtered.members.empty()) << r.out;
-  EXPECT_LT(filtered.members.size(), all.members.size());
-  for (const auto& [name, value] : filtered.members) EXPECT_EQ(name.rfind("rx_q0_", 0), 0u) << name;
-  EXPECT_EQ(filtered.at("rx_q0_packets").count(), 40u);
+  ASSERT_FALSE(filtered.empty()) << r.out;
+  EXPECT_LT(filtered.size(), all.size());
+  for (const auto& [name, value] : filtered.items()) EXPECT_EQ(name.rfind("rx_q0_", 0), 0u) << name;
+  EXPECT_EQ(filtered.at("rx_q0_packets").get<uint64_t>(), 40u);
 
-  EXPECT_EQ(docs[first + 4].at("reset").count(), 1u);
+  EXPECT_EQ(docs[first + 4].at("reset").get<uint64_t>(), 1u);
   const JsonValue& after = docs[first + 5].at("ports").at(0);
-  EXPECT_EQ(after.at("rx_packets").count(), 0u);
-  EXPECT_EQ(after.at("tx_packets").count(), 0u);
+  EXPECT_EQ(after.at("rx_packets").get<uint64_t>(), 0u);
+  EXPECT_EQ(after.at("tx_packets").get<uint64_t>(), 0u);
 }
 
 TEST(Xstats, TextFilterPrintsOnlyMatchingNames) {

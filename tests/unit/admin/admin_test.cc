@@ -72,7 +72,7 @@ TEST_F(AdminCommands, AnswersEveryCommand) {
   EXPECT_NE(perf.body.find("\"transport\":\"posix\""), std::string::npos) << perf.body;
   EXPECT_NE(perf.body.find("\"worker\":2"), std::string::npos) << perf.body;
   EXPECT_TRUE(server_->execute("conns").ok);
-  EXPECT_NE(server_->execute("config show").body.find("\"ms.workers\": 3"), std::string::npos);
+  EXPECT_NE(server_->execute("config show").body.find("\"ms.workers\":3"), std::string::npos);
   const AdminServer::Reply diff = server_->execute("config diff");
   ASSERT_TRUE(diff.ok);
   EXPECT_EQ(diff.body.find("\"ms.type\""), std::string::npos) << "ms.type was set to its default: " << diff.body;

@@ -188,9 +188,9 @@ TEST(ConfigJson, FlatObjectWithTypedAndEscapedValues) {
   c.set("t.label", "say \"hi\"\\\n");
   c.set("t.items", R"(["a,b", c])");
   EXPECT_EQ(c.to_json(),
-            "{\"t.flag\": false, \"t.count\": 3, \"t.buffer\": 4096, \"t.timeout\": \"1s\", "
-            "\"t.label\": \"say \\\"hi\\\"\\\\\\n\", \"t.mode\": \"fast\", \"t.addr\": \"10.0.0.1\", "
-            "\"t.cpus\": \"\", \"t.items\": [\"a,b\", \"c\"]}");
+            "{\"t.flag\":false,\"t.count\":3,\"t.buffer\":4096,\"t.timeout\":\"1s\","
+            "\"t.label\":\"say \\\"hi\\\"\\\\\\n\",\"t.mode\":\"fast\",\"t.addr\":\"10.0.0.1\","
+            "\"t.cpus\":\"\",\"t.items\":[\"a,b\",\"c\"]}");
 }
 
 TEST(Describe, OneBlockPerOptionWithTypeDefaultAndHelp) {
@@ -233,12 +233,12 @@ TEST(ConfigValues, IntWithAutoTakesTheWordAutoAndNumbers) {
   Config c;
   EXPECT_EQ(c.get_int_or_auto("rdma.gid_index"), std::nullopt);
   EXPECT_EQ(c.to_string("rdma.gid_index"), "auto");
-  EXPECT_NE(c.to_json().find("\"rdma.gid_index\": \"auto\""), std::string::npos);
+  EXPECT_NE(c.to_json().find("\"rdma.gid_index\":\"auto\""), std::string::npos);
   EXPECT_THROW(c.get_int("rdma.gid_index"), ConfigError);  // a plain read would misread auto
   c.set("rdma.gid_index", "3");
   EXPECT_EQ(c.get_int_or_auto("rdma.gid_index"), 3);
   EXPECT_EQ(c.get_int("rdma.gid_index"), 3);
-  EXPECT_NE(c.to_json().find("\"rdma.gid_index\": 3"), std::string::npos);
+  EXPECT_NE(c.to_json().find("\"rdma.gid_index\":3"), std::string::npos);
   c.set("rdma.gid_index", " auto ");
   EXPECT_EQ(c.get_int_or_auto("rdma.gid_index"), std::nullopt);
   EXPECT_EQ(set_error(c, "rdma.gid_index", "first"), "--set: rdma.gid_index: 'first' is not an integer or auto");

@@ -26,8 +26,9 @@
 #include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "config/config.h"
-#include "config/json_reader.h"
 #include "msgr/auth/cephx_client.h"
 #include "msgr/messenger.h"
 #include "msgr/mon_auth.h"
@@ -47,10 +48,13 @@ using bypass::test::run_with_status;
 
 std::string run(const std::string& cmd) { return run_with_status(cmd).out; }
 
-uint64_t json_epoch(const std::string& json) {
-  auto pos = json.find("\"epoch\":");
-  if (pos == std::string::npos) return UINT64_MAX;
-  return std::strtoull(json.c_str() + pos + 8, nullptr, 10);
+using JsonValue = nlohmann::json;
+
+// The "epoch" of `ceph ... dump -f json`; UINT64_MAX when the command printed no such document.
+uint64_t json_epoch(const std::string& text) {
+  const JsonValue doc = JsonValue::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("epoch") || !doc["epoch"].is_number_unsigned()) return UINT64_MAX;
+  return doc["epoch"].get<uint64_t>();
 }
 
 struct Mon {
@@ -196,32 +200,32 @@ TEST_F(MonProbe, BenchToolMeasuresTheMonitorsRequestRate) {
       run_with_status(bench + " --duration 2s --warmup 200ms --output " + dir + "/duration.json");
   ASSERT_EQ(timed.status, 0) << timed.out;
 
-  const config::JsonValue count_doc = config::parse_json(read_file(dir + "/count.json"));
-  EXPECT_EQ(count_doc.at("schema").text, "bypass-bench/1");
-  EXPECT_EQ(count_doc.at("config").at("ms.workers").text, "1");
-  ASSERT_EQ(count_doc.at("cases").items.size(), 1u);
-  const config::JsonValue& c = count_doc.at("cases").at(0);
-  EXPECT_EQ(c.at("transport").text, "posix");
-  EXPECT_EQ(c.at("mode").text, "reqrep");
-  EXPECT_EQ(c.at("iodepth").count(), 4u);
-  EXPECT_EQ(c.at("message_size").count(), 18u);  // handle (8) + "osdmap" as a Ceph string (4 + 6)
-  EXPECT_EQ(c.at("totals").at("messages").count(), 3000u);
-  EXPECT_EQ(c.at("totals").at("errors").count(), 0u);
-  const config::JsonValue& latency = c.at("latency_us");
-  EXPECT_GT(latency.at("p50").number(), 0.0);
-  EXPECT_LE(latency.at("p50").number(), latency.at("p99").number());
-  EXPECT_LE(latency.at("p99").number(), latency.at("max").number());
-  EXPECT_DOUBLE_EQ(latency.at("cdf").items.back().at(1).number(), 1.0);
-  EXPECT_DOUBLE_EQ(latency.at("cdf").items.back().at(size_t{0}).number(), latency.at("max").number());
-  EXPECT_GT(c.at("cpu").at("client").at("process_seconds").number(), 0.0);
+  const JsonValue count_doc = JsonValue::parse(read_file(dir + "/count.json"));
+  EXPECT_EQ(count_doc.at("schema").get<std::string>(), "bypass-bench/1");
+  EXPECT_EQ(count_doc.at("config").at("ms.workers").get<std::string>(), "1");
+  ASSERT_EQ(count_doc.at("cases").size(), 1u);
+  const JsonValue& c = count_doc.at("cases").at(0);
+  EXPECT_EQ(c.at("transport").get<std::string>(), "posix");
+  EXPECT_EQ(c.at("mode").get<std::string>(), "reqrep");
+  EXPECT_EQ(c.at("iodepth").get<uint64_t>(), 4u);
+  EXPECT_EQ(c.at("message_size").get<uint64_t>(), 18u);  // handle (8) + "osdmap" as a Ceph string (4 + 6)
+  EXPECT_EQ(c.at("totals").at("messages").get<uint64_t>(), 3000u);
+  EXPECT_EQ(c.at("totals").at("errors").get<uint64_t>(), 0u);
+  const JsonValue& latency = c.at("latency_us");
+  EXPECT_GT(latency.at("p50").get<double>(), 0.0);
+  EXPECT_LE(latency.at("p50").get<double>(), latency.at("p99").get<double>());
+  EXPECT_LE(latency.at("p99").get<double>(), latency.at("max").get<double>());
+  EXPECT_DOUBLE_EQ(latency.at("cdf").back().at(1).get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(latency.at("cdf").back().at(0).get<double>(), latency.at("max").get<double>());
+  EXPECT_GT(c.at("cpu").at("client").at("process_seconds").get<double>(), 0.0);
 
-  const config::JsonValue duration_doc = config::parse_json(read_file(dir + "/duration.json"));
-  const config::JsonValue& d = duration_doc.at("cases").at(0);
+  const JsonValue duration_doc = JsonValue::parse(read_file(dir + "/duration.json"));
+  const JsonValue& d = duration_doc.at("cases").at(0);
   // At least the asked-for time; the loop notices the end within 50 ms, a loaded machine later.
-  EXPECT_GE(d.at("seconds").number(), 2.0);
-  EXPECT_LT(d.at("seconds").number(), 5.0);
-  EXPECT_GE(d.at("samples").items.size(), 2u);
-  EXPECT_GT(d.at("totals").at("messages").count(), 0u);
+  EXPECT_GE(d.at("seconds").get<double>(), 2.0);
+  EXPECT_LT(d.at("seconds").get<double>(), 5.0);
+  EXPECT_GE(d.at("samples").size(), 2u);
+  EXPECT_GT(d.at("totals").at("messages").get<uint64_t>(), 0u);
 
   // The two files side by side, and plotted.
   const CommandResult compared = run_with_status(std::string("timeout 20 ") + BYPASS_BENCH + " compare " + dir +
@@ -404,9 +408,10 @@ TEST(CephxOsd, IPv6OnlyClusterAnswersOverIPv6) {
       << r.out;
 }
 
+// A counter of Messenger::perf_dump_json(); -1 when it has none of that name.
 long perf_counter(const std::string& perf, const std::string& name) {
-  const size_t at = perf.find("\"" + name + "\":");
-  return at == std::string::npos ? -1L : std::stol(perf.substr(at + name.size() + 3));
+  const JsonValue counters = JsonValue::parse(perf).at("counters");
+  return counters.contains(name) ? counters[name].get<long>() : -1L;
 }
 
 double seconds_between(std::chrono::system_clock::time_point from, std::chrono::system_clock::time_point to) {
