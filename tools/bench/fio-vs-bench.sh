@@ -15,6 +15,13 @@
 # With posix it also runs fio writes the way Ceph published its ceph-msgr engine's loopback figures
 # (4 KiB at depth 1, 8 KiB at depth 128) and prints them beside Ceph's (other hardware).
 #
+# Over dpdk every side is one thread that busy-polls its stack, so the CPU time it got is the share
+# of its CPU it was given: the "cpu" columns show the lower of the two sides' (median over the
+# rounds). Below 90 % the figures measure the machine, not the engine: a request/reply pipeline only
+# moves while both sides run at once, and a side the kernel takes off its CPU for a time slice
+# stalls every request in flight for that long (depth 128 writes at a few thousand IOPS with p50 in
+# milliseconds on a shared 2-CPU machine; docs/fio.md).
+#
 #   tools/bench/fio-vs-bench.sh [BUILD] [ROUNDS]      BUILD: a release tree (default build/release,
 #                                                     built when missing); ROUNDS: default 3
 # Env: BENCH_SECONDS (measured seconds per run, 5), BENCH_TRANSPORTS ("posix dpdk"),
@@ -95,11 +102,15 @@ run_bench() {
     { cat "$work/bench.log" >&2; echo "fio-vs-bench: bypass-bench failed ($1, depth $2, $3)" >&2; exit 1; }
   python3 -c 'import json, sys
 c = json.load(open(sys.argv[1]))["cases"][0]
-print(c["totals"]["messages_per_second"], c["latency_us"]["p50"], c["latency_us"]["mean"])' "$work/bench.json"
+# The share of its CPU each worker got over the measured seconds (dpdk: it busy-polls).
+share = min(min(1.0, sum(c["cpu"][side]["workers"]) / c["seconds"]) for side in ("client", "server"))
+cpu = f"{100 * share:.0f}" if sys.argv[2] == "dpdk" else "-"
+print(c["totals"]["messages_per_second"], c["latency_us"]["p50"], c["latency_us"]["mean"], cpu)' "$work/bench.json" "$1"
 }
 
-# run_fio TRANSPORT DEPTH RW [BS [POLL]]: "iops p50_us mean_us" of one fio run (receiver and sender:
-# two fio processes, both with bypass_poll POLL, default BENCH_FIO_POLL).
+# run_fio TRANSPORT DEPTH RW [BS [POLL]]: "iops p50_us mean_us cpu" of one fio run (receiver and
+# sender: two fio processes, both with bypass_poll POLL, default BENCH_FIO_POLL; cpu: the lower of
+# the two job threads' CPU shares where each polls its dpdk stack, else "-").
 run_fio() {
   local transport=$1 depth=$2 rw=$3 bs=${4:-4k} poll=${5:-$fio_poll} port host=127.0.0.1 server_set client_set
   port=$(free_port)
@@ -111,7 +122,7 @@ run_fio() {
   common=(--ioengine=external:"$engine" --thread --ms_type="$transport" --bypass_config="$work/job.yaml" --port="$port"
           --bypass_poll="$poll")
   taskset -c "$server_cpu" fio --name=receiver "${common[@]}" --bypass_set="$server_set" --receiver=1 --rw=read \
-    --size=1g >"$work/receiver.log" 2>&1 &
+    --size=1g --output-format=json --output="$work/receiver.json" >"$work/receiver.log" 2>&1 &
   local receiver=$!
   if [ "$transport" = dpdk ]; then  # the memif client needs the server's socket (abstract: /proc/net/unix)
     for _ in $(seq 1 300); do grep -q "$sock" /proc/net/unix && break; sleep 0.1; done
@@ -124,9 +135,16 @@ run_fio() {
   wait "$receiver" || status=$?
   [ "$status" = 0 ] ||
     { cat "$work/receiver.log" >&2; echo "fio-vs-bench: the receiving fio exited $status ($transport $rw $depth)" >&2; exit 1; }
+  local polled=no
+  [ "$transport" = dpdk ] && [ "$poll" != workers ] && polled=yes
   python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))["jobs"][0][sys.argv[2]]
-print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["lat_ns"]["mean"] / 1000)' "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)"
+job = json.load(open(sys.argv[1]))["jobs"][0]
+d = job[sys.argv[2]]
+# usr_cpu + sys_cpu of a thread job: the CPU time of its thread over its run, in percent.
+share = min(j["usr_cpu"] + j["sys_cpu"] for j in (job, json.load(open(sys.argv[3]))["jobs"][0]))
+cpu = f"{min(share, 100):.0f}" if sys.argv[4] == "yes" else "-"
+print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["lat_ns"]["mean"] / 1000, cpu)' \
+    "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)" "$work/receiver.json" "$polled"
 }
 
 echo "fio-vs-bench: $rounds rounds of ${seconds} s per run; fio bypass_poll=$fio_poll${fio_baseline:+, baseline bypass_poll=$fio_baseline}"
@@ -158,32 +176,44 @@ python3 - "$results" "$rounds" "$fio_poll" "$fio_baseline" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    transport, depth, tool, rate, p50, mean = line.split()
-    runs.setdefault((transport, int(depth), tool), []).append((float(rate), float(p50), float(mean)))
+    transport, depth, tool, rate, p50, mean, cpu = line.split()
+    runs.setdefault((transport, int(depth), tool), []).append(
+        (float(rate), float(p50), float(mean), None if cpu == "-" else float(cpu)))
 poll, baseline = sys.argv[3], sys.argv[4]
 med = lambda rows, i: statistics.median(r[i] for r in rows)
+def cpu(rows):
+    shares = [r[3] for r in rows if r[3] is not None]
+    return statistics.median(shares) if shares else None
+cpu_text = lambda share: "-" if share is None else f"{share:.0f}"
+starved = []
 print(f"\nmedians of {sys.argv[2]} rounds (rate: bypass-bench msgs/s, fio IOPS; p50 in us); fio with bypass_poll={poll}")
 print("write: 4 KiB requests, empty replies (bypass-bench bench.reply_size=0) / fio rw=write bs=4k")
 print("read: 16 B requests, 4 KiB replies (bench.message_size=16, bench.reply_size=4K) / fio rw=read bs=4k")
-head = f"{'case':<16}{'shape':<7}{'bench msgs/s':>13}{'p50':>8}{'fio IOPS':>10}{'p50':>8}{'IOPS x':>8}{'p50 x':>7}"
+print("cpu %: the lower of the two sides' share of their CPU (dpdk: each side one busy-polling thread)")
+head = (f"{'case':<16}{'shape':<7}{'bench msgs/s':>13}{'p50':>8}{'cpu %':>6}{'fio IOPS':>10}{'p50':>8}{'cpu %':>6}"
+        f"{'IOPS x':>8}{'p50 x':>7}")
 if baseline:
     head += f"   {'fio ' + baseline + ' IOPS':>20}{'p50':>8}{'IOPS x':>8}{'p50 x':>7}"
 print(head)
 for (transport, depth, tool) in sorted(k for k in runs if k[2].startswith("bench-")):
     shape = tool[len("bench-"):]
     b = runs[(transport, depth, tool)]
-    b_rate, b_p50 = med(b, 0), med(b, 1)
+    b_rate, b_p50, b_cpu = med(b, 0), med(b, 1), cpu(b)
     f = runs.get((transport, depth, shape))
     if not f:
         continue
-    f_rate, f_p50 = med(f, 0), med(f, 1)
-    row = (f"{transport + ' 4KiB d' + str(depth):<16}{shape:<7}{b_rate:>13.0f}{b_p50:>8.1f}{f_rate:>10.0f}{f_p50:>8.1f}"
-           f"{f_rate / b_rate:>8.2f}{f_p50 / b_p50:>7.2f}")
+    f_rate, f_p50, f_cpu = med(f, 0), med(f, 1), cpu(f)
+    starved += [s for s in (b_cpu, f_cpu) if s is not None and s < 90]
+    row = (f"{transport + ' 4KiB d' + str(depth):<16}{shape:<7}{b_rate:>13.0f}{b_p50:>8.1f}{cpu_text(b_cpu):>6}"
+           f"{f_rate:>10.0f}{f_p50:>8.1f}{cpu_text(f_cpu):>6}{f_rate / b_rate:>8.2f}{f_p50 / b_p50:>7.2f}")
     g = runs.get((transport, depth, "baseline-" + shape))
     if g:
         g_rate, g_p50 = med(g, 0), med(g, 1)
         row += f"   {g_rate:>20.0f}{g_p50:>8.1f}{g_rate / b_rate:>8.2f}{g_p50 / b_p50:>7.2f}"
     print(row)
+if starved:
+    print(f"warning: a side got only {min(starved):.0f} % of its CPU (other processes ran there): those rows measure the")
+    print("machine's scheduling, not the tools (a pipeline stalls while either side is off its CPU; docs/fio.md)")
 ceph = {(1, "4k"): "13.0k IOPS, 71 us", (128, "8k"): "126k-154k IOPS"}
 rows = [(d, bs) for (t, d, bs) in runs if t == "ceph"]
 if rows:
