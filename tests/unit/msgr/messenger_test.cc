@@ -243,6 +243,8 @@ class RelayEnd final : public testing::StreamHandler {
            bool connecting)
       : StreamHandler(pool, worker, std::move(socket)), silent_(silent), connecting_(connecting) {}
   void pair_with(RelayEnd* partner) { partner_ = partner; }
+  // Where to record (steady_clock nanoseconds) when this end last sent bytes to its socket.
+  void record_sends_in(std::atomic<int64_t>* last_sent_ns) { last_sent_ns_ = last_sent_ns; }
   void start() override { set_interest(connecting_ ? kEventWritable : kEventReadable); }
 
  private:
@@ -286,6 +288,8 @@ class RelayEnd final : public testing::StreamHandler {
           close_pair();
           return;
         }
+        if (last_sent_ns_ != nullptr)
+          last_sent_ns_->store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_release);
       }
     }
     refresh_interest();
@@ -312,6 +316,7 @@ class RelayEnd final : public testing::StreamHandler {
   bool connecting_;
   RelayEnd* partner_ = nullptr;
   BufferList pending_;  // read from the partner, not yet sent on this end
+  std::atomic<int64_t>* last_sent_ns_ = nullptr;
 };
 
 // Every messenger of a test runs on one stack built from that test's options: a process can
@@ -361,9 +366,11 @@ class MessengerSuite : public ::testing::Test {
     return listener_->connect_address();
   }
 
-  // A relay in front of `target`; returns its address. Setting `silent` freezes it.
-  SocketAddress start_relay(const SocketAddress& target, const std::atomic<bool>* silent) {
-    return listen_raw([this, target, silent](Worker& w, ConnectedSocket inbound) {
+  // A relay in front of `target`; returns its address. Setting `silent` freezes it. When given,
+  // `last_to_client_ns` records when it last sent bytes toward the connecting side.
+  SocketAddress start_relay(const SocketAddress& target, const std::atomic<bool>* silent,
+                            std::atomic<int64_t>* last_to_client_ns = nullptr) {
+    return listen_raw([this, target, silent, last_to_client_ns](Worker& w, ConnectedSocket inbound) {
       ConnectedSocket outbound;
       const int rc = w.connect(target, SocketOptions{}, &outbound);
       if (rc < 0) {
@@ -372,6 +379,7 @@ class MessengerSuite : public ::testing::Test {
       }
       auto* in = pool_->spawn<RelayEnd>(w, std::move(inbound), silent, false);
       auto* out = pool_->spawn<RelayEnd>(w, std::move(outbound), silent, true);
+      in->record_sends_in(last_to_client_ns);
       in->pair_with(out);
       out->pair_with(in);
     });
@@ -617,8 +625,9 @@ TEST_F(MessengerSuite, KeepaliveDetectsPeerThatFallsSilentMidSession) {
   ASSERT_FALSE(server_addrs.addrs.empty());
   const EntityAddr& served = server_addrs.addrs[0];
   std::atomic<bool> silent{false};
+  std::atomic<int64_t> last_to_client_ns{0};
   const SocketAddress relay =
-      start_relay(SocketAddress::from_sockaddr(served.sockaddr_ptr(), served.sockaddr_len()), &silent);
+      start_relay(SocketAddress::from_sockaddr(served.sockaddr_ptr(), served.sockaddr_len()), &silent, &last_to_client_ns);
   EntityAddr via_relay = EntityAddr::msgr2(relay.sockaddr_ptr(), relay.sockaddr_len(), served.nonce);
 
   NullDispatcher client_d;
@@ -636,10 +645,17 @@ TEST_F(MessengerSuite, KeepaliveDetectsPeerThatFallsSilentMidSession) {
   silent = true;
   const auto silenced_at = std::chrono::steady_clock::now();
   EXPECT_TRUE(wait_for([&] { return client_d.resets.load() >= 1; }, kTimeout + 10s));
-  const auto took = std::chrono::steady_clock::now() - silenced_at;
-  // The last byte may have arrived up to one keepalive interval before the silence began, and
-  // the check runs once per interval; the extra second absorbs a loaded (sanitized) machine.
-  EXPECT_GE(took, kTimeout - 2 * kInterval);
+  const auto reset_seen = std::chrono::steady_clock::now();
+  const auto took = reset_seen - silenced_at;
+  // Not before the timeout: measured from the last byte the relay sent the client, which the
+  // client's loop stamps no earlier than the start of the iteration that received it (a loaded
+  // machine can leave the relay's worker unscheduled for intervals before the silence began,
+  // so the silence's own start is no lower bound). Not long after it either: the check runs once
+  // per interval; the extra second absorbs a loaded (sanitized) machine.
+  const auto since_last_byte =
+      reset_seen - std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_to_client_ns.load()));
+  EXPECT_GE(since_last_byte, kTimeout - kInterval)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(since_last_byte).count() << " ms";
   EXPECT_LE(took, kTimeout + 2 * kInterval + 1s)
       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
   EXPECT_FALSE(con->is_connected());
