@@ -158,6 +158,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
  private:
   friend class TcpLayer;
+  // Test-only (tests/unit/inet/tcp_state_builder.h): puts a connection straight into any state.
+  friend class TcpTestAccess;
 
   // Open paths, called by TcpLayer.
   void open_active();
