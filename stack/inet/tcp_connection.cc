@@ -126,7 +126,7 @@ void TcpConnection::abort() {
 
 void TcpConnection::open_active() {
   iss_ = layer_.generate_iss(tuple_);
-  ts_offset_ = iss_ * 2654435761u;
+  ts_offset_ = iss_.raw() * 2654435761u;
   snd_una_ = snd_nxt_ = snd_max_ = iss_;
   data_start_ = iss_ + 1;
   recover_ = iss_;
@@ -136,10 +136,10 @@ void TcpConnection::open_active() {
   rto_timer_.set_after(rto_);
 }
 
-void TcpConnection::open_passive(const TcpSegment& syn, uint32_t iss) {
+void TcpConnection::open_passive(const TcpSegment& syn, SeqNumber iss) {
   passive_ = true;
   iss_ = iss;
-  ts_offset_ = iss_ * 2654435761u;
+  ts_offset_ = iss_.raw() * 2654435761u;
   snd_una_ = snd_nxt_ = snd_max_ = iss_;
   data_start_ = iss_ + 1;
   recover_ = iss_;
@@ -154,7 +154,7 @@ void TcpConnection::open_passive(const TcpSegment& syn, uint32_t iss) {
   rto_timer_.set_after(rto_);
 }
 
-void TcpConnection::open_from_cookie(const TcpSegment& ack, uint32_t iss, uint16_t mss) {
+void TcpConnection::open_from_cookie(const TcpSegment& ack, SeqNumber iss, uint16_t mss) {
   // RFC 4987 §3.6: the cookie carried only the MSS, so no window scaling, SACK or timestamps.
   passive_ = true;
   iss_ = iss;
@@ -193,7 +193,7 @@ void TcpConnection::on_path_mtu(uint16_t mtu) {
   if (mtu < 68) return;
   bool shrinking = mtu < path_mtu_;
   set_path_mtu(mtu);
-  if (shrinking && seq_lt(snd_una_, snd_nxt_) && state_ != TcpState::SynSent) {
+  if (shrinking && snd_una_ < snd_nxt_ && state_ != TcpState::SynSent) {
     // RFC 1191 §6.5, RFC 8201 §5.4: resend what was too big, in smaller pieces.
     snd_nxt_ = snd_una_;
     output();
@@ -263,7 +263,7 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   }
   // PAWS, RFC 7323 §5.3 R1: a segment older than TS.Recent is a duplicate from a past wrap.
   if (ts_enabled_ && h.options.timestamp && !h.has(kTcpRst) &&
-      seq_lt(h.options.timestamp->first, ts_recent_)) {
+      timestamp_before(h.options.timestamp->first, ts_recent_)) {
     ++layer_.stats().tcp_dropped_paws;
     send_out_of_window_ack(seg);
     return;
@@ -299,7 +299,7 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   update_ts_recent(seg);
 
   if (state_ == TcpState::SynReceived) {
-    if (!(seq_lt(snd_una_, h.ack) && seq_leq(h.ack, snd_max_))) {
+    if (!(snd_una_ < h.ack && h.ack <= snd_max_)) {
       send_rst(h.ack);  // RFC 9293 §3.10.7.4: unacceptable ACK in SYN-RECEIVED
       return;
     }
@@ -330,7 +330,7 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
 void TcpConnection::on_segment_syn_sent(TcpSegment& seg) {
   // RFC 9293 §3.10.7.3.
   const TcpHeader& h = seg.header;
-  if (h.has(kTcpAck) && (seq_leq(h.ack, iss_) || seq_gt(h.ack, snd_max_))) {
+  if (h.has(kTcpAck) && (h.ack <= iss_ || h.ack > snd_max_)) {
     if (!h.has(kTcpRst)) send_rst(h.ack);
     return;
   }
@@ -378,7 +378,7 @@ bool TcpConnection::acceptable(const TcpSegment& seg) const {
   // RFC 9293 §3.10.7.4, the four cases of the acceptability test.
   uint32_t len = seg.length();
   uint32_t wnd = receive_window();
-  uint32_t seq = seg.header.seq;
+  SeqNumber seq = seg.header.seq;
   if (len == 0) return wnd == 0 ? seq == rcv_nxt_ : seq_in(seq, rcv_nxt_, rcv_nxt_ + wnd);
   if (wnd == 0) return false;
   return seq_in(seq, rcv_nxt_, rcv_nxt_ + wnd) || seq_in(seq + len - 1, rcv_nxt_, rcv_nxt_ + wnd);
@@ -388,25 +388,25 @@ void TcpConnection::update_ts_recent(const TcpSegment& seg) {
   // RFC 7323 §4.3 (2): remember TSval of the segment that covers Last.ACK.sent.
   if (!ts_enabled_ || !seg.header.options.timestamp) return;
   uint32_t tsval = seg.header.options.timestamp->first;
-  if (seq_geq(tsval, ts_recent_) && seq_leq(seg.header.seq, last_ack_sent_)) ts_recent_ = tsval;
+  if (!timestamp_before(tsval, ts_recent_) && seg.header.seq <= last_ack_sent_) ts_recent_ = tsval;
 }
 
 bool TcpConnection::process_ack(const TcpSegment& seg) {
   const TcpHeader& h = seg.header;
-  uint32_t ack = h.ack;
+  SeqNumber ack = h.ack;
   // RFC 9293 §3.10.7.4 fifth / RFC 5961 §5.2: acceptable ACKs lie in
   // [SND.UNA - MAX.SND.WND, SND.NXT]; outside it, answer with an ACK and drop.
-  if (seq_gt(ack, snd_max_)) {
+  if (ack > snd_max_) {
     send_ack();
     return false;
   }
-  if (seq_lt(ack, snd_una_ - max_snd_wnd_)) {
+  if (ack < snd_una_ - max_snd_wnd_) {
     send_challenge_ack();
     return false;
   }
   unanswered_probes_ = 0;  // the peer is alive: it may keep its window closed (RFC 9293 §3.8.6.1)
   uint32_t old_window = snd_wnd_;
-  if (seq_lt(snd_wl1_, h.seq) || (snd_wl1_ == h.seq && seq_leq(snd_wl2_, ack))) {
+  if (snd_wl1_ < h.seq || (snd_wl1_ == h.seq && snd_wl2_ <= ack)) {
     snd_wnd_ = static_cast<uint32_t>(h.window) << snd_wscale_;
     max_snd_wnd_ = std::max(max_snd_wnd_, snd_wnd_);
     snd_wl1_ = h.seq;
@@ -419,12 +419,12 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   }
   if (sack_enabled_ && h.options.sack_count) scoreboard_.update(h.options, snd_una_, snd_max_);
   // RFC 2883 §4: a first SACK block at or below the ACK reports a duplicate (D-SACK).
-  const bool dsack = h.options.sack_count && seq_leq(h.options.sack_blocks[0].right, ack);
-  const bool advanced = seq_gt(ack, snd_una_);
+  const bool dsack = h.options.sack_count && h.options.sack_blocks[0].right <= ack;
+  const bool advanced = ack > snd_una_;
   bool duplicate = false;
   TimePoint now = layer_.timers().now();
 
-  if (seq_gt(ack, snd_una_)) {
+  if (ack > snd_una_) {
     uint32_t acked = ack - snd_una_;
     uint32_t flight_before_ack = snd_nxt_ - snd_una_;
     // RTT (RFC 6298 §3 with Karn's rule; RFC 7323 §4 when timestamps are on). Karn's rule
@@ -433,16 +433,16 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     // repeats data it already has, RFC 7323 §4.3), and the sample would span the whole backoff.
     // Taken, it inflated SRTT to seconds and RTO to its ceiling under 10 % loss.
     if (ts_enabled_ && h.options.timestamp && h.options.timestamp->second != 0 &&
-        !(timeouts_ != 0 && seq_lt(h.options.timestamp->second, ts_at_last_rto_))) {
+        !(timeouts_ != 0 && timestamp_before(h.options.timestamp->second, ts_at_last_rto_))) {
       sample_rtt(std::chrono::milliseconds(static_cast<int32_t>(ts_now() - h.options.timestamp->second)));
-    } else if (!ts_enabled_ && timed_at_ >= TimePoint::zero() && seq_gt(ack, timed_seq_)) {
+    } else if (!ts_enabled_ && timed_at_ >= TimePoint::zero() && ack > timed_seq_) {
       sample_rtt(now - timed_at_);
       timed_at_ = TimePoint{-1};
     }
     backoff_ = 0;
-    uint32_t data_end = send_end();
-    uint32_t data_acked_to = seq_min(ack, data_end);
-    if (seq_gt(data_acked_to, data_start_)) {
+    SeqNumber data_end = send_end();
+    SeqNumber data_acked_to = seq_min(ack, data_end);
+    if (data_acked_to > data_start_) {
       bytes_acked_ += data_acked_to - data_start_;
       send_position_.shift(send_buffer_.trim_front(data_acked_to - data_start_), data_acked_to - data_start_);
       data_start_ = data_acked_to;
@@ -450,8 +450,8 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
     bool fin_acked = fin_queued_ && ack == data_end + 1;
     snd_una_ = ack;
     if (tuple_.is_v6()) confirm_reachability(now);
-    if (seq_lt(snd_nxt_, snd_una_)) snd_nxt_ = snd_una_;
-    if (seq_lt(high_rxt_, snd_una_)) high_rxt_ = snd_una_;
+    if (snd_nxt_ < snd_una_) snd_nxt_ = snd_una_;
+    if (high_rxt_ < snd_una_) high_rxt_ = snd_una_;
     scoreboard_.advance(snd_una_);
     // An ACK that stops at the left edge of SACKed data: the receiver dropped what it SACKed
     // (RFC 2018 §8 reneging, detected as Linux's tcp_check_sack_reneging does).
@@ -460,7 +460,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
       // After a timeout the window regrows by slow start (RFC 5681 §3.1) while the holes are
       // resent; its end does not set cwnd to ssthresh as fast recovery's does.
       if (rto_recovery_) cc_->on_ack(acked, now, rtt_.srtt());
-      if (seq_geq(ack, recover_)) {
+      if (ack >= recover_) {
         in_recovery_ = false;  // full ACK: RFC 6582 §3.2 step 3, RFC 6675 §5 (end of recovery)
         if (!rto_recovery_) cc_->on_recovery_exit();
         rto_recovery_ = false;
@@ -476,7 +476,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
       }
     } else {
       dupacks_ = 0;
-      if (rto_recovery_ && seq_geq(ack, recover_)) rto_recovery_ = false;
+      if (rto_recovery_ && ack >= recover_) rto_recovery_ = false;
       // Grow only while the window is what limits sending (RFC 7661 §4.1 "validated" cwnd):
       // an application-limited flow must not inflate cwnd without bound.
       if (flight_before_ack * 2 >= cc_->cwnd()) cc_->on_ack(acked, now, rtt_.srtt());
@@ -495,7 +495,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
         return false;
       }
     }
-  } else if (ack == snd_una_ && seq_gt(snd_max_, snd_una_) && seg.payload.empty() &&
+  } else if (ack == snd_una_ && snd_max_ > snd_una_ && seg.payload.empty() &&
              !h.has(kTcpSyn) && !h.has(kTcpFin) && !window_changed && snd_wnd_ != 0) {
     // Duplicate ACK as defined in RFC 5681 §2.
     duplicate = true;
@@ -523,23 +523,23 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
 }
 
 void TcpConnection::process_text(TcpSegment& seg) {
-  uint32_t seq = seg.header.seq;
+  SeqNumber seq = seg.header.seq;
   BufferList& data = seg.payload;
   bool fin = seg.header.has(kTcpFin);
-  uint32_t fin_seq = seq + static_cast<uint32_t>(data.length());
+  SeqNumber fin_seq = seq + static_cast<uint32_t>(data.length());
   // RFC 2883: report data we already had, so the sender can tell a needless retransmission.
-  if (sack_enabled_ && seq_lt(seq, rcv_nxt_) && !data.empty()) duplicate_block_ = {seq, seq_min(fin_seq, rcv_nxt_)};
+  if (sack_enabled_ && seq < rcv_nxt_ && !data.empty()) duplicate_block_ = {seq, seq_min(fin_seq, rcv_nxt_)};
   // Trim what we already have (RFC 9293 §3.10.7.4: process only the part in the window).
-  if (seq_lt(seq, rcv_nxt_)) {
+  if (seq < rcv_nxt_) {
     uint32_t old = rcv_nxt_ - seq;
     if (old >= data.length()) data.clear();
     else data.trim_front(old);
     seq = rcv_nxt_;
-    if (fin && seq_lt(fin_seq, rcv_nxt_)) fin = false;
+    if (fin && fin_seq < rcv_nxt_) fin = false;
   }
-  uint32_t right = rcv_nxt_ + receive_window();
-  if (seq_gt(seq + static_cast<uint32_t>(data.length()), right)) {
-    data.truncate(seq_lt(seq, right) ? right - seq : 0);
+  SeqNumber right = rcv_nxt_ + receive_window();
+  if (seq + static_cast<uint32_t>(data.length()) > right) {
+    data.truncate((seq < right) ? right - seq : 0);
     fin = false;
   }
   // A duplicate or out-of-order segment means the sender is recovering from a loss: ACK each of
@@ -568,7 +568,7 @@ void TcpConnection::process_text(TcpSegment& seg) {
   if (!delack_timer_.pending()) delack_timer_.set_after(settings_.delayed_ack_timeout);
 }
 
-void TcpConnection::insert_out_of_order(uint32_t seq, BufferList&& data, bool fin) {
+void TcpConnection::insert_out_of_order(SeqNumber seq, BufferList&& data, bool fin) {
   out_of_order_.insert(seq, std::move(data), fin);
 }
 

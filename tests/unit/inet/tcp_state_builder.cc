@@ -86,13 +86,13 @@ std::shared_ptr<TcpConnection> TcpTestAccess::build(test::TwoHosts& hosts, const
   if (tcb.state == TcpState::SynSent || tcb.state == TcpState::SynReceived) t.data_start_ = tcb.iss + 1;
   else t.data_start_ = our_fin_acknowledged(tcb.state) ? data_end : tcb.snd_una;
   // The data in flight, as pattern bytes (test::pattern) from offset 0.
-  if (seq_gt(data_end, t.data_start_)) t.send_buffer_ = test::pattern(0, data_end - t.data_start_);
+  if (data_end > t.data_start_) t.send_buffer_ = test::pattern(0, data_end - t.data_start_);
   if (synchronized && tcb.state != TcpState::SynReceived) t.cc_->start(t.mss_);
-  if (t.sack_enabled_ && seq_gt(tcb.snd_nxt, tcb.snd_una))  // RACK's record (RFC 8985 §6.1)
+  if (t.sack_enabled_ && tcb.snd_nxt > tcb.snd_una)  // RACK's record (RFC 8985 §6.1)
     t.rack_.on_transmit(tcb.snd_una, tcb.snd_nxt, hosts.timers.now(), t.ts_now());
   if (tcb.state == TcpState::TimeWait) t.enter_time_wait();
   else t.enter_state(tcb.state);
-  if (seq_gt(tcb.snd_nxt, tcb.snd_una)) t.rto_timer_.set_after(t.rto_);  // RFC 6298 §5.1
+  if (tcb.snd_nxt > tcb.snd_una) t.rto_timer_.set_after(t.rto_);  // RFC 6298 §5.1
   return c;
 }
 
