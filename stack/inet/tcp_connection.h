@@ -184,6 +184,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void on_segment_syn_sent(TcpSegment& segment);
   bool acceptable(const TcpSegment& segment) const;
   bool process_ack(const TcpSegment& segment);
+  // process_ack's steps, in order (RFC 9293 §3.10.7.4 fifth).
+  bool ack_acceptable(SeqNumber ack);
+  bool update_send_window(const TcpHeader& h);
+  bool advance_send_unacknowledged(const TcpHeader& h, TimePoint now);
+  void sample_rtt_from_ack(const TcpHeader& h, TimePoint now);
+  void on_new_data_acked(SeqNumber ack, uint32_t acked, uint32_t flight_before_ack, SeqNumber data_end,
+                         TimePoint now);
+  bool on_our_fin_acked();
+  void update_rack(const TcpHeader& h, bool dsack, TimePoint now);
   void process_text(TcpSegment& segment);
   void process_fin();
   void update_ts_recent(const TcpSegment& segment);
