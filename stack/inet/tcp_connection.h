@@ -21,7 +21,7 @@
 #include "stack/inet/tcp_reassembly.h"
 #include "stack/inet/tcp_rtt_estimator.h"
 #include "stack/inet/tcp_sack_scoreboard.h"
-#include "stack/inet/tcp_seq.h"
+#include "stack/inet/wire/seq_number.h"
 #include "stack/inet/timer_service.h"
 #include "stack/inet/wire/tcp.h"
 
@@ -136,7 +136,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t cwnd() const { return cc_->cwnd(); }
   uint32_t ssthresh() const { return cc_->ssthresh(); }
   uint32_t send_mss() const { return mss_; }
-  uint32_t initial_send_sequence() const { return iss_; }
+  SeqNumber initial_send_sequence() const { return iss_; }
   uint32_t peer_window() const { return snd_wnd_; }
   uint8_t send_window_shift() const { return snd_wscale_; }
   uint8_t receive_window_shift() const { return rcv_wscale_; }
@@ -158,11 +158,13 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
  private:
   friend class TcpLayer;
+  // Test-only (tests/unit/inet/tcp_state_builder.h): puts a connection straight into any state.
+  friend class TcpTestAccess;
 
   // Open paths, called by TcpLayer.
   void open_active();
-  void open_passive(const TcpSegment& syn, uint32_t iss);
-  void open_from_cookie(const TcpSegment& ack, uint32_t iss, uint16_t mss);
+  void open_passive(const TcpSegment& syn, SeqNumber iss);
+  void open_from_cookie(const TcpSegment& ack, SeqNumber iss, uint16_t mss);
   void on_segment(TcpSegment&& segment);
   // A validated report that `mtu` is the path MTU: lowers the SMSS and, when it shrank, resends
   // the flight in smaller segments.
@@ -182,36 +184,45 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void on_segment_syn_sent(TcpSegment& segment);
   bool acceptable(const TcpSegment& segment) const;
   bool process_ack(const TcpSegment& segment);
+  // process_ack's steps, in order (RFC 9293 §3.10.7.4 fifth).
+  bool ack_acceptable(SeqNumber ack);
+  bool update_send_window(const TcpHeader& h);
+  bool advance_send_unacknowledged(const TcpHeader& h, TimePoint now);
+  void sample_rtt_from_ack(const TcpHeader& h, TimePoint now);
+  void on_new_data_acked(SeqNumber ack, uint32_t acked, uint32_t flight_before_ack, SeqNumber data_end,
+                         TimePoint now);
+  bool on_our_fin_acked();
+  void update_rack(const TcpHeader& h, bool dsack, TimePoint now);
   void process_text(TcpSegment& segment);
   void process_fin();
   void update_ts_recent(const TcpSegment& segment);
   void negotiate_options(const TcpOptions& peer);
-  void insert_out_of_order(uint32_t seq, BufferList&& data, bool fin);
+  void insert_out_of_order(SeqNumber seq, BufferList&& data, bool fin);
   // Moves now-contiguous data to the receive queue; returns whether an in-order FIN was reached.
   bool drain_out_of_order_fin(bool fin);
 
   // Send side.
   void output();
   bool send_next_hole();
-  void transmit(uint32_t seq, uint8_t flags, BufferList payload, bool retransmission = false);
+  void transmit(SeqNumber seq, uint8_t flags, BufferList payload, bool retransmission = false);
   void send_ack();
   // The sequence number for a segment without data, SYN or FIN (see send_ack()).
-  uint32_t next_new_sequence() const;
+  SeqNumber next_new_sequence() const;
   void send_challenge_ack();
-  void send_rst(uint32_t seq);
+  void send_rst(SeqNumber seq);
   void schedule_ack(bool immediate);
   bool take_quick_ack() { return quick_acks_ > 0 && quick_acks_-- > 0; }
   uint32_t receive_window() const;
   void update_advertised_window();
-  uint32_t send_end() const { return data_start_ + static_cast<uint32_t>(send_buffer_.length()); }
-  bool fin_sent() const { return fin_queued_ && seq_gt(snd_max_, send_end()); }
+  SeqNumber send_end() const { return data_start_ + static_cast<uint32_t>(send_buffer_.length()); }
+  bool fin_sent() const { return fin_queued_ && snd_max_ > send_end(); }
   void build_sack_blocks(TcpOptions& options, bool with_duplicate) const;
   uint32_t flight_size() const { return snd_max_ - snd_una_; }
   uint32_t pipe() const { return rack_.pipe(); }
   uint32_t payload_limit() const;
   // Resends one segment from `start` (at most up to `stop`, a FIN included when [start, stop)
   // reaches it); returns where the resent range ends.
-  uint32_t retransmit_range(uint32_t start, uint32_t stop);
+  SeqNumber retransmit_range(SeqNumber start, SeqNumber stop);
   // Answers an unacceptable segment with an ACK, rate-limited (see tcp.invalid_ack_ratelimit).
   void send_out_of_window_ack(const TcpSegment& segment);
 
@@ -258,10 +269,11 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool user_closed_ = false;
 
   // Send sequence space (RFC 9293 §3.3.1).
-  uint32_t iss_ = 0, snd_una_ = 0, snd_nxt_ = 0;
-  uint32_t snd_max_ = 0;      // highest sequence sent + 1 (snd_nxt rewinds on timeout)
-  uint32_t snd_wnd_ = 0, max_snd_wnd_ = 0, snd_wl1_ = 0, snd_wl2_ = 0;
-  uint32_t data_start_ = 0;   // sequence number of send_buffer_'s first byte
+  SeqNumber iss_, snd_una_, snd_nxt_;
+  SeqNumber snd_max_;          // highest sequence sent + 1 (snd_nxt rewinds on timeout)
+  uint32_t snd_wnd_ = 0, max_snd_wnd_ = 0;
+  SeqNumber snd_wl1_, snd_wl2_;
+  SeqNumber data_start_;      // sequence number of send_buffer_'s first byte
   BufferList send_buffer_;    // unacknowledged and unsent data
   BufferList::Position send_position_;  // where the last segment was cut from send_buffer_
   bool fin_queued_ = false;
@@ -273,11 +285,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool wscale_ok_ = false;     // both sides sent the window scale option
   uint32_t ts_offset_ = 0;    // RFC 7323 §5.4: per-connection random timestamp offset
   bool ts_enabled_ = false, sack_enabled_ = false;
-  uint32_t ts_recent_ = 0, last_ack_sent_ = 0;
+  uint32_t ts_recent_ = 0;
+  SeqNumber last_ack_sent_;
 
   // Receive sequence space.
-  uint32_t irs_ = 0, rcv_nxt_ = 0;
-  uint32_t rcv_adv_ = 0;      // right edge of the window we advertised
+  SeqNumber irs_, rcv_nxt_;
+  SeqNumber rcv_adv_;          // right edge of the window we advertised
   BufferList receive_queue_;
   ReassemblyQueue out_of_order_;
   SackBlock duplicate_block_{};           // RFC 2883 D-SACK to report; empty when left == right
@@ -291,15 +304,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   Duration rto_;
   int backoff_ = 0;
   uint32_t ts_at_last_rto_ = 0;  // TSval clock at the last RTO (timeouts_ != 0); older echoes: no RTT sample
-  uint32_t timed_seq_ = 0;       // Karn's algorithm when timestamps are off
+  SeqNumber timed_seq_;           // Karn's algorithm when timestamps are off
   TimePoint timed_at_{-1};
   InlineCongestionControl cc_;
   uint32_t dupacks_ = 0;
   bool in_recovery_ = false;
   bool rto_recovery_ = false;    // the recovery follows a timeout: slow start, no fast-recovery exit
   bool sack_reneged_ = false;    // an ACK stopped at SACKed data: the next timeout forgets SACKs
-  uint32_t recover_ = 0;         // RFC 6582 "recover" / RFC 6675 RecoveryPoint
-  uint32_t high_rxt_ = 0;        // RFC 6675 HighRxt
+  SeqNumber recover_;             // RFC 6582 "recover" / RFC 6675 RecoveryPoint
+  SeqNumber high_rxt_;            // RFC 6675 HighRxt
   SackScoreboard scoreboard_;
   RackTlp rack_;
   SpuriousTimeoutDetector frto_;

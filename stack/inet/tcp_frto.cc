@@ -1,11 +1,11 @@
 #include "stack/inet/tcp_frto.h"
 
-#include "stack/inet/tcp_seq.h"
+#include "stack/inet/wire/seq_number.h"
 
 namespace bypass::inet {
 
-void SpuriousTimeoutDetector::start(uint32_t cwnd, uint32_t ssthresh, uint32_t retransmitted_end,
-                                    uint32_t recover) {
+void SpuriousTimeoutDetector::start(uint32_t cwnd, uint32_t ssthresh, SeqNumber retransmitted_end,
+                                    SeqNumber recover) {
   step_ = Step::AwaitFirstAck;
   saved_cwnd_ = cwnd;
   saved_ssthresh_ = ssthresh;
@@ -13,7 +13,7 @@ void SpuriousTimeoutDetector::start(uint32_t cwnd, uint32_t ssthresh, uint32_t r
   recover_ = recover;
 }
 
-SpuriousTimeoutDetector::Verdict SpuriousTimeoutDetector::on_ack(uint32_t ack, bool advanced,
+SpuriousTimeoutDetector::Verdict SpuriousTimeoutDetector::on_ack(SeqNumber ack, bool advanced,
                                                                   bool duplicate) {
   switch (step_) {
     case Step::Idle:
@@ -22,7 +22,7 @@ SpuriousTimeoutDetector::Verdict SpuriousTimeoutDetector::on_ack(uint32_t ack, b
       if (!advanced && !duplicate) return Verdict::None;  // a window update: wait for the next
       // Step 2a: a duplicate ACK, one that covers the whole flight, or one that does not cover
       // the retransmitted segment: the timeout was real (or cannot be told apart).
-      if (duplicate || seq_geq(ack, recover_) || seq_lt(ack, retransmitted_end_)) {
+      if (duplicate || ack >= recover_ || ack < retransmitted_end_) {
         step_ = Step::Idle;
         return Verdict::Conventional;
       }

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "stack/inet/wire/seq_number.h"
+
 namespace bypass::inet {
 
 class SpuriousTimeoutDetector {
@@ -19,12 +21,12 @@ class SpuriousTimeoutDetector {
   // Step 1, at a timeout: remembers the window to restore; `retransmitted_end` is where the
   // resent first segment ends, `recover` SND.MAX. Not started while an earlier timeout's
   // recovery is unfinished (RFC 5682 §2.1 step 1).
-  void start(uint32_t cwnd, uint32_t ssthresh, uint32_t retransmitted_end, uint32_t recover);
+  void start(uint32_t cwnd, uint32_t ssthresh, SeqNumber retransmitted_end, SeqNumber recover);
   void stop() { step_ = Step::Idle; }
   bool active() const { return step_ != Step::Idle; }
   // One ACK while active: `advanced` whether it moved SND.UNA to `ack`, `duplicate` whether it is
   // a duplicate ACK.
-  Verdict on_ack(uint32_t ack, bool advanced, bool duplicate);
+  Verdict on_ack(SeqNumber ack, bool advanced, bool duplicate);
   // After SendNewData: no new segment could be sent (step 2b's exception).
   void no_new_data() { step_ = Step::Idle; }
   uint32_t saved_cwnd() const { return saved_cwnd_; }
@@ -34,7 +36,7 @@ class SpuriousTimeoutDetector {
   enum class Step { Idle, AwaitFirstAck, AwaitSecondAck };
   Step step_ = Step::Idle;
   uint32_t saved_cwnd_ = 0, saved_ssthresh_ = 0;
-  uint32_t retransmitted_end_ = 0, recover_ = 0;
+  SeqNumber retransmitted_end_, recover_;
 };
 
 }  // namespace bypass::inet

@@ -1,6 +1,6 @@
 #include "stack/inet/tcp_gro.h"
 
-#include "stack/inet/tcp_seq.h"
+#include "stack/inet/wire/seq_number.h"
 
 namespace bypass::inet {
 
@@ -25,7 +25,7 @@ bool TcpGro::extends(const Unit& unit, const TcpSegment& segment) {
   const auto& ts = h.options.timestamp;
   const auto& held_ts = held.options.timestamp;
   if (ts.has_value() != held_ts.has_value()) return false;
-  if (ts && (ts->second != held_ts->second || seq_lt(ts->first, unit.last_tsval))) return false;
+  if (ts && (ts->second != held_ts->second || timestamp_before(ts->first, unit.last_tsval))) return false;
   return true;
 }
 

@@ -59,7 +59,7 @@ class TcpGro {
   struct Unit {
     FourTuple tuple;
     TcpSegment segment;        // the first segment's header; payload of every merged one
-    uint32_t next_seq = 0;     // sequence number the next merged segment must start at
+    SeqNumber next_seq;        // sequence number the next merged segment must start at
     uint32_t segment_size = 0; // payload of the first segment: later ones may not be longer
     uint32_t last_tsval = 0;   // newest TSval merged (non-decreasing check)
     uint64_t opened = 0;       // arrival order, to deliver oldest first

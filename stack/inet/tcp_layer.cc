@@ -74,7 +74,7 @@ uint64_t TcpLayer::keyed_hash(const FourTuple& t, uint64_t extra) const {
   return mix64(h ^ extra);
 }
 
-uint32_t TcpLayer::generate_iss(const FourTuple& tuple) const {
+SeqNumber TcpLayer::generate_iss(const FourTuple& tuple) const {
   // RFC 6528 §3: ISN = M + F(localip, localport, remoteip, remoteport, secretkey), M a 4 us clock.
   uint64_t ticks = static_cast<uint64_t>(timers_.now().count() / 4000);
   return static_cast<uint32_t>(ticks + keyed_hash(tuple, 0));
@@ -321,9 +321,9 @@ bool TcpLayer::reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple,
   if (!h.has(kTcpSyn) || h.has(kTcpAck) || h.has(kTcpRst)) return false;
   auto it = listeners_.find(tuple.local_port);
   if (it == listeners_.end()) return false;
-  const bool newer_sequence = seq_gt(h.seq, old.rcv_nxt_);
+  const bool newer_sequence = h.seq > old.rcv_nxt_;
   const bool newer_timestamp =
-      old.ts_enabled_ && h.options.timestamp && seq_gt(h.options.timestamp->first, old.ts_recent_);
+      old.ts_enabled_ && h.options.timestamp && timestamp_before(old.ts_recent_, h.options.timestamp->first);
   if (!newer_sequence && !newer_timestamp) return false;
   // Without room for a real connection the SYN gets no cookie here: a cookie ISS cannot promise
   // to lie beyond the old incarnation's sequence space.
@@ -331,7 +331,7 @@ bool TcpLayer::reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple,
   if (listener->acceptable() >= settings_.tcp.accept_backlog ||
       listener->half_open_ >= settings_.tcp.syn_backlog)
     return false;
-  const uint32_t iss = old.snd_max_ + 65535u + 2u;  // as Linux: past the largest window it could have used
+  const SeqNumber iss = old.snd_max_ + 65535u + 2u;  // as Linux: past the largest window it could have used
   old.terminate(TcpError::None);                    // leaves the table (on_closed)
   ++stats_.tcp_time_wait_reopened;
   if (listener->closed_) return true;  // the SYN goes unanswered, as to any closed port mid-call
@@ -340,7 +340,7 @@ bool TcpLayer::reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple,
 }
 
 void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment,
-                          uint32_t iss) {
+                          SeqNumber iss) {
   if (listener.acceptable() >= settings_.tcp.accept_backlog) {
     ++stats_.tcp_syn_dropped_backlog;
     return;
@@ -362,7 +362,7 @@ void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegm
     TcpHeader synack;
     synack.source_port = tuple.local_port;
     synack.destination_port = tuple.remote_port;
-    synack.seq = make_cookie(tuple, segment.header.seq, counter, index);
+    synack.seq = make_cookie(tuple, segment.header.seq.raw(), counter, index);
     synack.ack = segment.header.seq + 1;
     synack.flags = kTcpSyn | kTcpAck;
     synack.window = static_cast<uint16_t>(std::min<size_t>(settings_.tcp.rcv_buffer, 65535));
@@ -385,8 +385,9 @@ uint32_t TcpLayer::make_cookie(const FourTuple& tuple, uint32_t peer_seq, uint32
 }
 
 bool TcpLayer::accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpSegment& segment) {
-  uint32_t cookie = segment.header.ack - 1;
-  uint32_t peer_seq = segment.header.seq - 1;
+  // The cookie packs bits into the sequence number's 32 (make_cookie): raw values here.
+  uint32_t cookie = (segment.header.ack - 1).raw();
+  uint32_t peer_seq = (segment.header.seq - 1).raw();
   uint32_t now_counter = static_cast<uint32_t>(timers_.now() / kCookiePeriod);
   uint8_t index = static_cast<uint8_t>((cookie >> 24) & 7);
   for (uint32_t age = 0; age < 2; ++age) {  // valid for one to two periods

@@ -122,7 +122,7 @@ class TcpLayer {
   void on_established(TcpConnection& connection);
   void on_closed(TcpConnection& connection);
   bool allow_challenge_ack();
-  uint32_t generate_iss(const FourTuple& tuple) const;
+  SeqNumber generate_iss(const FourTuple& tuple) const;
   TimerService& timers() { return timers_; }
   InetStats& stats() { return stats_; }
   uint16_t mtu() const { return device_.mtu(); }
@@ -141,7 +141,7 @@ class TcpLayer {
   // A parsed segment (or coalesced unit) to its connection or listener.
   void dispatch(const FourTuple& tuple, TcpSegment&& segment);
   // `iss`: the initial send sequence number if the SYN gets a connection (not a cookie).
-  void listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment, uint32_t iss);
+  void listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegment&& segment, SeqNumber iss);
   // A SYN that reopens a connection in TIME-WAIT: true when it was taken (the old incarnation is gone).
   bool reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple, TcpSegment& segment);
   bool accept_cookie(TcpListener& listener, const FourTuple& tuple, TcpSegment& segment);

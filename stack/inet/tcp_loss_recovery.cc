@@ -27,8 +27,8 @@ void TcpConnection::maybe_enter_recovery(TimePoint now) {
   // DupThresh duplicate ACKs, or when SACK shows a segment lost (RFC 6675 IsLost, RFC 8985
   // RACK). Duplicate ACKs alone do not when this ACK does not cover the previous recovery point.
   const bool sack_loss = sack_enabled_ && rack_.has_lost();
-  if (in_recovery_ || !seq_gt(snd_max_, snd_una_)) return;
-  if (!sack_loss && !(dupacks_ >= kDupThresh && seq_geq(snd_una_, recover_))) return;
+  if (in_recovery_ || !(snd_max_ > snd_una_)) return;
+  if (!sack_loss && !(dupacks_ >= kDupThresh && snd_una_ >= recover_)) return;
   in_recovery_ = true;
   recover_ = snd_max_;
   ++layer_.stats().tcp_fast_retransmits;
@@ -66,7 +66,7 @@ void TcpConnection::enter_rto_recovery() {
   // when that ACK already covered the recovery point nothing is left to recover, and recovery
   // entered then would never end (found by the inet fuzzer: with a zero-window probe's octet in
   // RACK's pipe, SACK recovery then sent nothing and no timer ran).
-  if (!seq_lt(snd_una_, recover_)) {
+  if (!(snd_una_ < recover_)) {
     rto_recovery_ = false;
     return;
   }

@@ -25,14 +25,14 @@ bool TcpConnection::send_next_hole() {
   // marked lost: the first one, less what is SACKed.
   const SentSegment* lost = rack_.first_lost();
   if (!lost) return false;
-  const uint32_t start = scoreboard_.skip_sacked(lost->start);
-  if (!seq_lt(start, lost->end)) return false;
-  const uint32_t sent_to = retransmit_range(start, scoreboard_.next_sacked(start, lost->end));
+  const SeqNumber start = scoreboard_.skip_sacked(lost->start);
+  if (!(start < lost->end)) return false;
+  const SeqNumber sent_to = retransmit_range(start, scoreboard_.next_sacked(start, lost->end));
   high_rxt_ = seq_max(high_rxt_, sent_to);
   return sent_to != start;
 }
 
-uint32_t TcpConnection::retransmit_range(uint32_t start, uint32_t stop) {
+SeqNumber TcpConnection::retransmit_range(SeqNumber start, SeqNumber stop) {
   // A retransmission resends octets already sent (RFC 9293 §3.8.1, RFC 6298 §5.4), never octets
   // past SND.MAX: those were never offered to the peer's window and would go out uncounted (RACK
   // would then hold them in flight for good; found by the inet stack fuzzer).
@@ -40,9 +40,9 @@ uint32_t TcpConnection::retransmit_range(uint32_t start, uint32_t stop) {
   // the RTO come here directly, and a segment sized to an SMSS the path no longer carries would be
   // refused by Ipv6Layer (RFC 8201 §5.4: retransmit in smaller packets).
   if (tuple_.is_v6()) follow_destination_mtu();
-  const uint32_t data_end = seq_min(seq_min(stop, send_end()), snd_max_);
-  const uint32_t len = seq_lt(start, data_end) ? std::min<uint32_t>(payload_limit(), data_end - start) : 0;
-  const bool fin = fin_sent() && start + len == send_end() && seq_gt(stop, send_end());
+  const SeqNumber data_end = seq_min(seq_min(stop, send_end()), snd_max_);
+  const uint32_t len = (start < data_end) ? std::min<uint32_t>(payload_limit(), data_end - start) : 0;
+  const bool fin = fin_sent() && start + len == send_end() && stop > send_end();
   if (len == 0 && !fin) return start;
   transmit(start, fin ? kTcpAck | kTcpFin : kTcpAck, send_buffer_.sub(start - data_start_, len, send_position_), true);
   if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
@@ -62,13 +62,13 @@ void TcpConnection::output() {
       if (in_pipe + mss_ > cc_->cwnd()) break;
       if (send_next_hole()) continue;
     }
-    uint32_t data_end = send_end();
-    if (seq_gt(snd_nxt_, data_end)) break;  // everything including our FIN is out
+    SeqNumber data_end = send_end();
+    if (snd_nxt_ > data_end) break;  // everything including our FIN is out
     uint32_t avail = data_end - snd_nxt_;
     uint32_t in_flight = snd_nxt_ - snd_una_;
     if (avail == 0) {
       if (fin_queued_ && snd_nxt_ == data_end) {
-        transmit(snd_nxt_, kTcpAck | kTcpFin, {}, seq_lt(snd_nxt_, snd_max_));
+        transmit(snd_nxt_, kTcpAck | kTcpFin, {}, snd_nxt_ < snd_max_);
         snd_nxt_ += 1;
         snd_max_ = seq_max(snd_max_, snd_nxt_);
         if (!rto_timer_.pending()) rto_timer_.set_after(rto_);
@@ -78,7 +78,7 @@ void TcpConnection::output() {
     uint32_t window = sack_recovery ? snd_wnd_ : std::min(cc_->cwnd(), snd_wnd_);
     uint32_t room = window > in_flight ? window - in_flight : 0;
     uint32_t limit = payload_limit();
-    bool retransmission = seq_lt(snd_nxt_, snd_max_);
+    bool retransmission = snd_nxt_ < snd_max_;
     uint32_t len = segment_length(avail, window, room, limit, retransmission);  // tcp_large_segments.cc
     if (len == 0) {
       // Zero window with nothing in flight: probe it (RFC 9293 §3.8.6.1).
@@ -115,7 +115,7 @@ void TcpConnection::build_sack_blocks(TcpOptions& options, bool with_duplicate) 
   out_of_order_.sack_blocks(options, ts_enabled_ ? 3 : 4);
 }
 
-void TcpConnection::transmit(uint32_t seq, uint8_t flags, BufferList payload, bool retransmission) {
+void TcpConnection::transmit(SeqNumber seq, uint8_t flags, BufferList payload, bool retransmission) {
   TcpHeader h;
   h.source_port = tuple_.local_port;
   h.destination_port = tuple_.remote_port;
@@ -176,16 +176,16 @@ void TcpConnection::send_ack() {
   transmit(next_new_sequence(), kTcpAck, {});
 }
 
-uint32_t TcpConnection::next_new_sequence() const {
+SeqNumber TcpConnection::next_new_sequence() const {
   const bool probing = snd_wnd_ == 0 && persist_backoff_ > 0;
-  const uint32_t next = probing ? snd_nxt_ : snd_max_;
+  const SeqNumber next = probing ? snd_nxt_ : snd_max_;
   // Never right of the peer's window (as Linux's tcp_acceptable_seq): when the window closed on
   // data we had already sent (and the peer dropped), a segment at snd_max_ is unacceptable to a
   // receiver whose window is zero (RFC 9293 §3.10.7.4: only SEG.SEQ = RCV.NXT is), so it drops
   // every ACK we send, SACK blocks included, and repairs our receive holes only by timeouts that
   // back off without end. The right edge, SND.UNA + SND.WND, is always acceptable.
-  const uint32_t right_edge = snd_una_ + snd_wnd_;
-  return seq_gt(next, right_edge) ? right_edge : next;
+  const SeqNumber right_edge = snd_una_ + snd_wnd_;
+  return (next > right_edge) ? right_edge : next;
 }
 
 void TcpConnection::send_challenge_ack() {
@@ -199,8 +199,8 @@ void TcpConnection::send_out_of_window_ack(const TcpSegment& seg) {
   // learn what arrived); one without may be half of an ACK loop, so at most one per interval.
   // A resend of data we hold entirely lies left of the window: report it (RFC 2883 D-SACK), so
   // the sender sees the retransmission (a loss probe, say) was needless.
-  const uint32_t seq = seg.header.seq, end = seq + static_cast<uint32_t>(seg.payload.length());
-  if (sack_enabled_ && seq != end && seq_leq(end, rcv_nxt_)) duplicate_block_ = {seq, end};
+  const SeqNumber seq = seg.header.seq, end = seq + static_cast<uint32_t>(seg.payload.length());
+  if (sack_enabled_ && seq != end && end <= rcv_nxt_) duplicate_block_ = {seq, end};
   const Duration interval = settings_.invalid_ack_ratelimit;
   if (seg.payload.empty() && interval > Duration::zero()) {
     const TimePoint now = layer_.timers().now();
@@ -213,7 +213,7 @@ void TcpConnection::send_out_of_window_ack(const TcpSegment& seg) {
   send_ack();
 }
 
-void TcpConnection::send_rst(uint32_t seq) {
+void TcpConnection::send_rst(SeqNumber seq) {
   ++layer_.stats().tcp_rst_sent;
   transmit(seq, kTcpRst, {});
 }
@@ -224,7 +224,7 @@ void TcpConnection::schedule_ack(bool immediate) {
 }
 
 uint32_t TcpConnection::receive_window() const {
-  return seq_gt(rcv_adv_, rcv_nxt_) ? rcv_adv_ - rcv_nxt_ : 0;
+  return (rcv_adv_ > rcv_nxt_) ? rcv_adv_ - rcv_nxt_ : 0;
 }
 
 void TcpConnection::update_advertised_window() {
@@ -232,8 +232,8 @@ void TcpConnection::update_advertised_window() {
   size_t space = settings_.rcv_buffer > queued ? settings_.rcv_buffer - queued : 0;
   space = std::min<size_t>(space, size_t{65535} << rcv_wscale_);
   space = (space >> rcv_wscale_) << rcv_wscale_;  // representable in the scaled field
-  uint32_t new_edge = rcv_nxt_ + static_cast<uint32_t>(space);
-  if (!seq_gt(new_edge, rcv_adv_)) return;  // never shrink the window (RFC 9293 §3.8.6.2.2)
+  SeqNumber new_edge = rcv_nxt_ + static_cast<uint32_t>(space);
+  if (!(new_edge > rcv_adv_)) return;  // never shrink the window (RFC 9293 §3.8.6.2.2)
   // Receiver silly-window avoidance (RFC 9293 §3.8.6.2.2): move the right edge only by at least
   // min(half the buffer, one MSS).
   uint32_t step = static_cast<uint32_t>(std::min<size_t>(settings_.rcv_buffer / 2, mss_));

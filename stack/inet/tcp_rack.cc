@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
-#include "stack/inet/tcp_seq.h"
+#include "stack/inet/wire/seq_number.h"
 
 namespace bypass::inet {
 
 namespace {
 // RFC 8985 §6.2: segment a was sent after segment b (ties broken by sequence number).
-bool sent_after(TimePoint a_time, uint32_t a_end, TimePoint b_time, uint32_t b_end) {
-  return a_time > b_time || (a_time == b_time && seq_gt(a_end, b_end));
+bool sent_after(TimePoint a_time, SeqNumber a_end, TimePoint b_time, SeqNumber b_end) {
+  return a_time > b_time || (a_time == b_time && a_end > b_end);
 }
 constexpr size_t kCompactAbove = 256;  // dead records kept before the vector is shifted down
 // The first array holds a short flight plus the splits a probe or a retransmission makes, so a
@@ -18,25 +18,25 @@ constexpr size_t kCompactAbove = 256;  // dead records kept before the vector is
 constexpr size_t kFirstCapacity = 16;
 }  // namespace
 
-void RackTlp::on_transmit(uint32_t start, uint32_t stop, TimePoint now, uint32_t tsval) {
-  if (!seq_lt(start, stop)) return;
+void RackTlp::on_transmit(SeqNumber start, SeqNumber stop, TimePoint now, uint32_t tsval) {
+  if (!(start < stop)) return;
   if (segments_.capacity() == 0) segments_.reserve(kFirstCapacity);
-  if (head_ == segments_.size() || seq_geq(start, segments_.back().end)) {
+  if (head_ == segments_.size() || start >= segments_.back().end) {
     segments_.push_back({start, stop, now, tsval});
     return;
   }
   // A retransmission (go-back after a shrinking path MTU, a hole, a probe): split so the resent
   // part has records of its own; data beyond the last record is new.
-  const uint32_t known_end = segments_.back().end;
-  if (seq_gt(stop, known_end)) {
+  const SeqNumber known_end = segments_.back().end;
+  if (stop > known_end) {
     segments_.push_back({known_end, stop, now, tsval});
     stop = known_end;
   }
   split_at(start);
   split_at(stop);
   for (SentSegment* s = begin(); s != end(); ++s) {
-    if (seq_lt(s->start, start)) continue;
-    if (seq_geq(s->start, stop)) break;
+    if (s->start < start) continue;
+    if (s->start >= stop) break;
     s->sent_at = now;
     s->tsval = tsval;
     s->retransmitted = true;
@@ -47,9 +47,9 @@ void RackTlp::on_transmit(uint32_t start, uint32_t stop, TimePoint now, uint32_t
   }
 }
 
-void RackTlp::split_at(uint32_t seq) {
-  SentSegment* s = std::find_if(begin(), end(), [&](const SentSegment& x) { return seq_gt(x.end, seq); });
-  if (s == end() || !seq_lt(s->start, seq)) return;
+void RackTlp::split_at(SeqNumber seq) {
+  SentSegment* s = std::find_if(begin(), end(), [&](const SentSegment& x) { return x.end > seq; });
+  if (s == end() || !(s->start < seq)) return;
   SentSegment tail = *s;
   tail.start = seq;
   s->end = seq;
@@ -62,10 +62,10 @@ void RackTlp::delivered(const SentSegment& s, TimePoint now, std::optional<uint3
   // Step 2: a retransmitted segment's ACK may be for the original: so it is when the echoed
   // timestamp predates the retransmission, or the sample is shorter than the minimum RTT. Taken,
   // it would make every segment sent before the retransmission look overtaken.
-  if (s.retransmitted && (rtt < min_rtt_ || (tsecr && seq_lt(*tsecr, s.tsval)))) return;
+  if (s.retransmitted && (rtt < min_rtt_ || (tsecr && timestamp_before(*tsecr, s.tsval)))) return;
   if (min_rtt_ == Duration::zero() || rtt < min_rtt_) min_rtt_ = rtt;
   // Reordering (§6.2 step 3): delivered below what was already delivered, never resent.
-  if (!s.retransmitted && have_fack_ && seq_lt(s.end, fack_)) reordering_seen_ = true;
+  if (!s.retransmitted && have_fack_ && s.end < fack_) reordering_seen_ = true;
   fack_ = have_fack_ ? seq_max(fack_, s.end) : s.end;
   have_fack_ = true;
   if (rack_xmit_ < TimePoint::zero() || sent_after(s.sent_at, s.end, rack_xmit_, rack_end_)) {
@@ -75,9 +75,9 @@ void RackTlp::delivered(const SentSegment& s, TimePoint now, std::optional<uint3
   }
 }
 
-void RackTlp::on_ack(uint32_t snd_una, const SackScoreboard& scoreboard, TimePoint now,
+void RackTlp::on_ack(SeqNumber snd_una, const SackScoreboard& scoreboard, TimePoint now,
                      std::optional<uint32_t> tsecr) {
-  while (head_ < segments_.size() && seq_leq(segments_[head_].end, snd_una)) {
+  while (head_ < segments_.size() && segments_[head_].end <= snd_una) {
     SentSegment& s = segments_[head_];
     if (!s.sacked) delivered(s, now, tsecr);
     if (s.lost) --lost_count_;
@@ -90,10 +90,10 @@ void RackTlp::on_ack(uint32_t snd_una, const SackScoreboard& scoreboard, TimePoi
     segments_.erase(segments_.begin(), segments_.begin() + static_cast<ptrdiff_t>(head_));
     head_ = 0;
   }
-  if (head_ < segments_.size() && seq_lt(segments_[head_].start, snd_una)) segments_[head_].start = snd_una;
+  if (head_ < segments_.size() && segments_[head_].start < snd_una) segments_[head_].start = snd_una;
   if (scoreboard.empty()) return;
-  const uint32_t highest = scoreboard.blocks().back().right;
-  for (SentSegment* s = begin(); s != end() && seq_lt(s->start, highest); ++s) {
+  const SeqNumber highest = scoreboard.blocks().back().right;
+  for (SentSegment* s = begin(); s != end() && s->start < highest; ++s) {
     if (s->sacked || !scoreboard.covers(s->start, s->end)) continue;
     s->sacked = true;
     if (s->lost) {
@@ -129,8 +129,8 @@ Duration RackTlp::detect_loss(TimePoint now, bool in_recovery) {
 
 void RackTlp::mark_lost_by_dupthresh(const SackScoreboard& scoreboard, uint32_t smss) {
   if (scoreboard.empty()) return;
-  const uint32_t highest = scoreboard.blocks().back().right;
-  for (SentSegment* s = begin(); s != end() && seq_lt(s->start, highest); ++s)
+  const SeqNumber highest = scoreboard.blocks().back().right;
+  for (SentSegment* s = begin(); s != end() && s->start < highest; ++s)
     if (!s->retransmitted && !s->sacked && !s->lost && scoreboard.is_lost(s->start, smss)) set_lost(*s);
 }
 
@@ -138,9 +138,9 @@ void RackTlp::mark_all_lost() {
   for (SentSegment* s = begin(); s != end(); ++s) set_lost(*s);
 }
 
-void RackTlp::mark_lost(uint32_t seq) {
+void RackTlp::mark_lost(SeqNumber seq) {
   for (SentSegment* s = begin(); s != end(); ++s)
-    if (seq_leq(s->start, seq) && seq_lt(seq, s->end)) return set_lost(*s);
+    if (s->start <= seq && seq < s->end) return set_lost(*s);
 }
 
 void RackTlp::forget_sacks() {
@@ -176,8 +176,8 @@ Duration RackTlp::probe_timeout(Duration srtt, bool have_srtt, bool single_segme
   return std::max<Duration>(pto, 10ms);
 }
 
-bool RackTlp::probe_repaired_loss(uint32_t ack, bool dsack) {
-  if (!probe_end_ || seq_lt(ack, *probe_end_)) return false;
+bool RackTlp::probe_repaired_loss(SeqNumber ack, bool dsack) {
+  if (!probe_end_ || ack < *probe_end_) return false;
   probe_end_.reset();
   return !dsack;
 }

@@ -22,7 +22,7 @@
 namespace bypass::inet {
 
 struct SentSegment {
-  uint32_t start = 0, end = 0;  // sequence range, a FIN counting as one octet
+  SeqNumber start, end;         // sequence range, a FIN counting as one octet
   TimePoint sent_at{0};         // the latest (re)transmission
   uint32_t tsval = 0;           // its RFC 7323 TSval (0 without timestamps)
   bool retransmitted = false;
@@ -35,11 +35,11 @@ class RackTlp {
   // Bookkeeping of every (re)transmitted range. Retransmissions may cover parts of earlier
   // segments: those are split so each record has one send time. Amortized, no allocation once
   // the record holds a window's worth of segments.
-  void on_transmit(uint32_t start, uint32_t end, TimePoint now, uint32_t tsval = 0);
+  void on_transmit(SeqNumber start, SeqNumber end, TimePoint now, uint32_t tsval = 0);
   // An ACK arrived: segments below `snd_una` and those `scoreboard` covers are delivered (RFC
   // 8985 §6.2 steps 1-3: RACK.xmit_ts, RACK.end_seq, RACK.rtt and reordering). `tsecr`, the
   // ACK's timestamp echo if any, tells whether a retransmitted segment's ACK is for the original.
-  void on_ack(uint32_t snd_una, const SackScoreboard& scoreboard, TimePoint now,
+  void on_ack(SeqNumber snd_una, const SackScoreboard& scoreboard, TimePoint now,
               std::optional<uint32_t> tsecr = std::nullopt);
   // RFC 8985 §6.2 step 5: marks lost what a later-sent delivered segment overtook by more than the
   // reordering window. Returns how long until the next segment may be marked (zero: none waits).
@@ -48,7 +48,7 @@ class RackTlp {
   void mark_lost_by_dupthresh(const SackScoreboard& scoreboard, uint32_t smss);
   // RFC 8985 §6.3 / RFC 6675 §5.1: after a retransmission timeout every unSACKed segment is lost.
   void mark_all_lost();
-  void mark_lost(uint32_t seq);  // the segment holding `seq`
+  void mark_lost(SeqNumber seq);  // the segment holding `seq`
   // The scoreboard was discarded (RFC 2018 §8: the receiver may renege): nothing is SACKed.
   void forget_sacks();
   void clear();
@@ -68,12 +68,12 @@ class RackTlp {
   // PTO (§7.2): 2 SRTT, plus the worst-case delayed ACK when one segment is in flight, at least
   // 10 ms (the timer granularity Linux uses too).
   static Duration probe_timeout(Duration srtt, bool have_srtt, bool single_segment_in_flight);
-  void on_probe_sent(uint32_t end_seq) { probe_end_ = end_seq; }
+  void on_probe_sent(SeqNumber end_seq) { probe_end_ = end_seq; }
   bool probe_outstanding() const { return probe_end_.has_value(); }
   // §7.4: the ACK covering the probe ends the episode; true when the probe (not the original)
   // repaired a loss, so the congestion response is due. A D-SACK of the probe says the original
   // arrived: no response.
-  bool probe_repaired_loss(uint32_t ack, bool dsack);
+  bool probe_repaired_loss(SeqNumber ack, bool dsack);
   void cancel_probe() { probe_end_.reset(); }
 
  private:
@@ -81,7 +81,7 @@ class RackTlp {
   SentSegment* end() { return segments_.data() + segments_.size(); }
   const SentSegment* begin() const { return segments_.data() + head_; }
   const SentSegment* end() const { return segments_.data() + segments_.size(); }
-  void split_at(uint32_t seq);
+  void split_at(SeqNumber seq);
   void delivered(const SentSegment& s, TimePoint now, std::optional<uint32_t> tsecr);
   void set_lost(SentSegment& s);
 
@@ -90,13 +90,13 @@ class RackTlp {
   size_t lost_count_ = 0;
   // RFC 8985 §6.1 per-connection state.
   TimePoint rack_xmit_{-1};
-  uint32_t rack_end_ = 0;
+  SeqNumber rack_end_;
   Duration rack_rtt_{0};
   Duration min_rtt_{0};
-  uint32_t fack_ = 0;  // highest delivered sequence number (RACK.fack)
+  SeqNumber fack_;  // highest delivered sequence number (RACK.fack)
   bool have_fack_ = false;
   bool reordering_seen_ = false;
-  std::optional<uint32_t> probe_end_;  // TLP.end_seq while a probe is outstanding
+  std::optional<SeqNumber> probe_end_;  // TLP.end_seq while a probe is outstanding
 };
 
 }  // namespace bypass::inet

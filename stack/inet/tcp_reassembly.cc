@@ -2,32 +2,32 @@
 
 #include <algorithm>
 
-#include "stack/inet/tcp_seq.h"
+#include "stack/inet/wire/seq_number.h"
 
 namespace bypass::inet {
 
-void ReassemblyQueue::insert(uint32_t seq, BufferList&& data, bool fin) {
-  uint32_t end = seq + static_cast<uint32_t>(data.length());
-  auto it = std::find_if(segments_.begin(), segments_.end(), [&](const Segment& e) { return seq_gt(e.seq, seq); });
+void ReassemblyQueue::insert(SeqNumber seq, BufferList&& data, bool fin) {
+  SeqNumber end = seq + static_cast<uint32_t>(data.length());
+  auto it = std::find_if(segments_.begin(), segments_.end(), [&](const Segment& e) { return e.seq > seq; });
   // Trim against the predecessor (entries never overlap each other).
   if (it != segments_.begin()) {
     const Segment& prev = *std::prev(it);
-    uint32_t prev_end = prev.end();
-    if (seq_geq(prev_end, end)) {
+    SeqNumber prev_end = prev.end();
+    if (prev_end >= end) {
       if (!fin || prev.fin || prev_end != end) return;  // nothing new
       std::prev(it)->fin = true;
       last_block_ = {prev.seq, prev_end};
       return;
     }
-    if (seq_gt(prev_end, seq)) {
+    if (prev_end > seq) {
       data.trim_front(prev_end - seq);
       seq = prev_end;
     }
   }
   // Drop successors the new data covers; cut the new data before a partial overlap.
-  while (it != segments_.end() && seq_lt(it->seq, end)) {
-    uint32_t it_end = it->end();
-    if (seq_leq(it_end, end) && !(it->fin && it_end == end && !fin)) {
+  while (it != segments_.end() && it->seq < end) {
+    SeqNumber it_end = it->end();
+    if (it_end <= end && !(it->fin && it_end == end && !fin)) {
       fin = fin || (it->fin && it_end == end);
       it = segments_.erase(it);
       continue;
@@ -43,12 +43,12 @@ void ReassemblyQueue::insert(uint32_t seq, BufferList&& data, bool fin) {
   segments_.insert(it, Segment{seq, std::move(data), fin});
 }
 
-bool ReassemblyQueue::drain(uint32_t& rcv_nxt, bool fin, BufferList* sink, uint64_t& delivered) {
+bool ReassemblyQueue::drain(SeqNumber& rcv_nxt, bool fin, BufferList* sink, uint64_t& delivered) {
   size_t taken = 0;
-  for (; !fin && taken < segments_.size() && seq_leq(segments_[taken].seq, rcv_nxt); ++taken) {
+  for (; !fin && taken < segments_.size() && segments_[taken].seq <= rcv_nxt; ++taken) {
     Segment& e = segments_[taken];
-    uint32_t e_end = e.end();
-    if (seq_gt(e_end, rcv_nxt)) {
+    SeqNumber e_end = e.end();
+    if (e_end > rcv_nxt) {
       e.data.trim_front(rcv_nxt - e.seq);
       rcv_nxt = e_end;
       delivered += e.data.length();
@@ -72,7 +72,7 @@ void ReassemblyQueue::sack_blocks(TcpOptions& options, size_t max_blocks) const 
   for (size_t last = segments_.size(); last > 0 && options.sack_count < max_blocks;) {
     auto [start, block] = block_ending_at(last - 1);
     last = start;
-    if (seq_leq(block.left, last_block_.left) && seq_geq(block.right, last_block_.right) && block.left != block.right) {
+    if (block.left <= last_block_.left && block.right >= last_block_.right && block.left != block.right) {
       options.sack_blocks[options.sack_count++] = block;
       break;
     }

@@ -17,10 +17,10 @@ class ReassemblyQueue {
 
   // Keeps `data` (and a FIN after it) received at `seq` beyond RCV.NXT, trimmed against what is
   // already queued; drops it when the queue is full (the sender will retransmit).
-  void insert(uint32_t seq, BufferList&& data, bool fin);
+  void insert(SeqNumber seq, BufferList&& data, bool fin);
   // Moves what `rcv_nxt` now reaches to `sink` (dropped if null: nobody reads any more), advancing
   // `rcv_nxt` and `delivered`. Returns whether an in-order FIN was reached (`fin`: already).
-  bool drain(uint32_t& rcv_nxt, bool fin, BufferList* sink, uint64_t& delivered);
+  bool drain(SeqNumber& rcv_nxt, bool fin, BufferList* sink, uint64_t& delivered);
   // Appends SACK blocks after those already in `options`, up to `max_blocks` in all: the block
   // holding the most recent arrival first, then the others from the highest down (RFC 2018 §4).
   void sack_blocks(TcpOptions& options, size_t max_blocks) const;
@@ -31,10 +31,10 @@ class ReassemblyQueue {
 
  private:
   struct Segment {
-    uint32_t seq;
+    SeqNumber seq;
     BufferList data;
     bool fin;
-    uint32_t end() const { return seq + static_cast<uint32_t>(data.length()); }
+    SeqNumber end() const { return seq + static_cast<uint32_t>(data.length()); }
   };
   std::vector<Segment> segments_;  // sorted by seq, non-overlapping
   SackBlock last_block_{};         // the most recent arrival (RFC 2018 §4)

@@ -16,20 +16,20 @@ class SackScoreboard {
 
   // Adds the SACK blocks of an ACK. Blocks that are inverted, at or below `snd_una` (D-SACK,
   // RFC 2883) or beyond `snd_max` are ignored (RFC 2018 §4). Returns whether any block was taken.
-  bool update(const TcpOptions& options, uint32_t snd_una, uint32_t snd_max);
+  bool update(const TcpOptions& options, SeqNumber snd_una, SeqNumber snd_max);
   // SND.UNA moved: forget what it covers.
-  void advance(uint32_t snd_una);
+  void advance(SeqNumber snd_una);
   void clear() { blocks_.clear(); }
 
   // RFC 6675 §4 IsLost: DupThresh discontiguous SACKed blocks above `seq`, or more than
   // (DupThresh - 1) * SMSS SACKed bytes above it.
-  bool is_lost(uint32_t seq, uint32_t smss) const;
+  bool is_lost(SeqNumber seq, uint32_t smss) const;
   // Whether every octet of [start, end) is SACKed.
-  bool covers(uint32_t start, uint32_t end) const;
+  bool covers(SeqNumber start, SeqNumber end) const;
   // The first octet at or after `seq` that is not SACKed.
-  uint32_t skip_sacked(uint32_t seq) const;
+  SeqNumber skip_sacked(SeqNumber seq) const;
   // The left edge of the first SACKed block above `seq`, or `limit` if none lies below it.
-  uint32_t next_sacked(uint32_t seq, uint32_t limit) const;
+  SeqNumber next_sacked(SeqNumber seq, SeqNumber limit) const;
 
   bool empty() const { return blocks_.empty(); }
   size_t size() const { return blocks_.size(); }

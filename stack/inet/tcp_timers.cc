@@ -43,7 +43,7 @@ void TcpConnection::on_retransmission_timeout() {
   // RFC 5681 §3.1 eq. 4 and RFC 6582 §4: collapse the window, remember the recovery point.
   const uint32_t cwnd_before = cc_->cwnd(), ssthresh_before = cc_->ssthresh();
   // RFC 5682 §2.1 step 1: no F-RTO while an earlier timeout's recovery is unfinished.
-  const bool judge_spurious = !(rto_recovery_ && seq_gt(recover_, snd_una_));
+  const bool judge_spurious = !(rto_recovery_ && recover_ > snd_una_);
   cc_->on_timeout(flight_size(), layer_.timers().now());
   recover_ = snd_max_;
   dupacks_ = 0;
@@ -65,7 +65,7 @@ void TcpConnection::on_retransmission_timeout() {
       // RFC 5682 §2.1 step 1: resend the first unacknowledged segment only, then let the next
       // two ACKs tell whether the timeout was spurious.
       in_recovery_ = false;
-      const uint32_t sent_to = retransmit_range(snd_una_, snd_una_ + payload_limit());
+      const SeqNumber sent_to = retransmit_range(snd_una_, snd_una_ + payload_limit());
       frto_.start(cwnd_before, ssthresh_before, sent_to, recover_);
     } else {
       enter_rto_recovery();
@@ -123,9 +123,9 @@ void TcpConnection::on_loss_probe() {
   } else {
     const SentSegment* last = rack_.last();
     if (!last) return;
-    const uint32_t data_end = seq_min(last->end, send_end());
-    uint32_t start = last->start;
-    if (seq_lt(start, data_end) && data_end - start > payload_limit()) start = data_end - payload_limit();
+    const SeqNumber data_end = seq_min(last->end, send_end());
+    SeqNumber start = last->start;
+    if (start < data_end && data_end - start > payload_limit()) start = data_end - payload_limit();
     if (retransmit_range(start, last->end) == start) return;
   }
   ++layer_.stats().tcp_loss_probes;
@@ -136,7 +136,7 @@ void TcpConnection::on_loss_probe() {
 void TcpConnection::on_persist_timeout() {
   // Nothing to probe with once every octet is out: a timer armed before our FIN may fire after
   // it was sent and acknowledged (FIN-WAIT-2, snd_nxt one past the data), found by the fuzzer.
-  if (snd_wnd_ != 0 || snd_nxt_ != snd_una_ || seq_geq(snd_nxt_, send_end())) return output();
+  if (snd_wnd_ != 0 || snd_nxt_ != snd_una_ || snd_nxt_ >= send_end()) return output();
   // A receiver may keep its window closed for as long as it answers the probes (RFC 9293
   // §3.8.6.1, RFC 1122 §4.2.2.17); one that stops answering is gone, and probing it forever would
   // hold the connection (and its unsent data) for good. Give up as the retransmission timer does.

@@ -89,8 +89,8 @@ void TcpHeader::emit(uint8_t* out) const {
   size_t hlen = emitted_length();
   store_be16(out, source_port);
   store_be16(out + 2, destination_port);
-  store_be32(out + 4, seq);
-  store_be32(out + 8, ack);
+  store_be32(out + 4, seq.raw());
+  store_be32(out + 8, ack.raw());
   out[12] = static_cast<uint8_t>((hlen / 4) << 4);
   out[13] = flags;
   store_be16(out + 14, window);
@@ -120,8 +120,8 @@ void TcpHeader::emit(uint8_t* out) const {
     p[0] = kNop; p[1] = kNop; p[2] = kSack; p[3] = static_cast<uint8_t>(2 + 8 * options.sack_count);
     p += 4;
     for (size_t i = 0; i < options.sack_count; ++i) {
-      store_be32(p, options.sack_blocks[i].left);
-      store_be32(p + 4, options.sack_blocks[i].right);
+      store_be32(p, options.sack_blocks[i].left.raw());
+      store_be32(p + 4, options.sack_blocks[i].right.raw());
       p += 8;
     }
   }

@@ -7,6 +7,7 @@
 
 #include "base/buffer_list.h"
 #include "stack/inet/wire/bytes.h"
+#include "stack/inet/wire/seq_number.h"
 
 namespace bypass::inet {
 
@@ -16,8 +17,8 @@ enum TcpFlags : uint8_t {
 };
 
 struct SackBlock {
-  uint32_t left = 0;   // first sequence number of the block
-  uint32_t right = 0;  // sequence number just after the block
+  SeqNumber left;   // first sequence number of the block
+  SeqNumber right;  // sequence number just after the block
   bool operator==(const SackBlock&) const = default;
 };
 
@@ -38,8 +39,8 @@ struct TcpHeader {
   static constexpr size_t kMaxLength = 60;
   uint16_t source_port = 0;
   uint16_t destination_port = 0;
-  uint32_t seq = 0;
-  uint32_t ack = 0;
+  SeqNumber seq;
+  SeqNumber ack;
   uint8_t header_length = kMinLength;  // data offset in bytes
   uint8_t flags = 0;
   uint16_t window = 0;

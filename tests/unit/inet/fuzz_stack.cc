@@ -70,8 +70,8 @@ class Input {
 // segments that are in sequence (or just outside it).
 struct Track {
   uint16_t local_port = 0, remote_port = 0;
-  uint32_t snd_nxt = 0;  // one past the highest sequence number we sent (SYN and FIN count)
-  uint32_t rcv_nxt = 0;  // our last acknowledgement
+  SeqNumber snd_nxt;     // one past the highest sequence number we sent (SYN and FIN count)
+  SeqNumber rcv_nxt;     // our last acknowledgement
   uint32_t ts_val = 0;   // our last timestamp value (the peer echoes it)
   bool valid = false;
 };
@@ -95,8 +95,8 @@ class CaptureDevice : public PacketDevice {
     if (TcpHeader::parse(l4, l4_len, tcp) != nullptr) return;
     const uint32_t payload = static_cast<uint32_t>(l4_len - tcp.header_length);
     Track& t = track_for(tcp.source_port, tcp.destination_port);
-    const uint32_t end = tcp.seq + payload + (tcp.has(kTcpSyn) ? 1 : 0) + (tcp.has(kTcpFin) ? 1 : 0);
-    if (!t.valid || static_cast<int32_t>(end - t.snd_nxt) > 0) t.snd_nxt = end;
+    const SeqNumber end = tcp.seq + payload + (tcp.has(kTcpSyn) ? 1 : 0) + (tcp.has(kTcpFin) ? 1 : 0);
+    if (!t.valid || end > t.snd_nxt) t.snd_nxt = end;
     if (tcp.has(kTcpAck)) t.rcv_nxt = tcp.ack;
     if (tcp.options.timestamp) t.ts_val = tcp.options.timestamp->first;
     t.valid = true;
@@ -200,8 +200,8 @@ void send_tcp(InetStack& stack, CaptureDevice& device, Input& in) {
   h.flags = in.u8();
   const uint8_t numbering = in.u8();
   const auto delta = static_cast<int32_t>(static_cast<int8_t>(in.u8())) * ((numbering & 0x40) ? 1000 : 1);
-  const uint32_t expected_seq = track ? track->rcv_nxt : 1000;
-  const uint32_t expected_ack = track ? track->snd_nxt : 0;
+  const SeqNumber expected_seq = track ? track->rcv_nxt : SeqNumber(1000);
+  const SeqNumber expected_ack = track ? track->snd_nxt : SeqNumber(0);
   switch (numbering & 3) {
     case 0: h.seq = expected_seq + static_cast<uint32_t>(delta); break;
     case 1: h.seq = in.u32(); break;
@@ -223,7 +223,7 @@ void send_tcp(InetStack& stack, CaptureDevice& device, Input& in) {
   if ((options & 0x10) && !h.options.mss && !h.options.window_scale) {
     h.options.sack_count = static_cast<uint8_t>(1 + in.u8() % (h.options.timestamp ? 3 : 4));
     for (uint8_t i = 0; i < h.options.sack_count; ++i) {
-      const uint32_t left = expected_ack - static_cast<uint32_t>(in.u16());
+      const SeqNumber left = expected_ack - static_cast<uint32_t>(in.u16());
       h.options.sack_blocks[i] = {left, left + in.u16()};
     }
   }
@@ -231,7 +231,7 @@ void send_tcp(InetStack& stack, CaptureDevice& device, Input& in) {
   std::vector<uint8_t> segment(h.emitted_length() + payload_length);
   h.emit(segment.data());
   for (size_t i = 0; i < payload_length; ++i)
-    segment[h.emitted_length() + i] = static_cast<uint8_t>(h.seq + i);
+    segment[h.emitted_length() + i] = static_cast<uint8_t>((h.seq + i).raw());
   if (!(options & 0x40)) {
     BufferList bytes;
     bytes.append_copy(segment.data(), segment.size());
@@ -279,7 +279,7 @@ void send_icmp(InetStack& stack, CaptureDevice& device, Input& in) {
     quoted.emit(q.data(), true);
     store_be16(q.data() + 20, track ? track->local_port : in.u16());
     store_be16(q.data() + 22, track ? track->remote_port : in.u16());
-    store_be32(q.data() + 24, track ? track->snd_nxt - (in.u8() & 1) : in.u32());
+    store_be32(q.data() + 24, track ? (track->snd_nxt - (in.u8() & 1)).raw() : in.u32());
     if (how & 16) q.resize(in.u8() % q.size());
     body.append_copy(q.data(), q.size());
   }

@@ -18,6 +18,11 @@
 #include "stack/inet/wire/tcp.h"
 #include "stack/inet/wire/tcp_segmentation.h"
 
+namespace bypass::inet {
+// gtest prints a sequence number as its value.
+inline void PrintTo(SeqNumber s, std::ostream* os) { *os << s.raw(); }
+}  // namespace bypass::inet
+
 namespace bypass::inet::test {
 
 using namespace std::chrono_literals;

@@ -177,7 +177,7 @@ TEST(TcpRecovery, SackRetransmitsOnlyTheHoles) {
     if (x.from != 0 || x.payload == 0) return false;
     ++data_segments;
     if ((data_segments == 5 || data_segments == 9 || data_segments == 20) &&
-        dropped.insert(x.header.seq).second)
+        dropped.insert(x.header.seq.raw()).second)
       return true;
     return false;
   });
@@ -195,7 +195,7 @@ TEST(TcpRecovery, SackRetransmitsOnlyTheHoles) {
   EXPECT_EQ(client->retransmitted_bytes() - before, 3u * client->send_mss());
   std::multiset<uint32_t> sent_seqs;
   for (const SeenSegment& x : seen)
-    if (x.from == 0 && x.payload > 0) sent_seqs.insert(x.header.seq);
+    if (x.from == 0 && x.payload > 0) sent_seqs.insert(x.header.seq.raw());
   for (uint32_t seq : dropped) EXPECT_EQ(sent_seqs.count(seq), 2u);
   size_t resent = 0;
   for (uint32_t seq : std::set<uint32_t>(sent_seqs.begin(), sent_seqs.end()))
@@ -260,7 +260,7 @@ TEST(TcpRecovery, ScoreboardSurvivesTheRetransmissionTimeout) {
   WarmPair w(34);
   ASSERT_TRUE(w.warm);
   std::vector<SeenSegment> seen;
-  std::optional<uint32_t> first;
+  std::optional<SeqNumber> first;
   const uint64_t timeouts = w.client->timeouts();
   record_segments(w.hosts, seen, [&](const SeenSegment& x) {
     if (x.from != 0 || x.payload == 0) return false;
@@ -272,7 +272,7 @@ TEST(TcpRecovery, ScoreboardSurvivesTheRetransmissionTimeout) {
   ASSERT_EQ(w.client->timeouts(), timeouts + 2);
   std::map<uint32_t, int> sends;
   for (const SeenSegment& x : seen)
-    if (x.from == 0 && x.payload > 0) ++sends[x.header.seq];
+    if (x.from == 0 && x.payload > 0) ++sends[x.header.seq.raw()];
   EXPECT_EQ(sends.size(), 20u);
   for (const auto& [seq, count] : sends) {
     const bool hole = seq == *first || seq == *first + 9 * w.client->send_mss();
@@ -363,15 +363,15 @@ TEST(TcpRecovery, TimeoutResendsOnlyOctetsAlreadySent) {
   }, 60s)) << received.length() << " of " << kTotal << ": " << client->describe();
   EXPECT_EQ(first_mismatch(received, 0), -1);
   EXPECT_GE(client->timeouts(), 1u);
-  uint32_t sent_to = 0;
+  SeqNumber sent_to;
   bool any = false;
   for (const SeenSegment& x : seen) {
     if (x.from != 0 || x.payload == 0) continue;
-    const uint32_t end = x.header.seq + static_cast<uint32_t>(x.payload);
-    if (any && seq_lt(x.header.seq, sent_to)) {
-      EXPECT_TRUE(seq_leq(end, sent_to)) << "a resend ran " << end - sent_to << " octets past what had been sent";
+    const SeqNumber end = x.header.seq + static_cast<uint32_t>(x.payload);
+    if (any && x.header.seq < sent_to) {
+      EXPECT_TRUE(end <= sent_to) << "a resend ran " << end - sent_to << " octets past what had been sent";
     }
-    if (!any || seq_gt(end, sent_to)) sent_to = end;
+    if (!any || end > sent_to) sent_to = end;
     any = true;
   }
   hosts.wire.tap = nullptr;
@@ -606,13 +606,13 @@ TEST(TcpListen, NewSynReopensTimeWaitAndOldDuplicateDoesNot) {
     if (!server) server = listener->accept();
     return server && client->established();
   }, 5s));
-  const uint32_t client_first_iss = client->initial_send_sequence();
+  const SeqNumber client_first_iss = client->initial_send_sequence();
   server->close();  // the server closes first: it holds the TIME-WAIT
   ASSERT_TRUE(hosts.run_until([&] { return client->end_of_stream(); }, 5s));
   client->close();
   ASSERT_TRUE(hosts.run_until([&] { return client->state() == TcpState::Closed; }, 5s));
   ASSERT_EQ(server->state(), TcpState::TimeWait);
-  const uint32_t old_server_iss = server->initial_send_sequence();
+  const SeqNumber old_server_iss = server->initial_send_sequence();
 
   // An old duplicate of the first SYN: not beyond what the old incarnation received. (Its
   // challenge ACK is kept from the client, whose reset would end the TIME-WAIT: RFC 5961 §4.)
@@ -646,7 +646,7 @@ TEST(TcpListen, NewSynReopensTimeWaitAndOldDuplicateDoesNot) {
   EXPECT_EQ(server->state(), TcpState::Closed);
   EXPECT_EQ(again->retransmitted_segments(), 0u);
   // The new incarnation's sequence space starts beyond the old one's.
-  EXPECT_TRUE(seq_gt(server_again->initial_send_sequence(), old_server_iss + 65535u));
+  EXPECT_TRUE(server_again->initial_send_sequence() > old_server_iss + 65535u);
   TransferResult r = transfer(hosts, again, server_again, 64 * 1024, 10s);
   EXPECT_TRUE(r.complete);
 }
@@ -683,7 +683,7 @@ TEST(TcpPath, FragmentationNeededLowersMss) {
   inner.emit(quoted.data(), true);
   store_be16(quoted.data() + 20, first.header.source_port);
   store_be16(quoted.data() + 22, first.header.destination_port);
-  store_be32(quoted.data() + 24, first.header.seq);
+  store_be32(quoted.data() + 24, first.header.seq.raw());
   BufferList body;
   body.append_copy(quoted.data(), quoted.size());
   std::vector<uint8_t> frame(14 + 20 + 8 + quoted.size());

@@ -35,12 +35,12 @@ class GroTable : public ::testing::Test {
     gro.receive(connection(port), std::move(s), coalescable);
   }
   // Units delivered so far as (first seq, wire segments) pairs.
-  std::vector<std::pair<uint32_t, uint16_t>> units() const {
-    std::vector<std::pair<uint32_t, uint16_t>> out;
+  std::vector<std::pair<SeqNumber, uint16_t>> units() const {
+    std::vector<std::pair<SeqNumber, uint16_t>> out;
     for (const Delivered& d : delivered) out.emplace_back(d.segment.header.seq, d.segment.segments);
     return out;
   }
-  using Units = std::vector<std::pair<uint32_t, uint16_t>>;
+  using Units = std::vector<std::pair<SeqNumber, uint16_t>>;
 
   InetStats stats;
   std::vector<Delivered> delivered;
@@ -328,7 +328,8 @@ class GroStack : public ::testing::Test {
   std::unique_ptr<TwoHosts> hosts;
   std::shared_ptr<TcpConnection> client, server;
   std::vector<SeenSegment> seen;
-  uint32_t server_next = 0, client_ack_point = 0, mss = 0;
+  SeqNumber server_next, client_ack_point;
+  uint32_t mss = 0;
   uint16_t client_window = 0;
 };
 

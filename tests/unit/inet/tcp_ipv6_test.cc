@@ -78,11 +78,11 @@ void inject(InetStack& stack, const Bytes& frame) {
 
 // A Packet Too Big from b's address to a, quoting an IPv6/TCP header of a's connection `c`
 // with sequence number `seq` (RFC 4443 §3.2).
-Bytes packet_too_big(TwoHosts& hosts, const TcpConnection& c, uint32_t seq, uint32_t mtu, uint16_t port_offset = 0) {
+Bytes packet_too_big(TwoHosts& hosts, const TcpConnection& c, SeqNumber seq, uint32_t mtu, uint16_t port_offset = 0) {
   Bytes tcp(20);
   store_be16(tcp.data(), static_cast<uint16_t>(c.tuple().local_port + port_offset));
   store_be16(tcp.data() + 2, c.tuple().remote_port);
-  store_be32(tcp.data() + 4, seq);
+  store_be32(tcp.data() + 4, seq.raw());
   tcp[12] = 5 << 4;
   tcp[13] = kTcpAck;
   tcp.resize(1200);  // a quote of a full-sized segment: header and the start of its payload
@@ -368,7 +368,7 @@ TEST(TcpIpv6Test, PacketTooBigOutsideTheWindowIsIgnored) {
   ASSERT_TRUE(client && server);
   const uint32_t mss = client->send_mss();
   const uint64_t resent = client->retransmitted_segments();
-  const uint32_t una = client->initial_send_sequence() + 1;
+  const SeqNumber una = client->initial_send_sequence() + 1;
   const Ipv6Address& b = hosts.settings_b.ipv6.address;
   // Beyond SND.NXT, and before SND.UNA: both ignored (RFC 5927 §4.1), the destination's path MTU
   // included (the table is shared by every connection to b: checked before it changes).
@@ -446,7 +446,7 @@ TEST(TcpIpv6Test, PacketTooBigIsClampedTo1280AndNeverRaisesTheMss) {
   TwoHosts hosts(109, dual_stack());
   auto [client, server] = connect6_with_flight(hosts);
   ASSERT_TRUE(client && server);
-  const uint32_t una = client->initial_send_sequence() + 1;
+  const SeqNumber una = client->initial_send_sequence() + 1;
   const Ipv6Address& b = hosts.settings_b.ipv6.address;
   inject(*hosts.a, packet_too_big(hosts, *client, una, 600));
   EXPECT_EQ(hosts.a->ipv6().path_mtu(b), 1280u);
@@ -468,16 +468,16 @@ TEST(TcpIpv6Test, DestinationUnreachablePortEndsAConnectionAttempt) {
   hosts.run_for(1ms);
   const Ipv6Address& a = hosts.settings_a.ipv6.address;
   const Ipv6Address& b = hosts.settings_b.ipv6.address;
-  auto unreachable = [&](uint8_t code, uint32_t seq) {
+  auto unreachable = [&](uint8_t code, SeqNumber seq) {
     Bytes tcp(20);
     store_be16(tcp.data(), client->tuple().local_port);
     store_be16(tcp.data() + 2, 80);
-    store_be32(tcp.data() + 4, seq);
+    store_be32(tcp.data() + 4, seq.raw());
     return ethernet(mac_of(1), mac_of(2),
                     ipv6(b, a, kIpv6Icmpv6, icmpv6(b, a, Icmpv6Header::kDestinationUnreachable, code, 0,
                                                    ipv6(a, b, kIpv6Tcp, tcp))));
   };
-  const uint32_t iss = client->initial_send_sequence();
+  const SeqNumber iss = client->initial_send_sequence();
   inject(*hosts.a, unreachable(Icmpv6Header::kNoRoute, iss));  // soft (RFC 4443 §3.1 code 0)
   EXPECT_EQ(client->state(), TcpState::SynSent);
   inject(*hosts.a, unreachable(Icmpv6Header::kPortUnreachable, iss + 100));  // not in flight

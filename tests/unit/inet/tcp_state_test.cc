@@ -3,6 +3,7 @@
 #include <map>
 
 #include "tests/unit/inet/harness.h"
+#include "tests/unit/inet/tcp_state_builder.h"
 
 namespace bypass::inet::test {
 namespace {
@@ -190,41 +191,85 @@ TEST(TcpStates, SimultaneousOpen) {
 // RFC 9293 §3.10.4: a close in SYN-RECEIVED is "queued for processing after entering ESTABLISHED
 // state". Here the ACK that establishes x carries the peer's FIN too: the queued close must send
 // x's FIN on entering ESTABLISHED (FIN-WAIT-1, then CLOSING on the peer's FIN), not leave x in
-// CLOSE-WAIT for good with its FIN never sent, as the inet fuzzer found. The peer is played by
-// hand: b's stack hears nothing.
+// CLOSE-WAIT for good with its FIN never sent, as the inet fuzzer found.
 TEST(TcpStates, CloseInSynReceivedWhenTheEstablishingAckCarriesFin) {
   TwoHosts hosts(5, quick_settings());
-  hosts.a->arp().learn(ip_of(2), mac_of(2));
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen, [](const SeenSegment& s) { return s.from == 0; });
-  auto x = hosts.a->tcp().connect(ip_of(2), 6000, 5000);
-  ASSERT_TRUE(x);
-  hosts.run_for(1ms);
-  ASSERT_FALSE(seen.empty());
-  const uint32_t x_iss = seen.front().header.seq, peer_iss = 7000;
-  TcpHeader h;
-  h.source_port = 6000;  // connect(remote, remote_port 6000, local_port 5000)
-  h.destination_port = 5000;
-  h.seq = peer_iss;
-  h.flags = kTcpSyn;  // simultaneous open: the peer's SYN crosses ours
-  h.window = 65535;
-  hosts.a->receive(craft_to_a(h));
+  const Tcb tcb = Tcb::in(TcpState::SynReceived);
+  PeerByHand peer(hosts, tcb);
+  const auto& x = peer.connection;
   ASSERT_EQ(x->state(), TcpState::SynReceived);
   x->shutdown_write();
-  h.seq = peer_iss + 1;
-  h.ack = x_iss + 1;
-  h.flags = kTcpAck | kTcpFin;
-  hosts.a->receive(craft_to_a(h));
+  TcpHeader h = peer.segment(kTcpAck | kTcpFin, tcb.rcv_nxt);  // acknowledges our SYN
+  peer.send(h);
   EXPECT_EQ(x->state(), TcpState::Closing) << x->describe();
   hosts.run_for(1ms);
-  ASSERT_TRUE(std::any_of(seen.begin(), seen.end(), [&](const SeenSegment& s) {
-    return s.header.has(kTcpFin) && s.header.seq == x_iss + 1 && s.header.ack == peer_iss + 2;
+  ASSERT_TRUE(std::any_of(peer.seen.begin(), peer.seen.end(), [&](const SeenSegment& s) {
+    return s.header.has(kTcpFin) && s.header.seq == tcb.iss + 1 && s.header.ack == tcb.rcv_nxt + 1;
   })) << "x sent no FIN acknowledging the peer's";
-  h.seq = peer_iss + 2;
-  h.ack = x_iss + 2;
+  h.seq = tcb.rcv_nxt + 1;
+  h.ack = tcb.iss + 2;
   h.flags = kTcpAck;
-  hosts.a->receive(craft_to_a(h));
+  peer.send(h);
   EXPECT_EQ(x->state(), TcpState::TimeWait);
+}
+
+// One rule each, from a state built directly (tcp_state_builder.h).
+// RFC 9293 §3.10.7.4 fifth, SYN-RECEIVED: an ACK outside SND.UNA < SEG.ACK =< SND.NXT gets
+// <SEQ=SEG.ACK><CTL=RST>.
+TEST(TcpStates, UnacceptableAckInSynReceivedIsReset) {
+  TwoHosts hosts;
+  const Tcb tcb = Tcb::in(TcpState::SynReceived);
+  PeerByHand peer(hosts, tcb);
+  TcpHeader h = peer.segment(kTcpAck, tcb.rcv_nxt);
+  h.ack = tcb.iss + 500;
+  peer.send(h);
+  hosts.run_for(1ms);
+  ASSERT_EQ(peer.seen.size(), 1u);
+  EXPECT_TRUE(peer.seen[0].header.has(kTcpRst));
+  EXPECT_EQ(peer.seen[0].header.seq, tcb.iss + 500);
+  EXPECT_EQ(peer.connection->state(), TcpState::SynReceived);
+}
+
+// RFC 9293 §3.10.7.4 fifth, FIN-WAIT-1: "if the FIN segment is now acknowledged, then enter
+// FIN-WAIT-2".
+TEST(TcpStates, AckOfOurFinMovesFinWait1ToFinWait2) {
+  TwoHosts hosts;
+  const Tcb tcb = Tcb::in(TcpState::FinWait1);
+  PeerByHand peer(hosts, tcb);
+  peer.send(peer.segment(kTcpAck, tcb.rcv_nxt));  // acknowledges snd_nxt, the FIN included
+  EXPECT_EQ(peer.connection->state(), TcpState::FinWait2);
+}
+
+// RFC 9293 §3.10.7.4 fifth, LAST-ACK: "If our FIN is now acknowledged, delete the TCB, enter
+// the CLOSED state".
+TEST(TcpStates, AckOfOurFinClosesLastAck) {
+  TwoHosts hosts;
+  const Tcb tcb = Tcb::in(TcpState::LastAck);
+  PeerByHand peer(hosts, tcb);
+  TcpHeader h = peer.segment(kTcpAck, tcb.rcv_nxt);
+  h.ack = tcb.snd_nxt - 1;  // the data, not the FIN: still LAST-ACK
+  peer.send(h);
+  EXPECT_EQ(peer.connection->state(), TcpState::LastAck);
+  peer.send(peer.segment(kTcpAck, tcb.rcv_nxt));
+  EXPECT_EQ(peer.connection->state(), TcpState::Closed);
+  EXPECT_EQ(peer.connection->error(), TcpError::None);
+  EXPECT_EQ(hosts.a->tcp().connection_count(), 0u);
+}
+
+// RFC 9293 §3.10.7.4 eighth, TIME-WAIT: a retransmitted FIN is acknowledged and restarts the
+// 2 MSL timeout.
+TEST(TcpStates, RetransmittedFinRestartsTimeWait) {
+  TwoHosts hosts(1, quick_settings());
+  const Tcb tcb = Tcb::in(TcpState::TimeWait);
+  PeerByHand peer(hosts, tcb);
+  hosts.run_for(1500ms);  // of the 2 s wait
+  peer.send(peer.segment(kTcpAck | kTcpFin, tcb.rcv_nxt - 1));
+  EXPECT_EQ(peer.acks_received(), 1u);
+  EXPECT_EQ(peer.seen.at(0).header.ack, tcb.rcv_nxt);
+  hosts.run_for(1500ms);
+  EXPECT_EQ(peer.connection->state(), TcpState::TimeWait);
+  hosts.run_for(600ms);
+  EXPECT_EQ(peer.connection->state(), TcpState::Closed);
 }
 
 TEST(TcpStates, SimultaneousClose) {
@@ -292,47 +337,26 @@ TEST(TcpStates, CloseWithUnreadDataResets) {
   EXPECT_EQ(client->error(), TcpError::Reset);
 }
 
+// Each test: a client in ESTABLISHED (timestamps and SACK on, nothing in flight), one crafted
+// segment from the server (played by hand), then the client's reply and state.
 class Rfc5961 : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::tie(client, server) = connect_pair(hosts);
-    ASSERT_TRUE(client && server);
-    hosts.run_for(100ms);
-    record_segments(hosts, seen);
-    // The server's next sequence number is what the client expects.
-    BufferList probe = pattern(0, 10);
-    server->send(probe);
-    hosts.run_until([&] { return client->readable_bytes() == 10; });
-    client->read();
-    hosts.run_for(100ms);
-    for (auto it = seen.rbegin(); it != seen.rend(); ++it)
-      if (it->from == 1) {
-        server_next = it->header.seq + static_cast<uint32_t>(it->payload);
-        client_ack_point = it->header.ack;
-        if (it->header.options.timestamp) server_tsval = it->header.options.timestamp->first;
-        break;
-      }
-    seen.clear();
+  static Tcb established() {
+    Tcb t = Tcb::in(TcpState::Established);
+    t.timestamps = true;
+    t.ts_recent = 70000;
+    t.sack = true;
+    return t;
   }
-  TcpHeader from_server(uint8_t flags, uint32_t seq) {
-    TcpHeader h;
-    h.source_port = server->tuple().local_port;
-    h.destination_port = client->tuple().local_port;
-    h.seq = seq;
-    h.ack = client_ack_point;
-    h.flags = flags;
-    h.window = 1000;
-    return h;
-  }
-  size_t acks_from_client() {
-    return std::count_if(seen.begin(), seen.end(), [](const SeenSegment& s) {
-      return s.from == 0 && s.header.has(kTcpAck) && !s.header.has(kTcpRst) && s.payload == 0;
-    });
-  }
+  TcpHeader from_server(uint8_t flags, uint32_t seq) const { return server.segment(flags, seq); }
+  size_t acks_from_client() const { return server.acks_received(); }
   TwoHosts hosts{11};
-  std::shared_ptr<TcpConnection> client, server;
-  std::vector<SeenSegment> seen;
-  uint32_t server_next = 0, client_ack_point = 0, server_tsval = 0;
+  const Tcb tcb = established();
+  PeerByHand server{hosts, tcb};
+  const std::shared_ptr<TcpConnection>& client = server.connection;
+  std::vector<SeenSegment>& seen = server.seen;
+  // The server's next sequence number is what the client expects; the client's is what it acks.
+  const uint32_t server_next = tcb.rcv_nxt, client_ack_point = tcb.snd_nxt, server_tsval = tcb.ts_recent;
 };
 
 TEST_F(Rfc5961, InWindowRstGetsChallengeAck) {
