@@ -202,7 +202,8 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
   if (!chain.start()) return nullptr;
   // The TCP checksum the port cannot complete is summed here over the L4 bytes (the field holds the
   // pseudo-header sum already), as they are copied.
-  const bool sum_here = frame.tx.tcp_checksum && options_.software_tcp_checksum;
+  const bool trusted = frame.tx.tcp_checksum && options_.trusted_link;
+  const bool sum_here = frame.tx.tcp_checksum && options_.software_tcp_checksum && !trusted;
   const size_t l4_offset = size_t{frame.tx.l2_length} + frame.tx.l3_length;
   inet::ChecksumAccumulator sum;
   const auto& segments = frame.data.segments();
@@ -238,7 +239,8 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
     store_tcp_checksum(head, l4_offset, sum.finish());
     ++counters_.software_checksums;
   }
-  const bool port_tcp_checksum = frame.tx.tcp_checksum && !sum_here;
+  if (trusted) ++counters_.trusted_checksums;
+  const bool port_tcp_checksum = frame.tx.tcp_checksum && !sum_here && !trusted;
   if (frame.tx.segment_payload != 0 && options_.tso) {
     // DPDK's TSO contract (rte_mbuf_core.h, RTE_MBUF_F_TX_TCP_SEG): implies the TCP checksum, the
     // field holding the pseudo-header sum without the length (the stack wrote it so), tso_segsz
@@ -279,7 +281,7 @@ bool TxChainBuilder::build_cut(const inet::Packet& frame, EmitFrame emit, void* 
   const auto& segments = frame.data.segments();
   size_t segment = 0, offset = header_length;
   while (segment < segments.size() && offset >= segments[segment].length()) offset -= segments[segment++].length();
-  const bool sum_here = options_.software_tcp_checksum;
+  const bool sum_here = options_.software_tcp_checksum && !options_.trusted_link;
   for (size_t i = 0; i < cutter.frames(); ++i) {
     Chain chain(pool_);
     if (!chain.start()) return false;
@@ -317,6 +319,8 @@ bool TxChainBuilder::build_cut(const inet::Packet& frame, EmitFrame emit, void* 
     if (sum_here) {
       store_tcp_checksum(head, l4_offset, sum.finish());
       ++counters_.software_checksums;
+    } else if (options_.trusted_link) {
+      ++counters_.trusted_checksums;
     } else {
       head->l2_len = tx.l2_length;
       head->l3_len = tx.l3_length;
