@@ -186,8 +186,17 @@ class BufferList {
   // Fill iov with up to max_iov segments starting at byte `offset`; returns the count used.
   int to_iovec(struct iovec* iov, int max_iov, size_t offset = 0) const;
 
-  // CRC32C (Castagnoli) over the content, seeded like Ceph's bufferlist::crc32c(seed).
+  // CRC32C (Castagnoli) over the content, seeded like Ceph's bufferlist::crc32c(seed); without a
+  // pass over the bytes when the list remembers it for this seed (remember_crc32c).
   uint32_t crc32c(uint32_t seed) const;
+  // Says that crc32c(seed) of the content is `crc`: a reader that has just verified the bytes
+  // against the checksum they arrived with (msgr's FrameReader). Sending the same bytes on then
+  // costs no second pass (a reply that echoes a request's data, a primary forwarding a client's
+  // write), as Ceph's buffer::raw crc cache does. Any change through the list's own methods
+  // forgets it; copies, moves and an append into an empty list keep it. Bytes written through a
+  // segment's data() pointer are not seen: whoever does that calls forget_crc32c().
+  void remember_crc32c(uint32_t seed, uint32_t crc) { crc_memo_ = uint64_t{seed} << 32 | crc; }
+  void forget_crc32c() { crc_memo_ = 0; }
 
   // Makes every segment's storage count atomic (BufferSegment::share_across_threads): the thread
   // holding every view calls it before handing this list to another thread while views stay here.
@@ -201,6 +210,9 @@ class BufferList {
   SegmentVector<BufferSegment, 4> segments_;
   size_t length_ = 0;
   size_t tail_room_ = 0;  // writable bytes after the last segment's end, inside its own block
+  // remember_crc32c(): seed << 32 | crc, 0 when none is known (seed 0 with crc 0 is then simply
+  // never remembered). One word, so that moving a list stays as cheap as it was.
+  uint64_t crc_memo_ = 0;
 };
 
 // CRC32C of a flat range (ISA-L's crc32_iscsi underneath), chainable: crc32c(seed, a+b) ==
