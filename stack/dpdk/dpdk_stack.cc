@@ -559,19 +559,22 @@ NetworkStack::Counters DpdkStack::transport_counters() {
       "tcp_timeouts", "tcp_bad_checksum", "tcp_dropped_out_of_window", "tcp_rst_sent", "tcp_rst_received",
       "tcp_connections_established", "tx_no_route", "tcp_gro_units", "tcp_gro_segments", "tcp_lro_frames"};
   std::vector<inet::InetStats> per_worker(num_workers());
-  // Where each TCP checksum was computed or verified: which path a benchmark's link took.
-  std::pair<const char*, uint64_t> checksums[] = {{"rx_checksum_offloads", 0}, {"rx_checksums_trusted", 0},
-                                                  {"tx_checksum_offloads", 0}, {"tx_software_checksums", 0},
-                                                  {"tx_checksums_trusted", 0}};
+  // Where each TCP checksum was computed or verified (which path a benchmark's link took), and
+  // frames the device dropped: its TX queue and backlog full, or no mbuf to build them in.
+  std::pair<const char*, uint64_t> device[] = {{"rx_checksum_offloads", 0}, {"rx_checksums_trusted", 0},
+                                               {"tx_checksum_offloads", 0}, {"tx_software_checksums", 0},
+                                               {"tx_checksums_trusted", 0}, {"tx_queue_full_drops", 0},
+                                               {"tx_mbuf_shortages", 0}};
   for (unsigned i = 0; i < num_workers(); ++i) {
     DpdkWorker& worker = dpdk_worker(i);
-    worker.center().submit_and_wait([&per_worker, &checksums, &worker, i] {
+    worker.center().submit_and_wait([&per_worker, &device, &worker, i] {
       per_worker[i] = worker.inet().stats();
-      const DpdkDevice& device = worker.device();
-      const TxChainCounters& tx = device.tx_counters();
-      const uint64_t values[] = {device.rx_checksum_offloads(), device.rx_checksums_trusted(), tx.checksum_offloads,
-                                 tx.software_checksums, tx.trusted_checksums};
-      for (size_t c = 0; c < std::size(checksums); ++c) checksums[c].second += values[c];
+      const DpdkDevice& port = worker.device();
+      const TxChainCounters& tx = port.tx_counters();
+      const uint64_t values[] = {port.rx_checksum_offloads(), port.rx_checksums_trusted(), tx.checksum_offloads,
+                                 tx.software_checksums, tx.trusted_checksums, port.tx_dropped(),
+                                 port.tx_alloc_failures()};
+      for (size_t c = 0; c < std::size(device); ++c) device[c].second += values[c];
     });
   }
   for (std::string_view name : kReported) {
@@ -581,7 +584,7 @@ NetworkStack::Counters DpdkStack::transport_counters() {
     for (const inet::InetStats& stats : per_worker) total += stats.*(counter->field);
     out.emplace_back(std::string(name), total);
   }
-  for (const auto& [name, total] : checksums) out.emplace_back(name, total);
+  for (const auto& [name, total] : device) out.emplace_back(name, total);
   return out;
 }
 
