@@ -96,7 +96,12 @@ class TxChainBuilder {
 
  private:
   class Chain;
-  bool attachable(const BufferSegment& piece);
+  // Whether a piece of a segment is attached rather than copied (inline: most ports copy).
+  bool attachable(const char* data, size_t length) {
+    return options_.zero_copy && length >= options_.zero_copy_threshold && attachable_here(data, length);
+  }
+  // The rest of the decision: pool room, and memory the port can DMA from.
+  bool attachable_here(const char* data, size_t length);
   // Re-evaluated every kPoolCheckInterval frames (counting free mbufs walks the lcore caches).
   bool pool_has_room();
   static constexpr unsigned kPoolCheckInterval = 16;
