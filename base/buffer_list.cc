@@ -272,8 +272,8 @@ BufferList BufferList::sub(size_t offset, size_t len, Position& hint) const {
   return out;
 }
 
-void BufferList::copy_out(size_t offset, size_t len, void* dst) const {
-  if (offset + len > length_) throw std::out_of_range("BufferList::copy_out past end");
+void BufferList::copy_out_spanning(size_t offset, size_t len, void* dst) const {
+  if (offset > length_ || len > length_ - offset) throw std::out_of_range("BufferList::copy_out past end");
   char* to = static_cast<char*>(dst);
   for (const auto& s : segments_) {
     if (len == 0) break;

@@ -175,8 +175,15 @@ class BufferList {
   // is left at the segment holding `offset`.
   BufferList sub(size_t offset, size_t len, Position& hint) const;
 
-  // Copy [offset, offset+len) into dst.
-  void copy_out(size_t offset, size_t len, void* dst) const;
+  // Copy [offset, offset+len) into dst. Inline where the bytes lie in the first segment, as most
+  // small reads do (a frame's crc and epilogue, a header), so a constant `len` becomes a load.
+  void copy_out(size_t offset, size_t len, void* dst) const {
+    if (!segments_.empty() && offset <= segments_.front().length() && len <= segments_.front().length() - offset) {
+      if (len != 0) std::memcpy(dst, segments_.front().data() + offset, len);
+      return;
+    }
+    copy_out_spanning(offset, len, dst);
+  }
   std::string to_string() const;  // a flat copy of the content (tests, logs, small values)
   // Make the content a single segment (copies only when it is not already one); returns its start.
   char* c_str();
@@ -206,6 +213,8 @@ class BufferList {
   static constexpr size_t append_block = 4096;
 
  private:
+  void copy_out_spanning(size_t offset, size_t len, void* dst) const;  // copy_out past the first segment
+
   // Four inline: a message frame's parts, a TCP segment's header and payload pieces.
   SegmentVector<BufferSegment, 4> segments_;
   size_t length_ = 0;

@@ -198,6 +198,16 @@ TEST(BufferList, CopyOutAndContentsEqual) {
   bl.copy_out(4, 7, buf);
   EXPECT_EQ(std::string(buf, 7), "o big w");
   EXPECT_THROW(bl.copy_out(10, 6, buf), std::out_of_range);
+  // Inside the first segment (the inline path), up to its last byte, and empty at its end.
+  bl.copy_out(1, 4, buf);
+  EXPECT_EQ(std::string(buf, 4), "ello");
+  bl.copy_out(0, 5, buf);
+  EXPECT_EQ(std::string(buf, 5), "hello");
+  bl.copy_out(5, 0, buf);
+  bl.copy_out(15, 0, buf);
+  EXPECT_THROW(bl.copy_out(16, 0, buf), std::out_of_range);
+  EXPECT_THROW(bl.copy_out(SIZE_MAX, 2, buf), std::out_of_range) << "offset + len wraps around";
+  EXPECT_THROW(BufferList().copy_out(0, 1, buf), std::out_of_range);
   BufferList flat;
   flat.append_copy("hello big world");
   EXPECT_TRUE(bl.contents_equal(flat));
