@@ -76,22 +76,28 @@ BufferList& BufferList::operator=(BufferList&& other) noexcept {
     segments_ = std::move(other.segments_);
     length_ = other.length_;
     tail_room_ = other.tail_room_;
+    crc_memo_ = other.crc_memo_;
     other.segments_.clear();
     other.length_ = 0;
     other.tail_room_ = 0;
+    other.crc_memo_ = 0;
   }
   return *this;
 }
 
 // A copy shares the bytes but must never write into the original's spare tail room.
 BufferList::BufferList(const BufferList& other)
-    : segments_(other.segments_), length_(other.length_), tail_room_(0) {}
+    : segments_(other.segments_),
+      length_(other.length_),
+      tail_room_(0),
+      crc_memo_(other.crc_memo_) {}
 
 BufferList& BufferList::operator=(const BufferList& other) {
   if (this != &other) {
     segments_ = other.segments_;
     length_ = other.length_;
     tail_room_ = 0;
+    crc_memo_ = other.crc_memo_;
   }
   return *this;
 }
@@ -100,6 +106,7 @@ void BufferList::append(BufferSegment segment) {
   if (segment.empty()) return;
   length_ += segment.length();
   tail_room_ = 0;
+  crc_memo_ = 0;
   // A view that starts where the last one ends, in the same storage, widens it instead (as Ceph's
   // bufferlist::append does): a frame's epilogue and the next frame's preamble, cut one after the
   // other from the assembler's scratch block, travel as one piece through TCP and the tx chain.
@@ -116,7 +123,9 @@ void BufferList::append(const BufferList& other) {
     append(copy);
     return;
   }
+  const bool was_empty = segments_.empty();
   for (const auto& s : other.segments_) append(s);
+  if (was_empty) crc_memo_ = other.crc_memo_;
 }
 
 void BufferList::append(BufferList&& other) {
@@ -130,18 +139,21 @@ void BufferList::append(BufferList&& other) {
     segments_.push_back(std::move(s));
   }
   tail_room_ = 0;
+  crc_memo_ = 0;
   other.clear();
 }
 
 void BufferList::prepend(BufferSegment segment) {
   if (segment.empty()) return;
   length_ += segment.length();
+  crc_memo_ = 0;
   segments_.push_front(std::move(segment));
   if (segments_.size() == 1) tail_room_ = 0;
 }
 
 char* BufferList::append_hole(size_t len) {
   if (len == 0) return nullptr;
+  crc_memo_ = 0;
   if (tail_room_ >= len) {
     BufferSegment& last = segments_.back();
     char* at = last.data() + last.length();
@@ -175,10 +187,12 @@ void BufferList::clear() {
   segments_.clear();
   length_ = 0;
   tail_room_ = 0;
+  crc_memo_ = 0;
 }
 
 size_t BufferList::trim_front(size_t n) {
   if (n > length_) throw std::out_of_range("BufferList::trim_front past end");
+  if (n > 0) crc_memo_ = 0;
   length_ -= n;
   size_t removed = 0;
   while (n > 0) {
@@ -198,6 +212,7 @@ size_t BufferList::trim_front(size_t n) {
 
 void BufferList::truncate(size_t n) {
   if (n >= length_) return;
+  crc_memo_ = 0;
   size_t keep = n;
   size_t i = 0;
   for (; i < segments_.size(); ++i) {
@@ -216,6 +231,7 @@ void BufferList::truncate(size_t n) {
 
 void BufferList::splice_front(size_t n, BufferList& out) {
   if (n > length_) throw std::out_of_range("BufferList::splice_front past end");
+  if (n > 0) crc_memo_ = 0;
   length_ -= n;
   while (n > 0) {
     BufferSegment& front = segments_.front();
@@ -256,8 +272,8 @@ BufferList BufferList::sub(size_t offset, size_t len, Position& hint) const {
   return out;
 }
 
-void BufferList::copy_out(size_t offset, size_t len, void* dst) const {
-  if (offset + len > length_) throw std::out_of_range("BufferList::copy_out past end");
+void BufferList::copy_out_spanning(size_t offset, size_t len, void* dst) const {
+  if (offset > length_ || len > length_ - offset) throw std::out_of_range("BufferList::copy_out past end");
   char* to = static_cast<char*>(dst);
   for (const auto& s : segments_) {
     if (len == 0) break;
@@ -280,6 +296,7 @@ std::string BufferList::to_string() const {
 }
 
 char* BufferList::c_str() {
+  crc_memo_ = 0;  // the caller gets writable bytes
   if (segments_.empty()) return nullptr;
   if (segments_.size() > 1) {
     BufferSegment flat = BufferSegment::allocate(length_);
@@ -323,6 +340,7 @@ int BufferList::to_iovec(struct iovec* iov, int max_iov, size_t offset) const {
 }
 
 uint32_t BufferList::crc32c(uint32_t seed) const {
+  if (crc_memo_ != 0 && crc_memo_ >> 32 == seed) return static_cast<uint32_t>(crc_memo_);
   uint32_t crc = seed;
   for (const auto& s : segments_) crc = ::bypass::crc32c(crc, s.data(), s.length());
   return crc;

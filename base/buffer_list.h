@@ -175,8 +175,15 @@ class BufferList {
   // is left at the segment holding `offset`.
   BufferList sub(size_t offset, size_t len, Position& hint) const;
 
-  // Copy [offset, offset+len) into dst.
-  void copy_out(size_t offset, size_t len, void* dst) const;
+  // Copy [offset, offset+len) into dst. Inline where the bytes lie in the first segment, as most
+  // small reads do (a frame's crc and epilogue, a header), so a constant `len` becomes a load.
+  void copy_out(size_t offset, size_t len, void* dst) const {
+    if (!segments_.empty() && offset <= segments_.front().length() && len <= segments_.front().length() - offset) {
+      if (len != 0) std::memcpy(dst, segments_.front().data() + offset, len);
+      return;
+    }
+    copy_out_spanning(offset, len, dst);
+  }
   std::string to_string() const;  // a flat copy of the content (tests, logs, small values)
   // Make the content a single segment (copies only when it is not already one); returns its start.
   char* c_str();
@@ -186,8 +193,17 @@ class BufferList {
   // Fill iov with up to max_iov segments starting at byte `offset`; returns the count used.
   int to_iovec(struct iovec* iov, int max_iov, size_t offset = 0) const;
 
-  // CRC32C (Castagnoli) over the content, seeded like Ceph's bufferlist::crc32c(seed).
+  // CRC32C (Castagnoli) over the content, seeded like Ceph's bufferlist::crc32c(seed); without a
+  // pass over the bytes when the list remembers it for this seed (remember_crc32c).
   uint32_t crc32c(uint32_t seed) const;
+  // Says that crc32c(seed) of the content is `crc`: a reader that has just verified the bytes
+  // against the checksum they arrived with (msgr's FrameReader). Sending the same bytes on then
+  // costs no second pass (a reply that echoes a request's data, a primary forwarding a client's
+  // write), as Ceph's buffer::raw crc cache does. Any change through the list's own methods
+  // forgets it; copies, moves and an append into an empty list keep it. Bytes written through a
+  // segment's data() pointer are not seen: whoever does that calls forget_crc32c().
+  void remember_crc32c(uint32_t seed, uint32_t crc) { crc_memo_ = uint64_t{seed} << 32 | crc; }
+  void forget_crc32c() { crc_memo_ = 0; }
 
   // Makes every segment's storage count atomic (BufferSegment::share_across_threads): the thread
   // holding every view calls it before handing this list to another thread while views stay here.
@@ -197,10 +213,15 @@ class BufferList {
   static constexpr size_t append_block = 4096;
 
  private:
+  void copy_out_spanning(size_t offset, size_t len, void* dst) const;  // copy_out past the first segment
+
   // Four inline: a message frame's parts, a TCP segment's header and payload pieces.
   SegmentVector<BufferSegment, 4> segments_;
   size_t length_ = 0;
   size_t tail_room_ = 0;  // writable bytes after the last segment's end, inside its own block
+  // remember_crc32c(): seed << 32 | crc, 0 when none is known (seed 0 with crc 0 is then simply
+  // never remembered). One word, so that moving a list stays as cheap as it was.
+  uint64_t crc_memo_ = 0;
 };
 
 // CRC32C of a flat range (ISA-L's crc32_iscsi underneath), chainable: crc32c(seed, a+b) ==

@@ -138,6 +138,11 @@ void register_dpdk_options(Registry& r) {
          .help = "A worker that found no work for this long sleeps in the kernel (at most 250 us at a time) "
                  "instead of spinning; 0 spins always (lowest latency and highest rate on dedicated CPUs; "
                  "on shared CPUs a sleeping worker may wait milliseconds to be scheduled again)."});
+  r.add({.name = "dpdk.trusted_link", .type = OptionType::Bool, .default_value = "false",
+         .help = "The link cannot corrupt frames and its peer is a Bypass process with this setting too: "
+                 "shared memory between two processes (net_memif) or a looped net_ring. TCP checksums are then "
+                 "neither computed on send nor verified on receive, as Linux skips them over loopback and veth. "
+                 "Refused on any other port; a peer that verifies checksums drops every segment we send."});
   r.add({.name = "dpdk.zero_copy_send", .type = OptionType::Bool, .default_value = "true",
          .help = "Transmit payload buffers of at least dpdk.zero_copy_threshold bytes by attaching them to "
                  "mbufs as external buffers instead of copying (needs tx-multi-seg; on a NIC that DMAs, "

@@ -43,6 +43,9 @@ class EventDriver {
   virtual void wakeup() = 0;
   // A polling driver never sleeps in the kernel; the loop spins.
   virtual bool is_polling() const { return false; }
+  // Whether wait() may block for its timeout (then the loop bounds it by the next timer, which
+  // takes a clock reading); a polling driver that never sleeps (idle_sleep 0) does not.
+  virtual bool may_block() const { return true; }
   // Whether the last wait() blocked in the kernel: the loop then reads its clock again.
   virtual bool last_wait_blocked() const = 0;
 };
@@ -100,15 +103,22 @@ class EventCenter {
   int create_file_event(int fd, int mask, FileCallback callback);
   void delete_file_event(int fd, int mask);  // removes the callbacks for these bits; the others stay
 
-  // The loop's clock: read once per iteration (before the poll hook and file events run, and again
-  // after a wait that blocked), so everything in one iteration sees the same time and a busy loop
-  // pays for one clock read per iteration, not one per packet or timer. Outside process_events
+  // The loop's clock: read at most once per iteration, by the first now() in it (and again after a
+  // wait that blocked), so everything in one iteration sees the same time and a busy loop pays for
+  // one clock read per iteration, not one per packet or timer; an iteration that asks for no time
+  // (a polling loop finding nothing, no timer due) reads no clock at all. Outside process_events
   // (before the loop runs, or between iterations) it reads the clock. Owner thread only.
-  Clock::time_point now() const { return in_iteration_ ? now_ : Clock::now(); }
+  Clock::time_point now() const {
+    if (!in_iteration_) return Clock::now();
+    if (!now_valid_) read_clock();
+    return now_;
+  }
+  // Clock readings the loop took (now() inside iterations): what the loop's time costs it.
+  uint64_t clock_reads() const { return clock_reads_; }
 
   // Timers (owner thread only). Resolution is the wheel tick (100 us); a callback never runs before
   // now() + delay as now() read when the timer was created (inside an iteration that is the
-  // iteration's start, which may be a little earlier than the moment of the call).
+  // iteration's reading, which may be a little earlier than the moment of the call).
   TimerId create_timer(std::chrono::nanoseconds delay, TimerCallback callback);
   bool cancel_timer(TimerId id);  // false if already fired or unknown
   size_t pending_timers() const;  // created and neither fired nor cancelled
@@ -139,8 +149,14 @@ class EventCenter {
   };
   class TimerWheel;
   class ExternalQueue;
+  class DueClock;
 
   int run_external();
+  void read_clock() const;
+  // Whether a timer may be due: a time stamp counter comparison, no clock read (DueClock).
+  bool timers_may_be_due() const;
+  // Recomputes the counter value before which no timer can be due, from the wheel's next wakeup.
+  void plan_next_timer_check();
   // Runs the `half` (kEventReadable or kEventWritable) callback of fd, if it is still registered.
   bool run_file_callback(int fd, int half);
 
@@ -151,7 +167,14 @@ class EventCenter {
   std::unique_ptr<TimerWheel> timers_;
   std::unique_ptr<ExternalQueue> external_;
   std::vector<FiredEvent> fired_;
-  Clock::time_point now_{};
+  std::unique_ptr<DueClock> due_clock_;
+  // The iteration's reading of the clock (read_clock()), and the counter value read just before it.
+  mutable Clock::time_point now_{};
+  mutable uint64_t now_ticks_ = 0;
+  mutable bool now_valid_ = false;
+  mutable uint64_t clock_reads_ = 0;
+  // Before this counter value no timer can be due (0: look every iteration); DueClock.
+  uint64_t next_timer_check_ = 0;
   bool in_iteration_ = false;
   std::atomic<std::thread::id> owner_{};
   std::atomic<bool> stop_{false};

@@ -124,6 +124,7 @@ class PollingDriverImpl final : public PollingDriver {
 
   void wakeup() override { kernel_->wakeup(); }
   bool last_wait_blocked() const override { return blocked_; }
+  bool may_block() const override { return idle_sleep_ > std::chrono::nanoseconds::zero(); }
 
  private:
   struct UserEvent {

@@ -337,6 +337,7 @@ void FrameReader::finish_crc(BufferList& input, Frame* out) {
     if (expected != actual)
       throw FrameError(std::string("bad crc on segment 0 of ") + tag_name(tag_) + " frame: calculated " +
                        std::to_string(actual) + ", frame says " + std::to_string(expected));
+    out->segments[0].remember_crc32c(0xffffffffu, actual);
   }
   if (num_segments_ == 1) return;
   for (size_t i = 1; i < num_segments_; ++i) input.splice_front(descs_[i].length, out->segments[i]);
@@ -354,6 +355,8 @@ void FrameReader::finish_crc(BufferList& input, Frame* out) {
       throw FrameError("bad crc on segment " + std::to_string(i) + " of " + tag_name(tag_) +
                        " frame: calculated " + std::to_string(actual) + ", frame says " +
                        std::to_string(expected));
+    // Verified: the bytes sent on again (a reply echoing them, a forwarded write) need no new pass.
+    out->segments[i].remember_crc32c(0xffffffffu, actual);
   }
 }
 

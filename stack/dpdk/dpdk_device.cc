@@ -18,7 +18,7 @@ TxChainOptions with_port_limits(TxChainOptions tx, const pmd::PortInfo& info) {
   tx.dma_needs_registered_memory = info.dma_needs_registered_memory;
   tx.max_segments = info.tx_max_segments;
   tx.device_copies = !info.dma_needs_registered_memory;
-  tx.software_tcp_checksum = !info.offloads.enabled.tx_tcp_checksum;
+  tx.software_tcp_checksum = !info.offloads.enabled.tx_tcp_checksum && !tx.trusted_link;
   tx.tso = info.offloads.enabled.tso;
   return tx;
 }
@@ -31,7 +31,7 @@ inet::DeviceCapabilities capabilities_of(const pmd::OffloadFlags& enabled, const
   // Always: what the port cannot do, TxChainBuilder completes while it copies the frame
   // (TxChainOptions::software_tcp_checksum), so the stack never sums the payload a second time.
   caps.tx_tcp_checksum = true;
-  caps.rx_checksum = enabled.rx_ipv4_checksum && enabled.rx_tcp_checksum;
+  caps.rx_checksum = (enabled.rx_ipv4_checksum && enabled.rx_tcp_checksum) || tx.trusted_link;
   return caps;
 }
 
@@ -51,6 +51,7 @@ DpdkDevice::DpdkDevice(pmd::Port& port, unsigned worker, inet::MacAddress mac, T
       worker_(worker),
       mtu_(port.info().mtu != 0 ? port.info().mtu : 1500),
       mac_(mac),
+      trusted_link_(tx.trusted_link),
       capabilities_(capabilities_of(port.info().offloads.enabled, with_port_limits(tx, port.info()))),
       tx_chain_(port.mempool(), with_port_limits(tx, port.info())) {}
 
@@ -66,7 +67,15 @@ inet::Packet DpdkDevice::receive(rte_mbuf* mbuf) {
   if (copy) ++rx_low_pool_copies_;
   // One Packet, built in place (a default-constructed one assigned later cost two allocations).
   inet::Packet packet = copy ? packet_copied_from_mbuf(mbuf) : packet_from_mbuf(mbuf);
-  if (packet.rx_l4_checksum != inet::RxChecksum::Unknown) ++rx_checksum_offloads_;
+  if (packet.rx_l4_checksum != inet::RxChecksum::Unknown) {
+    ++rx_checksum_offloads_;
+  } else if (trusted_link_) {
+    // dpdk.trusted_link: the frame crossed shared memory from a Bypass process that computed no TCP
+    // checksum (Linux marks loopback and veth frames CHECKSUM_UNNECESSARY alike). The IPv4 header
+    // checksum is still verified: it is 20 bytes, and the sender still writes it.
+    packet.rx_l4_checksum = inet::RxChecksum::Good;
+    ++rx_checksums_trusted_;
+  }
   return packet;
 }
 

@@ -35,7 +35,8 @@ class DpdkDevice final : public inet::PacketDevice {
   static BufferSegment wrap_mbuf_segment(rte_mbuf* seg);
   // The frame's bytes copied to the heap; the mbuf chain is freed before this returns.
   static inet::Packet packet_copied_from_mbuf(rte_mbuf* mbuf);
-  // packet_from_mbuf, counting the frames whose TCP checksum the device already verified. While
+  // packet_from_mbuf, counting the frames whose TCP checksum the device already verified (on a
+  // trusted link, TxChainOptions::trusted_link, the rest are marked verified and counted). While
   // the frame's mempool is under a quarter free the payload is copied and the mbuf freed at once:
   // zero-copy payload waits for the application to read it, and a pool drained by unread data
   // would leave no mbuf to receive the ACKs that free the rest (a stall, seen on a looped
@@ -64,6 +65,8 @@ class DpdkDevice final : public inet::PacketDevice {
   // Worker-thread counters: zero-copy and checksum offload use on transmit.
   const TxChainCounters& tx_counters() const { return tx_chain_.counters(); }
   uint64_t rx_checksum_offloads() const { return rx_checksum_offloads_; }
+  // Frames whose TCP checksum was taken on trust (TxChainOptions::trusted_link), not verified.
+  uint64_t rx_checksums_trusted() const { return rx_checksums_trusted_; }
   uint64_t rx_low_pool_copies() const { return rx_low_pool_copies_; }
 
  private:
@@ -77,9 +80,11 @@ class DpdkDevice final : public inet::PacketDevice {
   unsigned worker_;
   uint16_t mtu_;
   inet::MacAddress mac_;
+  bool trusted_link_;
   inet::DeviceCapabilities capabilities_;
   TxChainBuilder tx_chain_;
   uint64_t rx_checksum_offloads_ = 0;
+  uint64_t rx_checksums_trusted_ = 0;
   uint64_t rx_low_pool_copies_ = 0;
   unsigned frames_until_rx_pool_check_ = 0;
   bool rx_pool_low_ = false;

@@ -55,6 +55,18 @@ inet::MacAddress choose_mac(const config::Config& conf, const pmd::Port& port, u
   }
   return mac;
 }
+// dpdk.trusted_link only where no wire can flip a bit: shared memory between two processes
+// (net_memif) or a ring within one (net_ring). Any other port may face a NIC, a kernel or an
+// unknown peer, where a frame without a valid TCP checksum is dropped (RFC 9293 §3.1) and a
+// corrupted one must be.
+bool trusted_link_allowed(const config::Config& conf, const pmd::PortInfo& port) {
+  if (!conf.get_bool("dpdk.trusted_link")) return false;
+  if (port.driver == "net_memif" || port.driver == "net_ring") return true;
+  throw std::runtime_error(conf.origin("dpdk.trusted_link") + ": dpdk.trusted_link: port " +
+                           std::to_string(port.port_id) + " (" + port.name + ") is driven by " + port.driver +
+                           "; only net_memif and net_ring links may skip TCP checksums");
+}
+
 // Listen on port 0 picks from this range (the connect side uses tcp ephemeral ports).
 constexpr uint16_t kListenPortFirst = 20000;
 constexpr uint16_t kListenPortLast = 29999;
@@ -442,6 +454,7 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
   const int inject = static_cast<int>(conf.get_int("ms.inject_socket_failures"));
   const std::chrono::nanoseconds idle_sleep = conf.get_duration("dpdk.idle_sleep");
   TxChainOptions tx;
+  tx.trusted_link = trusted_link_allowed(conf, port.info());
   tx.zero_copy = conf.get_bool("dpdk.zero_copy_send");
   tx.zero_copy_threshold = conf.get_size("dpdk.zero_copy_threshold");
   tx.attach_when_device_copies = conf.get_bool("dpdk.attach_on_copying_ports");
@@ -571,8 +584,24 @@ NetworkStack::Counters DpdkStack::transport_counters() {
       "tcp_timeouts", "tcp_bad_checksum", "tcp_dropped_out_of_window", "tcp_rst_sent", "tcp_rst_received",
       "tcp_connections_established", "tx_no_route", "tcp_gro_units", "tcp_gro_segments", "tcp_lro_frames"};
   std::vector<inet::InetStats> per_worker(num_workers());
-  for (unsigned i = 0; i < num_workers(); ++i)
-    run_on_worker(i, [&per_worker, i](inet::InetStack& inet) { per_worker[i] = inet.stats(); });
+  // Where each TCP checksum was computed or verified (which path a benchmark's link took), and
+  // frames the device dropped: its TX queue and backlog full, or no mbuf to build them in.
+  std::pair<const char*, uint64_t> device[] = {{"rx_checksum_offloads", 0}, {"rx_checksums_trusted", 0},
+                                               {"tx_checksum_offloads", 0}, {"tx_software_checksums", 0},
+                                               {"tx_checksums_trusted", 0}, {"tx_queue_full_drops", 0},
+                                               {"tx_mbuf_shortages", 0}};
+  for (unsigned i = 0; i < num_workers(); ++i) {
+    DpdkWorker& worker = dpdk_worker(i);
+    worker.center().submit_and_wait([&per_worker, &device, &worker, i] {
+      per_worker[i] = worker.inet().stats();
+      const DpdkDevice& port = worker.device();
+      const TxChainCounters& tx = port.tx_counters();
+      const uint64_t values[] = {port.rx_checksum_offloads(), port.rx_checksums_trusted(), tx.checksum_offloads,
+                                 tx.software_checksums, tx.trusted_checksums, port.tx_dropped(),
+                                 port.tx_alloc_failures()};
+      for (size_t c = 0; c < std::size(device); ++c) device[c].second += values[c];
+    });
+  }
   for (std::string_view name : kReported) {
     const auto counter = std::find_if(inet::kInetCounters.begin(), inet::kInetCounters.end(),
                                       [name](const inet::InetCounter& c) { return c.name == name; });
@@ -580,6 +609,7 @@ NetworkStack::Counters DpdkStack::transport_counters() {
     for (const inet::InetStats& stats : per_worker) total += stats.*(counter->field);
     out.emplace_back(std::string(name), total);
   }
+  for (const auto& [name, total] : device) out.emplace_back(name, total);
   return out;
 }
 

@@ -152,15 +152,14 @@ bool TxChainBuilder::pool_has_room() {
   return pool_has_room_;
 }
 
-bool TxChainBuilder::attachable(const BufferSegment& piece) {
-  if (!options_.zero_copy || piece.length() < options_.zero_copy_threshold) return false;
+bool TxChainBuilder::attachable_here(const char* data, size_t length) {
   if (!pool_has_room()) {
     ++counters_.low_pool_copies;
     return false;
   }
   if (!options_.dma_needs_registered_memory) return true;
-  const char* last = piece.data() + piece.length() - 1;
-  const rte_memseg_list* list = rte_mem_virt2memseg_list(piece.data());
+  const char* last = data + length - 1;
+  const rte_memseg_list* list = rte_mem_virt2memseg_list(data);
   if (list != nullptr && list == rte_mem_virt2memseg_list(last)) return true;
   ++counters_.unregistered_copies;
   return false;
@@ -202,7 +201,8 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
   if (!chain.start()) return nullptr;
   // The TCP checksum the port cannot complete is summed here over the L4 bytes (the field holds the
   // pseudo-header sum already), as they are copied.
-  const bool sum_here = frame.tx.tcp_checksum && options_.software_tcp_checksum;
+  const bool trusted = frame.tx.tcp_checksum && options_.trusted_link;
+  const bool sum_here = frame.tx.tcp_checksum && options_.software_tcp_checksum && !trusted;
   const size_t l4_offset = size_t{frame.tx.l2_length} + frame.tx.l3_length;
   inet::ChecksumAccumulator sum;
   const auto& segments = frame.data.segments();
@@ -215,7 +215,8 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
     // The first segment is the stack's header block: always copied, so the headers sit in the
     // first mbuf, where checksum offload (and net_tap's software fallback for it) looks for them.
     // Keep one segment spare for a copied tail when the port limits the chain length.
-    const bool attach_it = i > 0 && chain.segments() + 2 <= options_.max_segments && attachable(segment);
+    const bool attach_it =
+        i > 0 && chain.segments() + 2 <= options_.max_segments && attachable(segment.data(), segment.length());
     if (!attach_it) {
       if (!chain.copy(segment.data(), unsummed) ||
           !chain.copy(segment.data() + unsummed, segment.length() - unsummed, &sum))
@@ -238,7 +239,8 @@ rte_mbuf* TxChainBuilder::build(const inet::Packet& frame) {
     store_tcp_checksum(head, l4_offset, sum.finish());
     ++counters_.software_checksums;
   }
-  const bool port_tcp_checksum = frame.tx.tcp_checksum && !sum_here;
+  if (trusted) ++counters_.trusted_checksums;
+  const bool port_tcp_checksum = frame.tx.tcp_checksum && !sum_here && !trusted;
   if (frame.tx.segment_payload != 0 && options_.tso) {
     // DPDK's TSO contract (rte_mbuf_core.h, RTE_MBUF_F_TX_TCP_SEG): implies the TCP checksum, the
     // field holding the pseudo-header sum without the length (the stack wrote it so), tso_segsz
@@ -279,7 +281,7 @@ bool TxChainBuilder::build_cut(const inet::Packet& frame, EmitFrame emit, void* 
   const auto& segments = frame.data.segments();
   size_t segment = 0, offset = header_length;
   while (segment < segments.size() && offset >= segments[segment].length()) offset -= segments[segment++].length();
-  const bool sum_here = options_.software_tcp_checksum;
+  const bool sum_here = options_.software_tcp_checksum && !options_.trusted_link;
   for (size_t i = 0; i < cutter.frames(); ++i) {
     Chain chain(pool_);
     if (!chain.start()) return false;
@@ -294,12 +296,12 @@ bool TxChainBuilder::build_cut(const inet::Packet& frame, EmitFrame emit, void* 
       const BufferSegment& whole = segments[segment];
       const size_t n = std::min(remaining, whole.length() - offset);
       // Where the port attaches (dpdk.zero_copy_* and the port's limits), the payload is
-      // attached as in build(), and only summed when the port cannot sum it.
-      const BufferSegment piece = n == 0 ? BufferSegment{} : whole.sub(offset, n);
-      if (n != 0 && chain.segments() + 2 <= options_.max_segments && attachable(piece)) {
-        rte_mbuf* m = attach(piece);
+      // attached as in build(), and only summed when the port cannot sum it. A view of the piece
+      // (a count on its storage, atomic when shared across threads) is made only to attach it.
+      if (n != 0 && chain.segments() + 2 <= options_.max_segments && attachable(whole.data() + offset, n)) {
+        rte_mbuf* m = attach(whole.sub(offset, n));
         if (m == nullptr) return false;
-        if (summing != nullptr) summing->add(piece.data(), n);
+        if (summing != nullptr) summing->add(whole.data() + offset, n);
         chain.append_attached(m);
         ++counters_.attached_pieces;
         counters_.attached_bytes += n;
@@ -317,6 +319,8 @@ bool TxChainBuilder::build_cut(const inet::Packet& frame, EmitFrame emit, void* 
     if (sum_here) {
       store_tcp_checksum(head, l4_offset, sum.finish());
       ++counters_.software_checksums;
+    } else if (options_.trusted_link) {
+      ++counters_.trusted_checksums;
     } else {
       head->l2_len = tx.l2_length;
       head->l3_len = tx.l3_length;

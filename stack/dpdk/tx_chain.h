@@ -48,6 +48,9 @@ struct TxChainOptions {
   // The port has no TCP checksum offload: frames asking for it (TxOffload::tcp_checksum, the
   // pseudo-header sum in the field) get it completed here, summed while their bytes are copied.
   bool software_tcp_checksum = false;
+  // dpdk.trusted_link: the link cannot corrupt frames and the peer does not verify TCP checksums
+  // (two Bypass processes over memif or ring), so none is computed, here or by the port.
+  bool trusted_link = false;
   // Large TCP segments (inet::TxOffload::segment_payload): the port cuts them (TSO, marked
   // RTE_MBUF_F_TX_TCP_SEG with tso_segsz), or, without it, build_cut() cuts them while copying.
   bool tso = false;
@@ -64,6 +67,7 @@ struct TxChainCounters {
   uint64_t low_pool_copies = 0;      // pieces copied because the mempool was running low
   uint64_t checksum_offloads = 0;    // frames whose IPv4/TCP checksum the port completes
   uint64_t software_checksums = 0;   // frames whose TCP checksum the chain completed while copying
+  uint64_t trusted_checksums = 0;    // frames sent without a TCP checksum (TxChainOptions::trusted_link)
   uint64_t tso_segments = 0;         // large segments handed to the port to cut (TSO)
   uint64_t cut_segments = 0;         // large segments cut here (software segmentation)
   uint64_t cut_frames = 0;           // frames those became
@@ -92,7 +96,12 @@ class TxChainBuilder {
 
  private:
   class Chain;
-  bool attachable(const BufferSegment& piece);
+  // Whether a piece of a segment is attached rather than copied (inline: most ports copy).
+  bool attachable(const char* data, size_t length) {
+    return options_.zero_copy && length >= options_.zero_copy_threshold && attachable_here(data, length);
+  }
+  // The rest of the decision: pool room, and memory the port can DMA from.
+  bool attachable_here(const char* data, size_t length);
   // Re-evaluated every kPoolCheckInterval frames (counting free mbufs walks the lcore caches).
   bool pool_has_room();
   static constexpr unsigned kPoolCheckInterval = 16;

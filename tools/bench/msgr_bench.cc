@@ -2,13 +2,13 @@
 // the configured transport (posix loopback by default), fixed-size messages at a fixed queue depth.
 //
 //   msgr_bench [-c FILE] [--set k=v]... --mode pingpong|stream --depth N [--size BYTES] [--count N] [--warmup N]
-//              [--addr IP]
+//              [--addr IP] [--echo yes]
 //
 // --addr: the IP the server listens on and the client connects to (default 127.0.0.1); rdma with
 // rdma.connect_mode=rdma_cm needs the RDMA netdev's address (RoCE cannot route loopback).
 //
 // pingpong: the client keeps N requests outstanding; the server answers each with a message of the
-//           same size; latency is request sent -> reply dispatched. msgs/s counts round trips and
+//           same size (--echo yes: the request's own data, as bypass-bench's server does); latency is request sent -> reply dispatched. msgs/s counts round trips and
 //           MB/s the request bytes (the same again flows back).
 // stream:   the client keeps N messages unacknowledged (lossless policy); the server only consumes;
 //           latency is message queued -> msgr2 ACK received (its completion hook).
@@ -63,13 +63,14 @@ struct Options {
   uint64_t count = 100000;
   uint64_t warmup = 10000;
   std::string addr = "127.0.0.1";
+  bool echo = false;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "msgr_bench: %s\n"
                "usage: msgr_bench [-c FILE] [--set key=value]... --mode pingpong|stream --depth N [--size BYTES] "
-               "[--count N] [--warmup N] [--addr IP]\n",
+               "[--count N] [--warmup N] [--addr IP] [--echo yes|no]\n",
                why);
   std::exit(2);
 }
@@ -123,6 +124,9 @@ Options parse(const std::vector<std::string>& args) {
       if (!EntityAddr::parse(listen_address_text(value), &probe))
         throw config::ConfigError("--addr: '" + value + "' is not an IPv4 or IPv6 address");
       o.addr = value;
+    } else if (arg == "--echo") {
+      if (value != "yes" && value != "no") usage("--echo is yes or no");
+      o.echo = value == "yes";
     } else {
       usage(("unknown argument " + arg).c_str());
     }
@@ -144,19 +148,21 @@ double cpu_seconds(const rusage& u) {
 // The server: answers requests (pingpong) or drops them (stream), on its worker thread.
 class Responder : public Dispatcher {
  public:
-  Responder(bool pingpong, const BufferList& payload) : pingpong_(pingpong), payload_(payload) {}
+  Responder(bool pingpong, bool echo, const BufferList& payload)
+      : pingpong_(pingpong), echo_(echo), payload_(payload) {}
   bool ms_can_fast_dispatch(const Message&) const override { return true; }
   void ms_fast_dispatch(const MessageRef& m) override {
     if (!pingpong_) return;
     auto reply = std::make_shared<Message>(kReplyType);
     reply->set_tid(m->tid());
-    reply->data().append(payload_);
+    reply->data().append(echo_ ? m->data() : payload_);  // echo: the received buffers, shared
     m->connection()->send_message(reply);
   }
   bool ms_dispatch(const MessageRef&) override { return true; }
 
  private:
   bool pingpong_;
+  bool echo_;
   BufferList payload_;
 };
 
@@ -278,7 +284,7 @@ int main(int argc, char** argv) try {
   const std::string bytes(o.size, 'x');
   payload.append(BufferSegment::copy_of(bytes.data(), bytes.size(), BufferSharing::across_threads));
 
-  Responder responder(o.pingpong, payload);
+  Responder responder(o.pingpong, o.echo, payload);
   Driver driver(o, payload);
   // A process drives one DPDK port: on dpdk both messengers share one stack (its one worker runs
   // both ends, so callgrind sees the whole exchange on one thread). posix keeps a stack each.

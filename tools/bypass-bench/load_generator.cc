@@ -1,5 +1,6 @@
 #include "tools/bypass-bench/load_generator.h"
 
+#include <atomic>
 #include <stdexcept>
 
 #include "tools/bypass-bench/bench_protocol.h"
@@ -12,10 +13,12 @@ int64_t ticks(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
+std::atomic<uint64_t> generators_made{0};
+
 }  // namespace
 
 LoadGenerator::LoadGenerator(BenchMode mode, std::chrono::nanoseconds think_time)
-    : mode_(mode), think_time_(think_time) {
+    : mode_(mode), think_time_(think_time), id_(generators_made.fetch_add(1) + 1) {
   if (think_time_.count() > 0) pacer_ = std::thread([this] { pace_loop(); });
 }
 
@@ -50,32 +53,49 @@ void LoadGenerator::start_case(uint64_t message_size, int depth) {
   for (auto& window : windows_) {
     std::lock_guard<std::mutex> guard(window->lock);
     window->sent_at.assign(static_cast<size_t>(depth), Clock::time_point());
-    window->interval = Interval();
     for (int i = 0; i < depth; ++i) send_next(*window);
   }
 }
 
-void LoadGenerator::begin_measuring(uint64_t count_limit) {
-  for (auto& window : windows_) {
-    std::lock_guard<std::mutex> guard(window->lock);
-    window->interval.messages = 0;
-    window->interval.bytes = 0;
-    window->interval.latency_ns.reset();
+LoadGenerator::Shard& LoadGenerator::shard_of_this_thread() {
+  thread_local uint64_t owner = 0;
+  thread_local Shard* shard = nullptr;
+  if (owner != id_) {
+    std::lock_guard<std::mutex> guard(shards_lock_);
+    shards_.push_back(std::make_unique<Shard>());
+    shard = shards_.back().get();
+    owner = id_;
   }
+  return *shard;
+}
+
+void LoadGenerator::reset_shards() {
+  std::lock_guard<std::mutex> guard(shards_lock_);
+  for (auto& shard : shards_) {
+    std::lock_guard<std::mutex> shard_guard(shard->lock);
+    shard->interval.messages = 0;
+    shard->interval.bytes = 0;
+    shard->interval.latency_ns.reset();
+  }
+}
+
+void LoadGenerator::begin_measuring(uint64_t count_limit) {
+  reset_shards();  // nothing is recorded before measuring_ is set, but a previous case's may be
   count_limit_.store(count_limit);
   measuring_.store(true);  // seq_cst: a worker that sees it also sees the limit
 }
 
 Interval LoadGenerator::collect() {
   Interval total;
-  for (auto& window : windows_) {
-    std::lock_guard<std::mutex> guard(window->lock);
-    total.messages += window->interval.messages;
-    total.bytes += window->interval.bytes;
-    total.latency_ns.merge(window->interval.latency_ns);
-    window->interval.messages = 0;
-    window->interval.bytes = 0;
-    window->interval.latency_ns.reset();
+  std::lock_guard<std::mutex> guard(shards_lock_);
+  for (auto& shard : shards_) {
+    std::lock_guard<std::mutex> shard_guard(shard->lock);
+    total.messages += shard->interval.messages;
+    total.bytes += shard->interval.bytes;
+    total.latency_ns.merge(shard->interval.latency_ns);
+    shard->interval.messages = 0;
+    shard->interval.bytes = 0;
+    shard->interval.latency_ns.reset();
   }
   return total;
 }
@@ -133,9 +153,11 @@ void LoadGenerator::completed(Window& window, uint64_t tid) {
     const uint64_t n = measured_.fetch_add(1, std::memory_order_relaxed) + 1;
     if (limit == 0 || n <= limit) {
       const auto latency = now - window.sent_at[tid % static_cast<uint64_t>(depth_)];
-      window.interval.latency_ns.record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count()));
-      ++window.interval.messages;
-      window.interval.bytes += message_size_;
+      Shard& shard = shard_of_this_thread();
+      std::lock_guard<std::mutex> shard_guard(shard.lock);
+      shard.interval.latency_ns.record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count()));
+      ++shard.interval.messages;
+      shard.interval.bytes += message_size_;
     }
     if (limit != 0 && n >= limit) {
       refill = false;

@@ -139,6 +139,22 @@ const Kernels& kernels() {
 // Below this the per-call setup of a vector loop costs more than it saves.
 constexpr size_t kBulkMinimum = 64;
 
+// internet_checksum's short path: up to an IPv4 header with the most options (RFC 791 §3.1).
+constexpr size_t kShortWordsMaximum = 60;
+constexpr size_t kIpv4HeaderMinimum = 20;
+
+// The native-order 32-bit words of `len` bytes (a multiple of 4) added in 64 bits: inlined, so a
+// constant `len` unrolls.
+inline __attribute__((always_inline)) uint64_t sum_words(const uint8_t* p, size_t len) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < len; i += 4) {
+    uint32_t word;
+    std::memcpy(&word, p + i, sizeof(word));
+    sum += word;
+  }
+  return sum;
+}
+
 }  // namespace
 
 namespace detail {
@@ -236,6 +252,18 @@ uint16_t ChecksumAccumulator::folded() const {
 }
 
 uint16_t internet_checksum(const void* data, size_t len) {
+  // An IPv4 header (20 to 60 bytes, a whole number of 32-bit words: RFC 791 §3.1, checksummed on
+  // every packet sent and received) takes the short way: its native-order 32-bit words added in one
+  // 64-bit register and folded (RFC 1071 §2), without the accumulator's piece and vector set-up,
+  // which cost about four times as many instructions on 20 bytes.
+  if (len <= kShortWordsMaximum && len % 4 == 0) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    // The option-less header, nearly every one, unrolled.
+    const uint64_t sum = len == kIpv4HeaderMinimum ? sum_words(p, kIpv4HeaderMinimum) : sum_words(p, len);
+    const uint16_t native = fold64(sum);
+    const uint16_t folded = std::endian::native == std::endian::big ? native : static_cast<uint16_t>(native >> 8 | native << 8);
+    return static_cast<uint16_t>(~folded);
+  }
   ChecksumAccumulator acc;
   acc.add(data, len);
   return acc.finish();

@@ -8,6 +8,9 @@ namespace {
 enum OptionKind : uint8_t {
   kEnd = 0, kNop = 1, kMss = 2, kWindowScale = 3, kSackPermitted = 4, kSack = 5, kTimestamp = 8,
 };
+// NOP, NOP, kind 8 (timestamps), length 10: the 12 option bytes RFC 7323 Appendix A recommends.
+constexpr size_t kTimestampOnlyLength = 12;
+constexpr uint32_t kTimestampOnlyLead = uint32_t{kNop} << 24 | uint32_t{kNop} << 16 | uint32_t{kTimestamp} << 8 | 10;
 // TCP's number as IPv6 Next Header in the pseudo-header (the same as IPv4's Protocol).
 constexpr uint8_t kTcpProtocol = 6;
 }  // namespace
@@ -36,6 +39,12 @@ const char* TcpHeader::parse(const uint8_t* data, size_t len, TcpHeader& out) {
   out.checksum = load_be16(data + 16);
   out.urgent = load_be16(data + 18);
   out.options = TcpOptions{};
+  // The layout nearly every established segment has, Linux's and ours: NOP, NOP, timestamps
+  // (RFC 7323 Appendix A) and nothing else, read without walking the option list.
+  if (out.header_length == kMinLength + kTimestampOnlyLength && load_be32(data + kMinLength) == kTimestampOnlyLead) {
+    out.options.timestamp = std::make_pair(load_be32(data + kMinLength + 4), load_be32(data + kMinLength + 8));
+    return nullptr;
+  }
   const uint8_t* p = data + kMinLength;
   const uint8_t* end = data + out.header_length;
   while (p < end) {

@@ -198,6 +198,16 @@ TEST(BufferList, CopyOutAndContentsEqual) {
   bl.copy_out(4, 7, buf);
   EXPECT_EQ(std::string(buf, 7), "o big w");
   EXPECT_THROW(bl.copy_out(10, 6, buf), std::out_of_range);
+  // Inside the first segment (the inline path), up to its last byte, and empty at its end.
+  bl.copy_out(1, 4, buf);
+  EXPECT_EQ(std::string(buf, 4), "ello");
+  bl.copy_out(0, 5, buf);
+  EXPECT_EQ(std::string(buf, 5), "hello");
+  bl.copy_out(5, 0, buf);
+  bl.copy_out(15, 0, buf);
+  EXPECT_THROW(bl.copy_out(16, 0, buf), std::out_of_range);
+  EXPECT_THROW(bl.copy_out(SIZE_MAX, 2, buf), std::out_of_range) << "offset + len wraps around";
+  EXPECT_THROW(BufferList().copy_out(0, 1, buf), std::out_of_range);
   BufferList flat;
   flat.append_copy("hello big world");
   EXPECT_TRUE(bl.contents_equal(flat));
@@ -344,6 +354,70 @@ TEST(BufferList, ChainedCrcOverSegmentsEqualsFlatCrc) {
     EXPECT_EQ(bl.crc32c(seed), crc32c(seed, flat.data(), flat.size())) << "seed " << seed;
   }
   EXPECT_NE(bl.crc32c(0), bl.sub(1, flat.size() - 1).crc32c(0));
+}
+
+// remember_crc32c: the remembered value is what crc32c() answers for that seed (a deliberately
+// wrong one proves no pass was made); every change through the list forgets it, copies, moves and
+// an append into an empty list keep it.
+TEST(BufferList, RememberedCrcIsUsedUntilTheListChanges) {
+  const std::string flat = pattern(5000);
+  const uint32_t real = crc32c(0xFFFFFFFFu, flat.data(), flat.size());
+  const uint32_t fake = real ^ 0x5a5a5a5au;
+  auto remembering = [&] {
+    BufferList bl;
+    bl.append(BufferSegment::copy_of(flat.data(), 3000));
+    bl.append(BufferSegment::copy_of(flat.data() + 3000, 2000));
+    bl.remember_crc32c(0xFFFFFFFFu, fake);
+    return bl;
+  };
+  BufferList bl = remembering();
+  EXPECT_EQ(bl.crc32c(0xFFFFFFFFu), fake);
+  EXPECT_EQ(bl.crc32c(0), crc32c(0, flat.data(), flat.size())) << "another seed computes";
+
+  const BufferList copy(bl);
+  EXPECT_EQ(copy.crc32c(0xFFFFFFFFu), fake);
+  BufferList assigned;
+  assigned = bl;
+  EXPECT_EQ(assigned.crc32c(0xFFFFFFFFu), fake);
+  BufferList moved(std::move(assigned));
+  EXPECT_EQ(moved.crc32c(0xFFFFFFFFu), fake);
+  EXPECT_EQ(assigned.crc32c(0xFFFFFFFFu), 0xFFFFFFFFu) << "the moved-from list is empty and forgot";
+  BufferList into_empty;
+  into_empty.append(bl);
+  EXPECT_EQ(into_empty.crc32c(0xFFFFFFFFu), fake);
+  BufferList moved_into_empty;
+  moved_into_empty.append(BufferList(bl));
+  EXPECT_EQ(moved_into_empty.crc32c(0xFFFFFFFFu), fake);
+
+  // Every change through the list forgets.
+  const std::vector<std::pair<const char*, void (*)(BufferList&)>> changes = {
+      {"append segment", [](BufferList& l) { l.append(BufferSegment::copy_of("x", 1)); }},
+      {"append list", [](BufferList& l) { BufferList x; x.append_copy("x"); l.append(x); }},
+      {"append moved list", [](BufferList& l) { BufferList x; x.append_copy("x"); l.append(std::move(x)); }},
+      {"prepend", [](BufferList& l) { l.prepend(BufferSegment::copy_of("x", 1)); }},
+      {"append_copy", [](BufferList& l) { l.append_copy("x"); }},
+      {"append_hole", [](BufferList& l) { *l.append_hole(1) = 'x'; }},
+      {"trim_front", [](BufferList& l) { l.trim_front(1); }},
+      {"truncate", [](BufferList& l) { l.truncate(l.length() - 1); }},
+      {"splice_front", [](BufferList& l) { BufferList out; l.splice_front(1, out); }},
+      {"c_str", [](BufferList& l) { l.c_str()[0] ^= 1; }},
+      {"forget_crc32c", [](BufferList& l) { l.forget_crc32c(); }},
+  };
+  for (const auto& [what, change] : changes) {
+    BufferList changed = remembering();
+    change(changed);
+    const std::string now = changed.to_string();
+    EXPECT_EQ(changed.crc32c(0xFFFFFFFFu), crc32c(0xFFFFFFFFu, now.data(), now.size())) << what;
+  }
+  BufferList cleared = remembering();
+  cleared.clear();
+  EXPECT_EQ(cleared.crc32c(0xFFFFFFFFu), 0xFFFFFFFFu);
+  // A list appended to one that already holds bytes does not lend it its value.
+  BufferList longer;
+  longer.append_copy("abc");
+  longer.append(bl);
+  const std::string both = longer.to_string();
+  EXPECT_EQ(longer.crc32c(0xFFFFFFFFu), crc32c(0xFFFFFFFFu, both.data(), both.size()));
 }
 
 }  // namespace

@@ -80,6 +80,32 @@ TEST(ChecksumKernels, LongBuffersDoNotOverflowTheLanes) {
   EXPECT_EQ(internet_checksum(ones.data(), ones.size()), static_cast<uint16_t>(~reference_fold(ones.data(), ones.size())));
 }
 
+// internet_checksum's short path (headers of whole 32-bit words, up to 60 bytes) and its long one
+// give the reference's exact value at every length and alignment, a correct header verifies to 0,
+// and all-0xff and all-zero headers (the fold's edges) come out right.
+TEST(InternetChecksum, ShortAndLongPathsMatchTheReference) {
+  const std::vector<uint8_t> data = random_bytes(200, 6);
+  for (size_t start = 0; start < 8; ++start) {
+    for (size_t len = 0; len <= 128; ++len) {
+      const uint8_t* p = data.data() + start;
+      ASSERT_EQ(internet_checksum(p, len), static_cast<uint16_t>(~reference_fold(p, len)))
+          << "start " << start << " len " << len;
+    }
+  }
+  for (uint8_t fill : {uint8_t{0x00}, uint8_t{0xff}}) {
+    std::vector<uint8_t> header(20, fill);
+    EXPECT_EQ(internet_checksum(header.data(), header.size()),
+              static_cast<uint16_t>(~reference_fold(header.data(), header.size())))
+        << "fill " << int{fill};
+  }
+  std::vector<uint8_t> header(data.begin(), data.begin() + 20);
+  header[10] = header[11] = 0;
+  const uint16_t field = internet_checksum(header.data(), header.size());
+  header[10] = static_cast<uint8_t>(field >> 8);
+  header[11] = static_cast<uint8_t>(field);
+  EXPECT_EQ(internet_checksum(header.data(), header.size()), 0);
+}
+
 // The accumulator in random pieces, alternately summed and copied-and-summed, equals one flat sum,
 // and the copies reassemble the data.
 TEST(ChecksumAccumulator, RandomPiecesSumAndCopyLikeOneBuffer) {

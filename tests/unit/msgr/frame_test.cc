@@ -273,6 +273,37 @@ TEST(FrameCrc, KnownPreambleBytes) {
   EXPECT_EQ(static_cast<uint8_t>(bytes[40]), scrc >> 24);
 }
 
+// A verified segment remembers its crc, so bytes sent on (a reply echoing a request's data) get no
+// second pass. The proof: a received data segment whose memory is changed behind the list's back
+// goes out with the crc it arrived with (a real pass would send the new bytes' crc).
+TEST(FrameCrc, ReceivedSegmentsAreSentOnWithTheirVerifiedCrc) {
+  FrameAssembler tx;
+  FrameReader rx;
+  std::array<BufferList, 4> segs = {bytes_of(41, 1), bytes_of(0, 2), bytes_of(0, 3), bytes_of(4096, 4)};
+  uint16_t aligns[4] = {8, 8, 8, 4096};
+  BufferList wire;
+  tx.assemble(Tag::Message, segs, aligns, wire);
+  const std::string sent = wire.to_string();
+  const uint32_t data_crc = crc32c(0xffffffffu, segs[3].to_string().data(), 4096);
+  Frame frame;
+  ASSERT_TRUE(rx.read(wire, &frame));
+  ASSERT_EQ(frame.segments[3].length(), 4096u);
+  EXPECT_EQ(frame.segments[3].crc32c(0xffffffffu), data_crc);
+  frame.segments[3].segments()[0].data()[0] ^= 1;  // not through the list: it cannot know
+  BufferList echoed;
+  tx.assemble(Tag::Message, frame.segments, aligns, echoed);
+  const std::string again = echoed.to_string();
+  ASSERT_EQ(again.size(), sent.size());
+  EXPECT_EQ(again.substr(again.size() - 4), sent.substr(sent.size() - 4)) << "the data crc was recomputed";
+  // Through the list's own methods the change is seen and the crc is computed afresh.
+  frame.segments[3].forget_crc32c();
+  BufferList recomputed;
+  tx.assemble(Tag::Message, frame.segments, aligns, recomputed);
+  FrameReader check;
+  Frame checked;
+  EXPECT_TRUE(check.read(recomputed, &checked));
+}
+
 TEST(FrameCrc, AbortedLateStatusIsReported) {
   FrameAssembler tx;
   std::array<BufferList, 2> segs = {bytes_of(41, 1), bytes_of(10, 2)};

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <new>
 #include <thread>
 
@@ -145,6 +147,67 @@ TEST(EventLoopCost, BusyIterationsMakeNoHeapAllocation) {
   EXPECT_GE(reads, 20000u);
   EXPECT_GE(polls, 20000u);
   EXPECT_GT(ticks, 0u);
+}
+
+// Whether the kernel keeps its time with the TSC: then the loop plans its timer checks on it.
+bool kernel_clock_is_tsc() {
+  std::ifstream source("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  std::string name;
+  return source >> name && name == "tsc";
+}
+
+// Idle polling iterations (nothing received, no timer due) read no clock once the loop has measured
+// the time stamp counter against it: a timer 10 s away costs a counter comparison per iteration.
+// (The wheel still looks at the clock when a level of it cascades, every 25.6 ms at most.)
+TEST(EventLoopCost, IdlePollingReadsNoClock) {
+  EventCenter center(make_polling_driver(0ns), "idle");
+  center.set_owner();
+  bool fired = false;
+  center.create_timer(10s, [&] { fired = true; });
+  const auto calibrated_by = Clock::now() + 200ms;  // the counter is measured over 50 ms
+  while (Clock::now() < calibrated_by) center.process_events(0ns);
+  const uint64_t before = center.clock_reads();
+  for (int i = 0; i < 100'000; ++i) center.process_events(0ns);
+  const uint64_t reads = center.clock_reads() - before;
+  EXPECT_FALSE(fired);
+  if (kernel_clock_is_tsc()) {
+    EXPECT_LT(reads, 1000u) << "idle iterations read the clock";
+  } else {
+    EXPECT_EQ(reads, 100'000u) << "without the TSC every iteration looks at the clock";
+  }
+}
+
+// Planning checks on the counter never makes a timer late: no iteration that began (its poll
+// hook ran) at or after a timer's deadline, rounded up to the wheel's 100 us tick, ends without
+// running it. Checked for delays across the counter's calibration and well after it.
+TEST(EventLoopCost, TimersRunInTheFirstIterationPastTheirDeadline) {
+  auto owned = make_polling_driver(0ns);
+  PollingDriver& driver = *owned;
+  EventCenter center(std::move(owned), "due");
+  center.set_owner();
+  Clock::time_point hook_time{};
+  driver.set_poll_hook([&] {
+    hook_time = Clock::now();
+    return 0;
+  });
+  const auto run_timer = [&](std::chrono::microseconds delay) {
+    bool fired = false;
+    Clock::time_point deadline{};
+    center.dispatch_external([&] {
+      deadline = center.now() + delay;
+      center.create_timer(delay, [&] { fired = true; });
+    });
+    const auto give_up = Clock::now() + 10s;
+    while (!fired && Clock::now() < give_up) {
+      center.process_events(0ns);
+      if (!fired && deadline != Clock::time_point{}) {
+        ASSERT_LT(hook_time, deadline + 100us) << "an iteration that began past the deadline did not run the "
+                                               << delay.count() << " us timer";
+      }
+    }
+    ASSERT_TRUE(fired);
+  };
+  for (const int us : {300, 1000, 20'000, 60'000, 150, 2000, 7000, 500}) run_timer(std::chrono::microseconds(us));
 }
 
 }  // namespace
