@@ -131,7 +131,7 @@ dpdk)
   done
   sed -i 's/^size=64m/size=8m/' dpdk-sender.fio
   # Plain memory, so the case runs beside other tests without taking the machine's hugepages.
-  sed -i 's/^  no_huge: auto/  no_huge: true/' dpdk-memif-receiver.yaml dpdk-memif-sender.yaml
+  sed -i 's/^  no_huge: auto/  no_huge: yes/' dpdk-memif-receiver.yaml dpdk-memif-sender.yaml
   run_fio receiver 120 dpdk-receiver.fio &
   pids+=($!)
   for _ in $(seq 1 300); do  # the memif client needs the server's socket (abstract: /proc/net/unix)
