@@ -102,6 +102,16 @@ LinkPlan plan_link(const config::Config& conf, const LinkSpec& spec, const pmd::
   return {"", true};
 }
 
+// Both ends of a memif link are this job's own Bypass processes, so neither needs TCP checksums
+// (dpdk.trusted_link, docs/data-path.md), as Linux's loopback under the posix side computes none.
+// Both sides must agree: a side that verifies drops what a trusting side sends unchecksummed, so a
+// job that sets dpdk.trusted_link on either side keeps its own choice on both.
+bool trust_memif_link(const config::Config& conf) {
+  for (Side side : {Side::Server, Side::Client})
+    if (side_without_link(conf, side).origin("dpdk.trusted_link") != "default") return false;
+  return true;
+}
+
 void append_eal_arg(config::Config& side_conf, const std::string& arg, const std::string& origin) {
   std::vector<std::string> args = side_conf.get_list("dpdk.eal_args");
   if (std::find(args.begin(), args.end(), arg) != args.end()) return;
@@ -222,6 +232,8 @@ void apply_dpdk_link(const config::Config& conf, Side side, config::Config& side
   }
   const std::string socket = conf.get_string("bench.link_socket");
   side_conf.set("dpdk.vdev", flow_list({link_vdev(link, side, socket, side_conf)}), origin);
+  if ((link == DpdkLink::Memif || link == DpdkLink::MemifZeroCopy) && trust_memif_link(conf))
+    side_conf.set("dpdk.trusted_link", "true", origin + ": both ends are this job's Bypass processes");
 }
 
 LinkDescription describe_link(const config::Config& side_conf) {

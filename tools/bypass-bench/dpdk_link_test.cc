@@ -179,6 +179,17 @@ TEST(DpdkLink, EachLinkGivesBothSidesTheirPort) {
   EXPECT_EQ(memif_client.get_list("dpdk.vdev"),
             std::vector<std::string>{"net_memif0,role=client,socket=/run/x.sock,bsize=2048"});
   EXPECT_EQ(memif_client.get_string("dpdk.no_huge"), "auto");
+
+  // Between this job's own processes memif skips TCP checksums (dpdk.trusted_link) on both sides,
+  // unless the job decides for either side; vhost-user offloads them instead.
+  EXPECT_TRUE(memif_client.get_bool("dpdk.trusted_link"));
+  EXPECT_TRUE(side_config(job({"bench.dpdk_link=memif"}), Side::Server, "dpdk").get_bool("dpdk.trusted_link"));
+  EXPECT_TRUE(zc_client.get_bool("dpdk.trusted_link"));
+  EXPECT_FALSE(vhost_client.get_bool("dpdk.trusted_link"));
+  EXPECT_FALSE(vhost_server.get_bool("dpdk.trusted_link"));
+  const config::Config checked = job({"bench.dpdk_link=memif", "bench.client.dpdk=[dpdk.trusted_link=false]"});
+  EXPECT_FALSE(side_config(checked, Side::Client, "dpdk").get_bool("dpdk.trusted_link"));
+  EXPECT_FALSE(side_config(checked, Side::Server, "dpdk").get_bool("dpdk.trusted_link"));
 }
 
 TEST(DpdkLink, ASideThatNamesItsOwnPortOrRefusesHugepagesIsAnError) {
