@@ -58,13 +58,19 @@ void register_rdma_options(Registry& r) {
          .help = "RDMA READs of rendezvous payloads a connection keeps in flight (of up to 1 MiB "
                  "each), capped by the device's max_qp_rd_atom and the peer's own setting.",
          .min = 1, .max = 16});
+  r.add({.name = "rdma.rendezvous_read_size", .type = OptionType::Size, .default_value = "1M",
+         .help = "Bytes one RDMA READ of a rendezvous payload brings in at most (a READ lands in "
+                 "one block of rdma.registered_memory, 1 MiB at most). Fewer, larger READs cost "
+                 "fewer work requests and completions; a READ's whole response must arrive within "
+                 "rdma.ack_timeout, or the reader asks for all of it again.",
+         .min = 4096, .max = 1 << 20});
   r.add({.name = "rdma.registered_memory", .type = OptionType::Size, .default_value = "32M",
          .help = "Payload memory registered once at start-up: what NetworkStack::allocate_payload() "
                  "and Messenger::allocate_payload() hand out (sent without a copy or a "
                  "registration) and where rendezvous READs land. When it runs out, payloads come "
                  "from ordinary memory and READs from memory registered through the cache.",
          .min = 1 << 20, .max = int64_t{1} << 40});
-  r.add({.name = "rdma.registration_cache", .type = OptionType::Size, .default_value = "64M",
+  r.add({.name = "rdma.registration_cache", .type = OptionType::Size, .default_value = "256M",
          .help = "Per worker: bytes of application memory kept registered for rendezvous (LRU), "
                  "so a buffer sent again is not registered again. An entry keeps its memory "
                  "alive and goes once only the cache still holds the memory. 0: memory outside "

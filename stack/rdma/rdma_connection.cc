@@ -289,6 +289,9 @@ void RdmaConnection::established() {
   if (connect_timer_ != 0) worker_.center().cancel_timer(connect_timer_);
   connect_timer_ = 0;
   set_state(ConnState::Established);
+  // The peer may have sent before we learned that it is ready (its first SENDs can overtake its
+  // Ready on the side channel): descriptors that came with them are read now.
+  pump_reads();
   update_events();
 }
 

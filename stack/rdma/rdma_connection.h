@@ -238,6 +238,9 @@ class RdmaConnection final : public CmEventTarget, public std::enable_shared_fro
   ReadInFlight reads_[QpInfo::kMaxReadDepth];  // in posting order, which is completion order
   uint8_t reads_head_ = 0;
   uint8_t reads_count_ = 0;
+  // Bytes READ (or being READ) that the owner has not taken yet: bounded (pump_reads), so a slow
+  // reader cannot make one connection fill RegisteredMemory for the others.
+  size_t read_ahead_bytes_ = 0;
   uint32_t releases_owed_ = 0;        // descriptors read, not yet released to the peer
   bool release_in_flight_ = false;    // at most one release message at a time
   uint64_t read_retry_timer_ = 0;     // memory for READ targets ran out

@@ -42,6 +42,7 @@ ssize_t RdmaConnection::read(char* buf, size_t len) {
       t.ready.copy_out(0, n, buf + copied);
       t.ready.trim_front(n);
       copied += n;
+      read_ahead_bytes_ -= n;
       if (!t.complete() || !t.ready.empty()) break;  // the rest is still being read
       inbound_.pop_front();
       rx_.pop_front();
@@ -73,6 +74,7 @@ ssize_t RdmaConnection::zero_copy_read(BufferList& out, size_t max_len) {
       const size_t n = std::min(max_len - moved, t.ready.length());
       t.ready.splice_front(n, out);
       moved += n;
+      read_ahead_bytes_ -= n;
       if (!t.complete() || !t.ready.empty()) break;  // the rest is still being read
       inbound_.pop_front();
       rx_.pop_front();
@@ -100,6 +102,7 @@ ssize_t RdmaConnection::zero_copy_read(BufferList& out, size_t max_len) {
 ssize_t RdmaConnection::finish_read(size_t taken, size_t wanted, uint32_t messages) {
   worker_.counters().bytes_received += taken;
   if (messages > 0) consumed(messages);
+  if (taken > 0 && !inbound_.empty()) pump_reads();  // room to read ahead again
   if (taken > 0 || wanted == 0) {
     update_events();
     return static_cast<ssize_t>(taken);

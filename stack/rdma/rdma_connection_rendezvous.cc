@@ -99,7 +99,10 @@ void RdmaConnection::on_descriptor(const uint8_t* bytes, size_t len) {
 void RdmaConnection::pump_reads() {
   if (state_ != ConnState::Established || owner_closed_ || qp_ == nullptr) return;
   RegisteredMemory& payload = worker_.payload_memory();
-  while (reads_count_ < read_depth_) {
+  // Read ahead of the owner by twice what the READs in flight carry at most: the next pieces are
+  // on their way while the owner takes the last ones, and no more.
+  const size_t read_ahead_limit = 2 * size_t{read_depth_} * worker_.tuning().rendezvous_read_size;
+  while (reads_count_ < read_depth_ && read_ahead_bytes_ < read_ahead_limit) {
     InboundTransfer* t = inbound_.next_to_read();
     if (t == nullptr) return;
     if (!room_for_data()) {
@@ -107,7 +110,7 @@ void RdmaConnection::pump_reads() {
       return;
     }
     const RemoteRegion& region = t->descriptor.regions[t->region];
-    const size_t len = std::min<size_t>(region.length - t->offset, RegisteredMemory::kLargestBlock);
+    const size_t len = std::min<size_t>(region.length - t->offset, worker_.tuning().rendezvous_read_size);
     BufferSegment target = payload.allocate(len);
     uint32_t lkey = payload.lkey();
     RegistrationCache::Entry* entry = nullptr;
@@ -128,6 +131,7 @@ void RdmaConnection::pump_reads() {
     }
     reads_[(reads_head_ + reads_count_) % QpInfo::kMaxReadDepth] = ReadInFlight{t, piece, std::move(target), entry};
     ++reads_count_;
+    read_ahead_bytes_ += piece.length;
   }
 }
 

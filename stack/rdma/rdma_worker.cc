@@ -51,6 +51,7 @@ RdmaTuning RdmaTuning::from(const config::Config& conf) {
   t.use_cm = conf.get_string("rdma.connect_mode") == "rdma_cm";
   t.rendezvous_threshold = conf.get_size("rdma.rendezvous_threshold");
   t.rendezvous_reads = static_cast<uint32_t>(conf.get_int("rdma.rendezvous_reads"));
+  t.rendezvous_read_size = conf.get_size("rdma.rendezvous_read_size");
   t.registration_cache = conf.get_size("rdma.registration_cache");
   return t;
 }
@@ -326,7 +327,9 @@ ibv_qp* RdmaWorker::create_qp() {
   attr.qp_state = IBV_QPS_INIT;
   attr.pkey_index = 0;
   attr.port_num = device_->port();
-  attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+  // Remote read: the peer pulls our rendezvous descriptors' memory (rendezvous.h); only memory
+  // registered for remote read (RegisteredMemory, the registration cache) can be reached.
+  attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
   if (int rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
     BYPASS_LOG(Warn, "rdma", "QP -> INIT failed: %s", strerror(rc));
     ibv_destroy_qp(qp);

@@ -70,7 +70,8 @@ struct RdmaTuning {
   bool use_cm = false;                // rdma.connect_mode: rdma_cm (else the TCP side channel)
   size_t rendezvous_threshold = 65536;  // rdma.rendezvous_threshold (0: no rendezvous)
   uint32_t rendezvous_reads = 8;        // rdma.rendezvous_reads
-  size_t registration_cache = size_t{64} << 20;  // rdma.registration_cache (bytes per worker)
+  size_t rendezvous_read_size = RegisteredMemory::kLargestBlock;  // rdma.rendezvous_read_size
+  size_t registration_cache = size_t{256} << 20;  // rdma.registration_cache (bytes per worker)
   static RdmaTuning from(const config::Config& conf);
 };
 

@@ -121,6 +121,7 @@ class InboundTransfers {
   InboundTransfer& front() { return ring_[head_]; }
   void pop_front();  // the oldest was consumed
   size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
   void clear();
 
  private:
