@@ -121,7 +121,14 @@ bool Config::get_bool(std::string_view name) const {
   return value(name, OptionType::Bool).parsed.boolean;
 }
 int64_t Config::get_int(std::string_view name) const {
-  return value(name, OptionType::Int).parsed.integer;
+  const detail::OptionValue& parsed = value(name, OptionType::Int).parsed;
+  if (parsed.is_auto) throw ConfigError(std::string(name) + ": is auto here; read it with get_int_or_auto");
+  return parsed.integer;
+}
+std::optional<int64_t> Config::get_int_or_auto(std::string_view name) const {
+  const detail::OptionValue& parsed = value(name, OptionType::Int).parsed;
+  if (parsed.is_auto) return std::nullopt;
+  return parsed.integer;
 }
 uint64_t Config::get_size(std::string_view name) const {
   return value(name, OptionType::Size).parsed.size;
@@ -165,8 +172,11 @@ std::string Config::to_json() const {
     const detail::OptionValue& parsed = values_.find(spec.name)->second->parsed;
     switch (spec.type) {
       case OptionType::Bool:
-      case OptionType::Int:
         out += detail::format_option_value(spec, parsed);
+        break;
+      case OptionType::Int:  // a number, or the string "auto"
+        if (parsed.is_auto) append_json_string(out, "auto");
+        else out += detail::format_option_value(spec, parsed);
         break;
       case OptionType::Size:
         out += std::to_string(parsed.size);  // bytes: a number is what JSON consumers want

@@ -34,6 +34,9 @@ struct OptionSpec {
   int64_t min = INT64_MIN;    // Int, Size and Duration (nanoseconds) ranges, inclusive
   int64_t max = INT64_MAX;    // upper end of the range above, inclusive
   std::vector<std::string> enum_values = {};  // Enum only
+  // Int only: the word "auto" is a value too, meaning "let the code choose" (rdma.gid_index);
+  // read such an option with Config::get_int_or_auto.
+  bool allows_auto = false;
 };
 
 // Raised for every bad input: malformed YAML, unknown key, wrong type, value out of range.
@@ -99,7 +102,8 @@ class Config {
   // A YAML file is applied all or nothing: on error the Config keeps its previous values.
 
   bool get_bool(std::string_view name) const;
-  int64_t get_int(std::string_view name) const;                  // Int
+  int64_t get_int(std::string_view name) const;                  // Int (throws when it is "auto")
+  std::optional<int64_t> get_int_or_auto(std::string_view name) const;  // Int; nullopt for "auto"
   uint64_t get_size(std::string_view name) const;                 // bytes
   std::chrono::nanoseconds get_duration(std::string_view name) const;  // Duration
   const std::string& get_string(std::string_view name) const;     // String and Enum
@@ -135,6 +139,7 @@ uint64_t parse_size(std::string_view text);                 // "4K", "1M", "2GiB
 std::chrono::nanoseconds parse_duration(std::string_view text);  // "200ms", "2s", "1m", "500us"
 Ipv4 parse_ipv4(std::string_view text);                     // dotted quad, "192.168.1.10"
 std::vector<int> parse_cpu_list(std::string_view text);     // "0-3,6" -> {0,1,2,3,6}, sorted
+std::string format_cpu_list(const std::vector<int>& cpus);  // sorted {0,1,2,3,6} -> "0-3,6" ("" when empty)
 // Canonical text of a size: the largest binary unit that divides it exactly ("4K", "3M", "1000").
 std::string format_size(uint64_t bytes);
 // Canonical text of a duration: the largest unit that divides it exactly ("200ms", "2s", "1m").

@@ -4,6 +4,23 @@
 #include <cctype>
 #include <yaml-cpp/yaml.h>
 
+namespace bypass::config {
+
+std::string format_cpu_list(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) out += '-' + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace bypass::config
+
 namespace bypass::config::detail {
 
 namespace {
@@ -69,19 +86,6 @@ std::vector<std::string> split_list(std::string_view text) {
   return items;
 }
 
-std::string format_cpu_list(const std::vector<int>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpus[i]);
-    if (j > i) out += '-' + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 std::string format_list(const std::vector<std::string>& items) {
   bool plain = true;
   for (const std::string& item : items)
@@ -130,7 +134,16 @@ OptionValue parse_option_value(const OptionSpec& spec, std::string_view text,
       value.boolean = parse_bool(text);
       break;
     case OptionType::Int:
-      value.integer = parse_int(text);
+      if (spec.allows_auto && trim(text) == "auto") {
+        value.is_auto = true;
+        break;
+      }
+      try {
+        value.integer = parse_int(text);
+      } catch (const ConfigError& e) {
+        if (!spec.allows_auto) throw;
+        throw ConfigError(std::string(e.what()) + " or auto");
+      }
       check_range(spec, text, value.integer < spec.min, value.integer > spec.max);
       break;
     case OptionType::Size: {
@@ -171,7 +184,7 @@ OptionValue parse_option_value(const OptionSpec& spec, std::string_view text,
 std::string format_option_value(const OptionSpec& spec, const OptionValue& value) {
   switch (spec.type) {
     case OptionType::Bool: return value.boolean ? "true" : "false";
-    case OptionType::Int: return std::to_string(value.integer);
+    case OptionType::Int: return value.is_auto ? "auto" : std::to_string(value.integer);
     case OptionType::Size: return format_size(value.size);
     case OptionType::Duration: return format_duration(value.duration);
     case OptionType::String:

@@ -16,6 +16,7 @@ namespace bypass::config::detail {
 struct OptionValue {
   bool boolean = false;
   int64_t integer = 0;  // Int
+  bool is_auto = false;  // Int with allows_auto: the word "auto" (integer unused)
   uint64_t size = 0;    // Size, bytes
   std::chrono::nanoseconds duration{0};
   std::string text;     // String and Enum

@@ -40,6 +40,9 @@ void register_bench_options(Registry& r) {
          .help = "reqrep only: pause between a reply and the next request on that slot.", .min = 0});
   r.add({.name = "bench.message_size", .type = OptionType::StringList, .default_value = "4K",
          .help = "Payload bytes per message; a list sweeps (e.g. [64, 4K, 64K])."});
+  r.add({.name = "bench.reply_size", .type = OptionType::String, .default_value = "echo",
+         .help = "reqrep: what the server answers each message with: echo (its own bytes, the same "
+                 "size) or a size of other bytes (0: an empty reply, as a storage write's status)."});
   r.add({.name = "bench.connections", .type = OptionType::Int, .default_value = "1",
          .help = "Connections the client opens to the server.", .min = 1, .max = 65536});
   r.add({.name = "bench.iodepth", .type = OptionType::StringList, .default_value = "1",
@@ -62,6 +65,16 @@ void register_bench_options(Registry& r) {
                  "leaves its session, and what it holds, behind); stateless: a session ends with its "
                  "transport, as a long-lived server facing clients that come and go wants.",
          .enum_values = {"stateful", "stateless"}});
+  r.add({.name = "bench.dpdk_link", .type = OptionType::Enum, .default_value = "configured",
+         .help = "The port pair of the two dpdk processes of `run`: vhost-user (vhost-user server / virtio-user "
+                 "client: checksum offload and TSO; hugepages on both sides), memif-zero-copy (net_memif with a "
+                 "zero-copy client; hugepages on the client), memif (net_memif copy mode; runs anywhere), auto (`run` "
+                 "picks the first of these the host's free hugepages allow and says why), configured (the sides' own "
+                 "dpdk.vdev / dpdk.allow in bench.server.dpdk and bench.client.dpdk).",
+         .enum_values = {"configured", "auto", "vhost-user", "memif-zero-copy", "memif"}});
+  r.add({.name = "bench.link_socket", .type = OptionType::String, .default_value = "/run/bypass-bench-link.sock",
+         .help = "The socket the two sides of a bench.dpdk_link meet at (memif's abstract socket or the vhost-user "
+                 "socket file); `run` gives each run a socket of its own unless this is set."});
   add_side_options(r, "server", "listens");
   add_side_options(r, "client", "connects");
 }

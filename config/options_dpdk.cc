@@ -104,6 +104,11 @@ void register_dpdk_options(Registry& r) {
                  "jumbo frames over it; frames beyond bsize would need chained descriptors, which 22.11's "
                  "copy-mode tx leaves flagged, so the MTU must keep frames within bsize.",
          .min = 0, .max = 9600});
+  r.add({.name = "dpdk.flow_isolate", .type = OptionType::Bool, .default_value = "false",
+         .help = "Share the port with the kernel: rte_flow isolated mode, with rules that claim only the "
+                 "stack's own traffic (ARP for dpdk.host_ip, every datagram to dpdk.host_ip and "
+                 "dpdk.host_ipv6, Neighbor Discovery for them), spread over the worker queues; the kernel "
+                 "keeps the rest. For bifurcated drivers (mlx5) and net_tap with remote=IFACE."});
   r.add({.name = "dpdk.promiscuous", .type = OptionType::Bool, .default_value = "false",
          .help = "Put the port in promiscuous mode."});
   r.add({.name = "dpdk.link_wait", .type = OptionType::Duration, .default_value = "5s",

@@ -12,6 +12,10 @@ void register_ms_options(Registry& r) {
          .min = 1, .max = 64});
   r.add({.name = "ms.cpus", .type = OptionType::CpuList, .default_value = "",
          .help = "CPUs to pin workers to, in order (e.g. 2-3); empty leaves workers unpinned."});
+  r.add({.name = "ms.worker_threads", .type = OptionType::Bool, .default_value = "true",
+         .help = "Workers run on threads of their own (true); false: on the thread that starts the stack, "
+                 "which runs their loops itself (NetworkStack::poll), as an application with a polling loop "
+                 "of its own does (docs/polled-stack.md). ms.cpus does not apply then."});
   r.add({.name = "ms.connect_timeout", .type = OptionType::Duration, .default_value = "10s",
          .help = "Give up on a connection attempt after this long.",
          .min = 1'000'000});  // 1ms: below that no handshake can complete

@@ -8,8 +8,12 @@ void register_rdma_options(Registry& r) {
          .help = "Verbs device (e.g. mlx5_0, rxe0); empty uses the first device with an active port."});
   r.add({.name = "rdma.port", .type = OptionType::Int, .default_value = "1",
          .help = "Port number on the device (verbs ports start at 1).", .min = 1, .max = 255});
-  r.add({.name = "rdma.gid_index", .type = OptionType::Int, .default_value = "0",
-         .help = "GID table index for RoCE addressing.", .min = 0, .max = 255});
+  r.add({.name = "rdma.gid_index", .type = OptionType::Int, .default_value = "auto",
+         .help = "GID table index for RoCE addressing. auto: the GID of rdma.roce_version that carries the "
+                 "IP address of the port's netdev (an IPv4 address first, then a global IPv6 one, then "
+                 "link-local ones; the lowest index among equals), index 0 on InfiniBand; a number uses "
+                 "that index.",
+         .min = 0, .max = 255, .allows_auto = true});
   r.add({.name = "rdma.roce_version", .type = OptionType::Enum, .default_value = "v2",
          .help = "RoCE version the GID must match: v1 (Ethernet) or v2 (UDP/IP).",
          .enum_values = {"v1", "v2"}});

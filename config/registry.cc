@@ -122,6 +122,8 @@ void Registry::add(OptionSpec spec) {
     throw ConfigError("option '" + name + "' is an enum without values");
   if (spec.type != OptionType::Enum && !spec.enum_values.empty())
     throw ConfigError("option '" + name + "' has enum values but is not an enum");
+  if (spec.allows_auto && spec.type != OptionType::Int)
+    throw ConfigError("option '" + name + "' allows auto but is not an int");
   try {
     detail::parse_option_value(spec, spec.default_value, nullptr);
   } catch (const ConfigError& e) {
@@ -136,6 +138,7 @@ std::string Registry::describe() const {
   for (const OptionSpec& spec : options_) {
     std::string type = option_type_name(spec.type);
     if (spec.type == OptionType::Enum) type += ": " + detail::enum_text(spec);
+    if (spec.allows_auto) type += " or auto";
     const std::string range = detail::range_text(spec);
     if (!range.empty()) type += ", " + range;
     out += spec.name + "\n";

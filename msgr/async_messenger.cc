@@ -531,7 +531,8 @@ void AsyncMessenger::linger_until_acknowledged(std::chrono::steady_clock::time_p
     }
     const auto now = std::chrono::steady_clock::now();
     if (waiting == 0 || now >= deadline) break;
-    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(1), deadline - now));
+    // A stack without worker threads polled by this thread runs its loops meanwhile.
+    stack_->pause(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(1), deadline - now));
   }
   if (waiting != 0) {
     BYPASS_LOG(Info, "msgr", "%s: shutdown: %zu sessions still hold unacknowledged messages after ms.shutdown_linger "
@@ -570,6 +571,12 @@ void AsyncMessenger::drain_workers() {
   // on the workers (flushes, session hand-overs between workers) must run before shutdown()
   // returns. Two rounds: a closure run in the first round may hand work to another worker.
   for (int round = 0; round < 2; ++round) {
+    // On the thread that polls the stack, submit_and_wait would run inline, ahead of what is
+    // queued: a poll runs the queued closures instead.
+    if (stack_->polled_here()) {
+      stack_->poll();
+      continue;
+    }
     for (unsigned i = 0; i < stack_->num_workers(); ++i) stack_->worker(i)->center().submit_and_wait([] {});
   }
 }

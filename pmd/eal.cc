@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -23,26 +22,6 @@
 namespace bypass::pmd {
 
 namespace {
-
-std::string read_first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-std::string cpu_list_text(const std::vector<int>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += std::to_string(cpus[i]);
-    if (j > i) out += "-" + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out.empty() ? "none" : out;
-}
 
 uint64_t mebibytes_rounded_up(uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; }
 
@@ -132,28 +111,53 @@ void clear_stale_vhost_sockets(const std::vector<std::string>& vdevs) {
 
 }  // namespace
 
-HostFacts HostFacts::probe() {
+HostFacts HostFacts::probe(const std::vector<std::string>& pci_devices, const HostFiles& files) {
   HostFacts facts;
   try {
-    facts.online_cpus = config::parse_cpu_list(read_first_line("/sys/devices/system/cpu/online"));
+    facts.online_cpus = config::parse_cpu_list(files.first_line("/sys/devices/system/cpu/online").value_or(""));
   } catch (const std::exception&) {
+    facts.online_cpus.clear();
+  }
+  if (facts.online_cpus.empty() && files.root().empty()) {  // no sysfs on the real host: ask libc
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
     for (long i = 0; i < n; ++i) facts.online_cpus.push_back(static_cast<int>(i));
   }
-  std::error_code ec;
-  for (const auto& dir : std::filesystem::directory_iterator("/sys/kernel/mm/hugepages", ec)) {
-    const std::string name = dir.path().filename().string();  // hugepages-2048kB
-    uint64_t kib = 0;
-    if (std::sscanf(name.c_str(), "hugepages-%lukB", &kib) != 1) continue;
-    const std::string free_text = read_first_line(dir.path().string() + "/free_hugepages");
-    if (free_text.empty()) continue;
-    facts.free_hugepage_bytes += std::stoull(free_text) * kib * 1024;
+  const std::string huge = "/sys/kernel/mm/hugepages";
+  for (const std::string& name : files.list(huge).value_or(std::vector<std::string>{})) {
+    unsigned long long kib = 0, free_pages = 0;
+    if (std::sscanf(name.c_str(), "hugepages-%llukB", &kib) != 1) continue;
+    const auto free_text = files.first_line(huge + "/" + name + "/free_hugepages");
+    if (!free_text || std::sscanf(free_text->c_str(), "%llu", &free_pages) != 1) continue;
+    facts.free_hugepage_bytes += uint64_t{free_pages} * kib * 1024;
   }
-  std::ifstream mounts("/proc/mounts");
+  std::istringstream mounts(files.read("/proc/mounts").value_or(""));
   std::string device, mount_point, fs_type, rest;
   while (mounts >> device >> mount_point >> fs_type && std::getline(mounts, rest))
     if (fs_type == "hugetlbfs") facts.hugetlbfs_mounts.push_back(mount_point);
+  // Shared builds load every librte_<driver>.so of this directory at rte_eal_init (this binary's
+  // DPDK, on this machine, whatever root the rest is read from).
+  const std::string plugin_dir = RTE_EAL_PMD_PATH;
+  if (!plugin_dir.empty()) {
+    facts.loadable_drivers.emplace();
+    std::error_code unreadable;
+    for (const auto& entry : std::filesystem::directory_iterator(plugin_dir, unreadable)) {
+      const std::string name = entry.path().filename().string();  // librte_net_memif.so
+      const std::string prefix = "librte_", suffix = ".so";
+      if (name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        facts.loadable_drivers->push_back(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
+    }
+    if (unreadable) facts.loadable_drivers.reset();  // EAL will say what it cannot load
+  }
+  facts.numa = NumaTopology::read(files);
+  for (const std::string& device_address : pci_devices)
+    facts.pci_numa_nodes[canonical_pci_address(device_address)] = pci_numa_node(files, device_address);
   return facts;
+}
+
+bool HostFacts::has_driver(const std::string& driver) const {
+  return !loadable_drivers || std::find(loadable_drivers->begin(), loadable_drivers->end(), driver) !=
+                                  loadable_drivers->end();
 }
 
 EalPlan plan_eal(const config::Config& config, const HostFacts& host, const std::string& program) {
@@ -165,6 +169,9 @@ EalPlan plan_eal(const config::Config& config, const HostFacts& host, const std:
   const auto workers = static_cast<unsigned>(config.get_int("ms.workers"));
   const std::string& lcore_map = config.get_string("dpdk.lcores");
   const auto main_lcore = static_cast<unsigned>(config.get_int("dpdk.main_lcore"));
+  // The allowed NICs' node, when the host has several: lcores and memory go there.
+  if (host.numa.multi_node()) plan.port_node = common_numa_node(host.pci_numa_nodes, config.get_list("dpdk.allow"));
+  const NumaNode* port_node = host.numa.node(plan.port_node);
   if (!lcore_map.empty()) {
     args.push_back("--lcores=" + lcore_map);
   } else {
@@ -173,6 +180,11 @@ EalPlan plan_eal(const config::Config& config, const HostFacts& host, const std:
       if (std::find(host.online_cpus.begin(), host.online_cpus.end(), cpu) == host.online_cpus.end())
         throw PmdError("ms.cpus: CPU " + std::to_string(cpu) + " does not exist on this host (online CPUs: " +
                        cpu_list_text(host.online_cpus) + ")");
+    if (cpus.empty() && port_node) {  // unpinned: the NIC's node's online CPUs
+      for (int cpu : port_node->cpus)
+        if (std::find(host.online_cpus.begin(), host.online_cpus.end(), cpu) != host.online_cpus.end())
+          cpus.push_back(cpu);
+    }
     if (cpus.empty()) cpus = host.online_cpus;
     if (cpus.empty()) throw PmdError("ms.cpus: no online CPU found on this host");
     if (main_lcore >= workers)
@@ -227,7 +239,22 @@ EalPlan plan_eal(const config::Config& config, const HostFacts& host, const std:
   } else if (!huge_dir.empty()) {
     args.push_back("--huge-dir=" + huge_dir);
   }
-  args.push_back("-m" + std::to_string(mebibytes_rounded_up(memory)));
+  // On the NIC's node when it has the hugepages (--socket-mem lists MiB per node: "0,256" puts all
+  // on node 1); otherwise -m takes them from any node, and the start-up log says why.
+  if (!plan.no_huge && port_node && port_node->free_hugepage_bytes() >= memory) {
+    std::string per_node;
+    for (int node = 0; node <= plan.port_node; ++node)
+      per_node += (node ? "," : "") + std::to_string(node == plan.port_node ? mebibytes_rounded_up(memory) : 0);
+    args.push_back("--socket-mem=" + per_node);
+  } else {
+    if (!plan.no_huge && port_node)
+      plan.numa_warning = "dpdk.memory: only " + std::to_string(port_node->free_hugepage_bytes() >> 20) +
+                          " MiB of hugepages free on NUMA node " + std::to_string(plan.port_node) +
+                          " (the NIC's) for " + std::to_string(mebibytes_rounded_up(memory)) +
+                          " MiB: memory comes from other nodes too (" +
+                          hugepage_reserve_command(port_node, memory) + ")";
+    args.push_back("-m" + std::to_string(mebibytes_rounded_up(memory)));
+  }
 
   if (config.get_bool("dpdk.in_memory")) {
     // --in-memory implies hugepage-backed memory; without hugepages --no-shconf keeps the
@@ -278,7 +305,8 @@ const EalPlan& start_eal(const config::Config& config, const std::string& progra
   std::lock_guard lock(eal_mutex);
   if (started_plan) return *started_plan;
   if (eal_stopped) throw PmdError("dpdk: the EAL was stopped and cannot start again in this process");
-  EalPlan plan = plan_eal(config, HostFacts::probe(), program);
+  EalPlan plan = plan_eal(config, HostFacts::probe(config.get_list("dpdk.allow")), program);
+  if (!plan.numa_warning.empty()) BYPASS_LOG(Warn, "pmd", "%s", plan.numa_warning.c_str());
   if (plan.no_huge && !plan.no_huge_reason.empty())
     BYPASS_LOG(Warn, "pmd", "hugepages unavailable (%s): running with --no-huge (dpdk.no_huge=auto)",
                plan.no_huge_reason.c_str());

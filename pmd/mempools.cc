@@ -33,8 +33,15 @@ rte_mempool* MempoolSet::for_socket(int socket) {
   const std::string name = "bypass_s" + std::to_string(socket) + "_" + std::to_string(generation++);
   rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), mbufs_, cache_size_, 0,
                                               static_cast<uint16_t>(data_room_), socket);
-  if (!pool && socket != 0) pool = rte_pktmbuf_pool_create(name.c_str(), mbufs_, cache_size_, 0,
-                                                           static_cast<uint16_t>(data_room_), SOCKET_ID_ANY);
+  if (!pool && socket != 0) {
+    // The port's node has no memory left: a pool elsewhere works, every mbuf crossing the interconnect.
+    pool = rte_pktmbuf_pool_create(name.c_str(), mbufs_, cache_size_, 0, static_cast<uint16_t>(data_room_),
+                                   SOCKET_ID_ANY);
+    if (pool)
+      BYPASS_LOG(Warn, "pmd", "mempool %s: no room on NUMA node %d (the port's), created on node %d instead; "
+                 "reserve hugepages on node %d (dpdk-hugepages.py --node %d --reserve SIZE)", name.c_str(), socket,
+                 pool->socket_id, socket, socket);
+  }
   if (!pool)
     throw PmdError("dpdk.mbufs: cannot create a pool of " + std::to_string(mbufs_) + " mbufs of " +
                    std::to_string(data_room_) + " bytes on socket " + std::to_string(socket) + ": " +

@@ -60,6 +60,7 @@ PortOptions PortOptions::from_config(const config::Config& config) {
   o.mtu = static_cast<uint16_t>(config.get_int("dpdk.mtu"));
   o.mtu_limit = static_cast<uint16_t>(config.get_int("dpdk.mtu_limit"));
   o.promiscuous = config.get_bool("dpdk.promiscuous");
+  o.flow_isolate = config.get_bool("dpdk.flow_isolate");
   o.link_wait = config.get_duration("dpdk.link_wait");
   o.offloads = OffloadRequest::from_config(config);
   o.redirect_ring = static_cast<unsigned>(config.get_int("dpdk.redirect_ring"));
@@ -174,6 +175,8 @@ void Port::configure(MempoolSet& pools) {
                                                 : std::string()));
   const bool beyond_driver_limit = options_.mtu > driver_mtu;
 
+  flows_ = std::make_unique<FlowTable>(port_id, label, symmetric_rss_key(caps.hash_key_size ? caps.hash_key_size : 40));
+
   rte_eth_conf conf{};
   conf.rxmode.mtu = beyond_driver_limit ? driver_mtu : options_.mtu;
   conf.rxmode.offloads = plan.rx_offloads;
@@ -231,6 +234,18 @@ void Port::configure(MempoolSet& pools) {
                      " (check dpdk.tx_desc)");
   }
 
+  // Isolated mode once the queues exist and before the port starts: mlx5 switches it only on a
+  // stopped port, and net_tap removes the rules that hand its remote netdev's traffic to us (its
+  // own MAC's, broadcast) only once its queues' netdev is up; before that it defers the switch.
+  if (options_.flow_isolate) {
+    if (const std::string reason = set_flow_isolation(port_id, true); !reason.empty())
+      throw PmdError("dpdk.flow_isolate: " + label + ": driver " + info_.driver +
+                     " cannot isolate its traffic with rte_flow: " + reason +
+                     "; use a port whose driver has isolated mode (mlx5, net_tap on a kernel with the multiq qdisc "
+                     "and TC flower) or turn dpdk.flow_isolate off");
+    info_.flow_isolated = true;
+  }
+
   uint16_t mtu = 0;
   rte_eth_dev_get_mtu(port_id, &mtu);
   if (beyond_driver_limit) {
@@ -273,7 +288,10 @@ void Port::configure(MempoolSet& pools) {
 
   // Software steering whenever the hardware does not put each flow on its owner's queue already.
   const unsigned workers = options_.workers;
-  info_.software_redirect = workers > 1 && !(info_.offloads.enabled.rss && info_.rx_queues == workers);
+  // Under isolation the rules' own RSS (or per-source queues) spreads flows, in a way the RETA
+  // below does not describe, so the owner function decides for every packet.
+  info_.software_redirect =
+      workers > 1 && (info_.flow_isolated || !(info_.offloads.enabled.rss && info_.rx_queues == workers));
   steering_ = RssSteering(workers, info_.offloads.enabled.rss ? caps.reta_size : 512, key.size());
   if (info_.software_redirect) {
     static std::atomic<unsigned> generation{0};
@@ -282,6 +300,13 @@ void Port::configure(MempoolSet& pools) {
       const std::string ring_name = "bpr" + std::to_string(port_id) + "_" + std::to_string(w) + "_" +
                                     std::to_string(gen);
       rte_ring* ring = rte_ring_create(ring_name.c_str(), options_.redirect_ring, info_.numa_socket, RING_F_SC_DEQ);
+      if (!ring) {
+        // The port's node has no memory left: a ring elsewhere works, each redirect crossing the interconnect.
+        ring = rte_ring_create(ring_name.c_str(), options_.redirect_ring, SOCKET_ID_ANY, RING_F_SC_DEQ);
+        if (ring)
+          BYPASS_LOG(Warn, "pmd", "%s: redirect ring %s: no room on NUMA node %d (the port's), created on node %d",
+                     label.c_str(), ring_name.c_str(), info_.numa_socket, ring->memzone->socket_id);
+      }
       if (!ring)
         throw PmdError(label + ": cannot create redirect ring: " + std::string(rte_strerror(rte_errno)) +
                        " (lower dpdk.redirect_ring or raise dpdk.memory)");
@@ -339,6 +364,7 @@ void Port::setup_rss() {
 }
 
 Port::~Port() {
+  if (flows_) flows_->destroy_all();  // rules first: a net_tap remote gets its traffic back at once
   if (started_) {
     if (int rc = rte_eth_dev_stop(info_.port_id); rc != 0)
       BYPASS_LOG(Warn, "pmd", "port %u: stop failed: %s", info_.port_id, ethdev_error(rc).c_str());
@@ -411,6 +437,24 @@ Port::MulticastMode Port::join_multicast(const std::vector<std::array<uint8_t, 6
   BYPASS_LOG(Info, "pmd", "%s: %s has no multicast filter, MAC table or all-multicast mode (%s); it filters nothing",
              label.c_str(), info_.driver.c_str(), ethdev_error(all).c_str());
   return MulticastMode::Unfiltered;
+}
+
+void Port::set_flow_isolated(bool on) {
+  const std::string label = port_label(info_.port_id, info_.name);
+  std::string reason = set_flow_isolation(info_.port_id, on);
+  if (!reason.empty() && started_) {
+    // mlx5 refuses while the port runs (EBUSY): stop, switch, start again.
+    if (rte_eth_dev_stop(info_.port_id) == 0) {
+      const std::string stopped_reason = set_flow_isolation(info_.port_id, on);
+      if (stopped_reason.empty()) reason.clear();
+      if (const int rc = rte_eth_dev_start(info_.port_id); rc != 0)
+        throw PmdError(label + ": restart after switching isolated mode failed: " + ethdev_error(rc));
+    }
+  }
+  if (!reason.empty())
+    throw PmdError(label + ": driver " + info_.driver + " cannot " + (on ? "enter" : "leave") +
+                   " rte_flow isolated mode: " + reason);
+  info_.flow_isolated = on;
 }
 
 LinkState Port::link() const {

@@ -21,6 +21,7 @@
 #include "config/config.h"
 #include "pmd/burst_guard.h"
 #include "pmd/fault_shim.h"
+#include "pmd/flow_table.h"
 #include "pmd/offloads.h"
 #include "pmd/toeplitz.h"
 
@@ -36,6 +37,7 @@ struct PortOptions {
   uint16_t mtu = 1500;
   uint16_t mtu_limit = 0;  // 0: the driver's (or net_memif's bsize); see dpdk.mtu_limit
   bool promiscuous = false;
+  bool flow_isolate = false;  // dpdk.flow_isolate: rte_flow isolated mode from configuration on
   std::chrono::nanoseconds link_wait{std::chrono::seconds(5)};
   OffloadRequest offloads;
   unsigned redirect_ring = 4096;
@@ -67,6 +69,7 @@ struct PortInfo {
   DeviceCapabilities capabilities;
   OffloadPlan offloads;        // supported vs enabled, with the fallbacks taken
   bool software_redirect = false;  // packets may cross workers through the redirect rings
+  bool flow_isolated = false;      // rte_flow isolated mode: only what a flow rule claims arrives
   // The device DMAs from memory it was given (a PCI NIC): a transmitted buffer must lie in memory
   // DPDK knows (its hugepages, or areas added with rte_extmem_register + rte_dev_dma_map). Virtual
   // devices (memif, tap, ring, af_packet) read buffers with the CPU, so any address works, except
@@ -138,6 +141,14 @@ class Port {
   unsigned workers() const { return options_.workers; }
   const RssSteering& steering() const { return steering_; }
   rte_mempool* mempool() const { return pool_; }
+
+  // The port's rte_flow rules (bypass-pmd flow ..., and the dpdk stack's claims under
+  // dpdk.flow_isolate); removed when the port closes.
+  FlowTable& flows() { return *flows_; }
+  // Switches isolated mode at run time (bypass-pmd flow isolate), stopping and restarting the
+  // port when the driver only changes it while stopped (mlx5). Throws PmdError naming what the
+  // port lacks. The steering chosen at start-up stays (dpdk.flow_isolate decides it).
+  void set_flow_isolated(bool on);
 
   LinkState link() const;
   // Polls the link until up or `timeout`; true when up.
@@ -228,6 +239,7 @@ class Port {
   std::vector<std::unique_ptr<FaultShim>> rx_shims_, tx_shims_;  // per queue; null when off
   std::unique_ptr<WorkerCounters[]> counters_;
   std::unique_ptr<BurstGuard> burst_guard_;  // net_memif only (see burst_guard.h)
+  std::unique_ptr<FlowTable> flows_;
 };
 
 }  // namespace bypass::pmd

@@ -87,7 +87,10 @@ std::shared_ptr<NetworkStack> NetworkStack::create(const config::Config& conf,
 }
 
 NetworkStack::NetworkStack(const config::Config& conf, std::string type)
-    : conf_(conf), type_(std::move(type)), shutdown_linger_(conf_.get_duration("ms.shutdown_linger")) {}
+    : conf_(conf),
+      type_(std::move(type)),
+      worker_threads_(conf_.get_bool("ms.worker_threads")),
+      shutdown_linger_(conf_.get_duration("ms.shutdown_linger")) {}
 
 NetworkStack::~NetworkStack() { stop(); }
 
@@ -114,6 +117,13 @@ void check_cpus_usable(const std::vector<int>& cpus) {
 
 void NetworkStack::start() {
   if (started_) return;
+  if (!worker_threads_) {
+    // The caller's thread is every worker's: it stays where the application placed it.
+    take_over_loops();
+    started_ = true;
+    for (auto& w : workers_) w->on_thread_start();
+    return;
+  }
   check_cpus_usable(conf_.get_cpus("ms.cpus"));
   started_ = true;
   for (unsigned i = 0; i < workers_.size(); ++i) {
@@ -132,17 +142,20 @@ void NetworkStack::spawn_worker(unsigned i, std::function<void()> body) {
   const std::vector<int> cpus = conf_.get_cpus("ms.cpus");
   const std::string name = "bypass-w" + std::to_string(i);
   pthread_setname_np(threads_.back().native_handle(), name.c_str());
-  if (cpus.empty()) return;
-  const int cpu = cpus[i % cpus.size()];
+  const std::vector<int> allowed = cpus.empty() ? unpinned_cpus_ : std::vector<int>{cpus[i % cpus.size()]};
+  if (allowed.empty()) return;
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+  for (int cpu : allowed)
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+  const std::string text = config::format_cpu_list(allowed);
   const int rc = pthread_setaffinity_np(threads_.back().native_handle(), sizeof(set), &set);
   if (rc != 0) {
-    // check_cpus_usable() already vetted the CPU, so this is a race with a cpuset change.
-    BYPASS_LOG(Error, "stack", "worker %u: cannot pin to CPU %d: %s", i, cpu, strerror(rc));
+    // check_cpus_usable() already vetted ms.cpus, so this is a race with a cpuset change (or the
+    // transport's choice is outside this process's cpuset: the worker then runs unpinned).
+    BYPASS_LOG(Error, "stack", "worker %u: cannot pin to CPU %s: %s", i, text.c_str(), strerror(rc));
   } else {
-    BYPASS_LOG(Debug, "stack", "worker %u pinned to CPU %d", i, cpu);
+    BYPASS_LOG(Debug, "stack", "worker %u pinned to CPU %s", i, text.c_str());
   }
 }
 
@@ -153,10 +166,38 @@ void NetworkStack::join_workers() {
   threads_.clear();
 }
 
+void NetworkStack::take_over_loops() {
+  poller_ = std::this_thread::get_id();
+  for (auto& w : workers_) w->center().set_owner();
+}
+
+int NetworkStack::poll() {
+  if (!polled_here())
+    throw std::logic_error(type_ + " stack: poll() on a thread that does not run its loops (ms.worker_threads "
+                           "false: only the thread that started the stack polls it)");
+  int ran = 0;
+  for (auto& w : workers_) ran += w->center().process_events(std::chrono::nanoseconds::zero());
+  return ran;
+}
+
+void NetworkStack::pause(std::chrono::nanoseconds duration) {
+  if (!polled_here()) {
+    std::this_thread::sleep_for(duration);
+    return;
+  }
+  const auto end = std::chrono::steady_clock::now() + duration;
+  do {
+    poll();
+  } while (std::chrono::steady_clock::now() < end);
+}
+
 void NetworkStack::stop() { stop(shutdown_linger_); }
 
 void NetworkStack::stop(std::chrono::nanoseconds linger) {
   if (!started_) return;
+  // The thread that polled may be gone (the stack is released elsewhere): this one runs the loops
+  // from now on, or the linger below would wait on loops nobody runs.
+  if (!worker_threads_ && !polled_here()) take_over_loops();
   // Linger: the loops keep sending and retransmitting until the peers acknowledged everything
   // (checked on each worker, which owns its sockets) or the time is up. Polled: a stop is rare
   // and a millisecond of delay is nothing next to a round trip.
@@ -168,7 +209,7 @@ void NetworkStack::stop(std::chrono::nanoseconds linger) {
       workers_[i]->center().submit_and_wait([this, i, &waiting] { waiting += awaiting_acknowledgement(i); });
     const auto now = std::chrono::steady_clock::now();
     if (waiting == 0 || now >= deadline) break;
-    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(1), deadline - now));
+    pause(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(1), deadline - now));
   }
   if (waiting != 0) {
     BYPASS_LOG(Info, "stack", "%s: stopping with %zu unacknowledged after ms.shutdown_linger (%lld ms)",
@@ -176,6 +217,14 @@ void NetworkStack::stop(std::chrono::nanoseconds linger) {
                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(linger).count()));
   }
   for (auto& w : workers_) w->center().stop();
+  if (!worker_threads_) {
+    // What a worker thread does once its loop was told to stop: run the closures still queued.
+    for (auto& w : workers_) {
+      w->center().run();
+      w->on_thread_stop();
+    }
+    poller_ = {};
+  }
   join_workers();
   started_ = false;
 }

@@ -1,8 +1,10 @@
 // The socket interface every transport implements and the messenger is written against.
 //
 // NetworkStack (one per process and transport) owns N Workers; each Worker owns one EventCenter and
-// runs on one pinned thread (an lcore for dpdk). Sockets belong to the worker that created them and
-// are used only on that worker's thread. All calls are non-blocking; errors are negative errno values
+// runs on one pinned thread (an lcore for dpdk), or, with ms.worker_threads false, on the thread
+// that started the stack, which runs every worker's loop itself (NetworkStack::poll: an application
+// that polls in a loop of its own, as fio's job thread does). Sockets belong to the worker that
+// created them and are used only on that worker's thread. All calls are non-blocking; errors are negative errno values
 // (-EAGAIN: try again when the event fires; -ECONNREFUSED, -ETIMEDOUT, -ECONNRESET, -EPIPE ...).
 #pragma once
 
@@ -212,15 +214,34 @@ class NetworkStack {
   static std::shared_ptr<NetworkStack> create(const config::Config& conf, const std::string& type);
 
   virtual ~NetworkStack();
-  // Spawns one thread per worker, pinned to `ms.cpus` (round-robin; empty = unpinned).
+  // Spawns one thread per worker, pinned to `ms.cpus` (round-robin; empty = unpinned, or kept to
+  // the CPUs the transport chose: the dpdk stack's port's NUMA node). Without worker threads
+  // (ms.worker_threads false) the calling thread becomes every worker's thread instead: their loops
+  // run only inside poll() and pause() (and the waits of the stack and the messenger, which pause())
+  // on this thread, so it polls whenever it waits for the network.
   virtual void start();
   // Stops every loop and joins the threads, after up to `ms.shutdown_linger` during which the
   // workers keep running while their sockets hold data or a FIN the peers have not acknowledged
-  // (a clean stop loses nothing a live peer can still take). Idempotent.
+  // (a clean stop loses nothing a live peer can still take). Idempotent. Without worker threads it
+  // runs the loops itself meanwhile: call it on the thread that started the stack, or on another
+  // once that one polls no more (it then takes the loops over).
   void stop();
   // The same with `linger` instead of ms.shutdown_linger; 0 stops at once, dropping what the
   // peers have not acknowledged.
   void stop(std::chrono::nanoseconds linger);
+
+  // Whether the workers run on threads of their own (ms.worker_threads; see start()).
+  bool worker_threads() const { return worker_threads_; }
+  // True on the thread that runs the workers' loops of a started stack without worker threads.
+  bool polled_here() const { return !worker_threads_ && started_ && poller_ == std::this_thread::get_id(); }
+  // Without worker threads, on the thread that started the stack: one iteration of every worker's
+  // loop (received packets, fired socket events, due timers, closures other threads dispatched),
+  // without blocking. Returns the callbacks run, 0 when there was nothing to do. Throws
+  // std::logic_error on any other thread or stack: only one thread may run a worker's loop.
+  int poll();
+  // Waits about `duration`: polls meanwhile where polled_here() (what the caller waits for may
+  // need the loops: an acknowledgement, a timer, a closure), sleeps on any other thread.
+  void pause(std::chrono::nanoseconds duration);
 
   const std::string& type() const { return type_; }  // "posix", "dpdk", "rdma"
   unsigned num_workers() const { return static_cast<unsigned>(workers_.size()); }  // `ms.workers`
@@ -278,16 +299,23 @@ class NetworkStack {
   // Transports may run worker loops on their own threads (DPDK lcores).
   virtual void spawn_worker(unsigned i, std::function<void()> body);
   virtual void join_workers();  // waits for the threads spawn_worker() started
+  // Without worker threads: the calling thread becomes every worker's (the one poll() accepts).
+  void take_over_loops();
   // In id order: worker(i) has id i.
   void add_worker(std::unique_ptr<Worker> worker) { workers_.push_back(std::move(worker)); }
+  // CPUs the workers may run on when ms.cpus leaves them unpinned; empty (the default): any.
+  void set_unpinned_cpus(std::vector<int> cpus) { unpinned_cpus_ = std::move(cpus); }
 
   config::Config conf_;  // a copy: the stack outlives the caller's
   std::string type_;  // see type()
   std::vector<std::unique_ptr<Worker>> workers_;  // indexed by Worker::id()
   std::vector<std::thread> threads_;  // spawned by the default spawn_worker(); join_workers() joins them
   bool started_ = false;  // start() ran and stop() has not
+  bool worker_threads_;   // ms.worker_threads
+  std::thread::id poller_{};  // without worker threads: the thread that runs the loops
   std::chrono::nanoseconds shutdown_linger_;  // ms.shutdown_linger
   std::atomic<size_t> next_pick_{0};  // round-robin tie-break of least_loaded_worker()
+  std::vector<int> unpinned_cpus_;  // see set_unpinned_cpus()
 };
 
 }  // namespace bypass

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Bypass needs from Debian's packages (idempotent, quiet) and prepares hugepages.
 #
-#   tools/setup.sh build   what building and the main job need
+#   tools/setup.sh build   what building and the main job need (Debian's fio and the headers of it the fio
+#                          engine is built against: tools/fio/prepare-headers.sh)
 #   tools/setup.sh test    the above plus every test suite's prerequisites (tap/netns tools, scapy, tshark,
 #                          Ceph for interop, qemu + a Debian kernel for the soft-RoCE VM, clang 14 + its
 #                          libFuzzer runtime for the msgr-libfuzzer test, valgrind for benchmarks, doxygen for
@@ -17,6 +18,9 @@ build_packages=(
   g++ meson ninja-build pkg-config
   libdpdk-dev dpdk libyaml-cpp-dev libboost-dev libisal-dev libibverbs-dev librdmacm-dev
   libedit-dev libssl-dev libgtest-dev libgmock-dev
+  # the fio engine: Debian's fio, dpkg-source for apt-get source, and the -dev packages whose
+  # presence decides fio's struct layout (tools/fio/prepare-headers.sh checks them)
+  fio dpkg-dev libaio-dev libnuma-dev zlib1g-dev
 )
 test_packages=(
   dpdk-dev iproute2 iputils-ping ethtool nftables tshark python3-scapy iperf3 sockperf
@@ -56,6 +60,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   echo "setup: all ${#packages[@]} Debian packages present"
 fi
+
+# The fio engine's headers: fio's own source, configured as Debian's fio was (tools/fio/prepare-headers.sh).
+as_root "$(dirname "$0")/fio/prepare-headers.sh"
 
 # Hugepages: DPDK runs faster with them; every DPDK tool falls back to --no-huge without.
 want_pages=${BYPASS_HUGEPAGES:-512}

@@ -1,5 +1,6 @@
 #include "stack/dpdk/dpdk_stack.h"
 
+#include <rte_ethdev.h>
 #include <rte_lcore.h>
 
 #include <algorithm>
@@ -11,8 +12,10 @@
 #include <string_view>
 #include <thread>
 
+#include "base/host_files.h"
 #include "base/log.h"
 #include "pmd/error.h"
+#include "pmd/numa.h"
 #include "pmd/toeplitz.h"
 #include "stack/dpdk/dpdk_socket.h"
 #include "stack/inet/inet_config.h"
@@ -29,7 +32,9 @@ constexpr uint16_t kEtherTypeArp = 0x0806;
 constexpr uint64_t kTicksPerArpRefresh = 4000;  // one second of kIdleTick
 
 // dpdk.hw_addr when given, else the port's MAC; a port without one (net_ring) gets a locally
-// administered address derived from the host IP (IEEE 802: bit 1 of the first octet).
+// administered address derived from the host IP (IEEE 802: bit 1 of the first octet), and so does
+// a port shared with the kernel (dpdk.flow_isolate): its MAC is the kernel's, and the stack's own
+// lets rules tell its frames from the kernel's where the port cannot match ARP by address.
 inet::MacAddress choose_mac(const config::Config& conf, const pmd::Port& port, uint32_t host_ip) {
   inet::MacAddress mac;
   const std::string& text = conf.get_string("dpdk.hw_addr");
@@ -44,7 +49,7 @@ inet::MacAddress choose_mac(const config::Config& conf, const pmd::Port& port, u
     return mac;
   }
   std::copy(port.info().mac.begin(), port.info().mac.end(), mac.bytes.begin());
-  if (mac.is_zero()) {
+  if (mac.is_zero() || port.info().flow_isolated) {
     mac.bytes = {0x02, 0x00, static_cast<uint8_t>(host_ip >> 24), static_cast<uint8_t>(host_ip >> 16),
                  static_cast<uint8_t>(host_ip >> 8), static_cast<uint8_t>(host_ip)};
   }
@@ -263,11 +268,16 @@ DpdkWorker::~DpdkWorker() {
 }
 
 void DpdkWorker::on_thread_start() {
-  // A registered thread gets an lcore id, so mempool get/put use the per-lcore cache.
-  thread_registered_ = rte_thread_register() == 0;
-  if (!thread_registered_) {
-    BYPASS_LOG(Warn, "dpdk", "worker %u: rte_thread_register failed (%s); running without an lcore id",
-               id(), rte_strerror(rte_errno));
+  // A registered thread gets an lcore id, so mempool get/put use the per-lcore cache. A thread
+  // that has one already (without worker threads: the application's, which may be EAL's main
+  // thread or run a sibling worker too) keeps it: registering again would replace its id.
+  if (rte_lcore_id() == LCORE_ID_ANY) {
+    thread_registered_ = rte_thread_register() == 0;
+    if (!thread_registered_) {
+      BYPASS_LOG(Warn, "dpdk", "worker %u: rte_thread_register failed (%s); running without an lcore id",
+                 id(), rte_strerror(rte_errno));
+    }
+    registered_lcore_ = rte_lcore_id();
   }
   // Connections to our own address (the peer is this stack, e.g. over a looped net_ring) resolve
   // to our own MAC; the tick refreshes the entry every second so it never ages out.
@@ -287,7 +297,9 @@ void DpdkWorker::on_thread_stop() {
   if (tick_ != 0) center().cancel_timer(tick_);
   tick_ = 0;
   device_.end_batch();
-  if (thread_registered_) rte_thread_unregister();
+  // Only on the thread this worker registered (stop() may run the loops elsewhere once their
+  // thread is gone, see NetworkStack::stop()).
+  if (thread_registered_ && rte_lcore_id() == registered_lcore_) rte_thread_unregister();
   thread_registered_ = false;
 }
 
@@ -385,6 +397,13 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
   ports_ = open_ports(conf);
   pmd::Port& port = ports_->port(0);
   drain_port(port);
+  // NUMA (pmd/numa.h): the port's queues, mempool and redirect rings are on its node already; the
+  // workers go there too, or a warning names the cores ms.cpus put elsewhere.
+  const pmd::WorkerPlacement placement =
+      pmd::place_workers(pmd::NumaTopology::read(HostFiles()), rte_eth_dev_socket_id(port.id()),
+                         conf.get_cpus("ms.cpus"), "port " + std::to_string(port.id()) + " (" + port.info().name + ")");
+  if (!placement.warning.empty()) BYPASS_LOG(Warn, "dpdk", "%s", placement.warning.c_str());
+  set_unpinned_cpus(placement.affinity);
   const inet::MacAddress mac = choose_mac(conf, port, settings.address.value);
   const pmd::OffloadFlags& offloads = port.info().offloads.enabled;
   BYPASS_LOG(Info, "dpdk", "port %u (%s) mac %s, %u workers, host %s%s; tx checksum %s, rx checksum %s",
@@ -409,6 +428,11 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
                settings.ipv6.gateway.is_unspecified() ? "" : " via ",
                settings.ipv6.gateway.is_unspecified() ? "" : settings.ipv6.gateway.to_string().c_str(),
                pmd::Port::to_string(port.join_multicast(groups)));
+  }
+  if (port.info().flow_isolated) {
+    flow_rules_ = std::make_unique<StackFlowRules>(port, stack_flow_claims(settings, mac, port.info().rx_queues));
+    for (const std::string& rule : flow_rules_->describe())
+      BYPASS_LOG(Info, "dpdk", "flow rule %s", rule.c_str());
   }
   single_listeners_ = std::make_unique<SingleListenerTable>();
   if (port.info().software_redirect) {
@@ -454,6 +478,7 @@ DpdkStack::~DpdkStack() {
   // Workers hold mbufs (received data, queued frames): they go before the port and its pool.
   workers_.clear();
   if (steering_context_) ports_->port(0).set_owner_function(nullptr, nullptr);
+  flow_rules_.reset();
   ports_.reset();
 }
 
@@ -506,7 +531,7 @@ std::string DpdkStack::wait_for_address_detection() {
              " ms (" + std::to_string(ipv6_.dad_transmits) + " probes, " +
              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ipv6_.nd_retrans_timer).count()) +
              " ms apart): a worker is not running";
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    pause(std::chrono::milliseconds(10));  // without worker threads the loops run meanwhile
   }
 }
 

@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "pmd/pmd.h"
 #include "stack/dpdk/dpdk_device.h"
+#include "stack/dpdk/stack_flows.h"
 #include "stack/inet/inet_stack.h"
 #include "stack/dpdk/event_center_timer_service.h"
 #include "stack/network_stack.h"
@@ -89,7 +90,8 @@ class DpdkWorker final : public Worker {
   int inject_socket_failures_ = 0;
   uint64_t socket_serial_ = 0;
   SingleListenerTable* single_listeners_ = nullptr;
-  bool thread_registered_ = false;
+  bool thread_registered_ = false;  // on_thread_start registered its thread with EAL
+  unsigned registered_lcore_ = 0;   // the lcore id that registration gave
 };
 
 class DpdkStack final : public NetworkStack {
@@ -119,6 +121,8 @@ class DpdkStack final : public NetworkStack {
   // The same for IPv6 datagrams without ports (ICMPv6, Neighbor Discovery) from `peer` to our
   // dpdk.host_ipv6 (worker 0 when IPv6 is off).
   unsigned worker_for_peer(const inet::Ipv6Address& peer);
+  // The rte_flow rules claiming this stack's traffic (dpdk.flow_isolate), or null.
+  const StackFlowRules* flow_rules() const { return flow_rules_.get(); }
 
  protected:
   // Worker i's TCP connections whose data or FIN the peer has not acknowledged: stop() lingers for
@@ -134,6 +138,7 @@ class DpdkStack final : public NetworkStack {
   std::shared_ptr<pmd::PortSet> ports_;
   std::unique_ptr<SingleListenerTable> single_listeners_;
   std::unique_ptr<std::pair<pmd::Port*, SingleListenerTable*>> steering_context_;
+  std::unique_ptr<StackFlowRules> flow_rules_;  // removed before the port may close
 };
 
 // The stack's settings from dpdk.host_ip (required), netmask, gateway, the IPv6 options below and

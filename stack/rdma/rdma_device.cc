@@ -1,12 +1,14 @@
 #include "stack/rdma/rdma_device.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <vector>
 
+#include "base/host_files.h"
 #include "base/log.h"
+#include "stack/rdma/gid_selection.h"
 
 namespace bypass::rdma {
 
@@ -16,14 +18,16 @@ std::runtime_error device_error(const std::string& message) {
   return std::runtime_error("ms.type=rdma: " + message);
 }
 
-// The kernel publishes each GID's type ("IB/RoCE v1" or "RoCE v2") in sysfs; verbs only gained
-// ibv_query_gid_ex later, and sysfs works with every rdma-core we target.
-std::string gid_type(const std::string& device, int port, int index) {
-  std::ifstream in("/sys/class/infiniband/" + device + "/ports/" + std::to_string(port) +
-                   "/gid_attrs/types/" + std::to_string(index));
-  std::string line;
-  std::getline(in, line);
-  return line;
+// rdma.gid_index: auto, from the port's GID table (gid_selection.h).
+int auto_gid_index(const std::vector<GidEntry>* table, const std::string& device, const DeviceSelection& selection,
+                   bool ethernet) {
+  const std::string where = device + " port " + std::to_string(selection.port);
+  if (table == nullptr)
+    throw device_error("rdma.gid_index: auto: cannot read the GID table of " + where + " (/sys/class/infiniband/" +
+                       device + "/ports/" + std::to_string(selection.port) + "/gids); set rdma.gid_index to a number");
+  const GidChoice choice = choose_gid(*table, ethernet, selection.roce_version);
+  if (choice.index < 0) throw device_error("rdma.gid_index: auto: " + where + ": " + choice.error);
+  return choice.index;
 }
 
 bool port_active(ibv_context* ctx, int port, ibv_port_attr* attr) {
@@ -36,7 +40,7 @@ DeviceSelection RdmaDevice::selection_from(const config::Config& conf) {
   DeviceSelection s;
   s.device = conf.get_string("rdma.device");
   s.port = static_cast<int>(conf.get_int("rdma.port"));
-  s.gid_index = static_cast<int>(conf.get_int("rdma.gid_index"));
+  s.gid_index = static_cast<int>(conf.get_int_or_auto("rdma.gid_index").value_or(-1));
   s.roce_version = conf.get_string("rdma.roce_version");
   return s;
 }
@@ -87,24 +91,33 @@ std::shared_ptr<RdmaDevice> RdmaDevice::open(const DeviceSelection& selection) {
                        " (have: " + names + ")");
   }
   dev->port_ = static_cast<uint8_t>(selection.port);
-  dev->gid_index_ = selection.gid_index;
-  if (ibv_query_gid(dev->context_, dev->port_, selection.gid_index, &dev->gid_) != 0) {
-    throw device_error("rdma.gid_index: cannot read GID " + std::to_string(selection.gid_index) +
+  // The kernel publishes each GID's type ("IB/RoCE v1" or "RoCE v2") in sysfs; verbs only gained
+  // ibv_query_gid_ex later, and sysfs works with every rdma-core we target.
+  const auto table = read_gid_table(HostFiles(), dev->name_, selection.port);
+  const int index = selection.gid_index >= 0 ? selection.gid_index
+                                             : auto_gid_index(table ? &*table : nullptr, dev->name_, selection,
+                                                              dev->ethernet_);
+  dev->gid_index_ = index;
+  if (ibv_query_gid(dev->context_, dev->port_, index, &dev->gid_) != 0) {
+    throw device_error("rdma.gid_index: cannot read GID " + std::to_string(index) +
                        " of " + dev->name_ + ": " + strerror(errno));
   }
   static const uint8_t zero[16] = {};
   if (dev->ethernet_) {
     if (std::memcmp(dev->gid_.raw, zero, 16) == 0) {
-      throw device_error("rdma.gid_index: GID " + std::to_string(selection.gid_index) + " of " +
+      throw device_error("rdma.gid_index: GID " + std::to_string(index) + " of " +
                          dev->name_ + " port " + std::to_string(selection.port) +
                          " is empty (is an IP address configured on its netdev?)");
     }
-    const std::string type = gid_type(dev->name_, selection.port, selection.gid_index);
-    const bool v2 = type.find("v2") != std::string::npos;
-    if (!type.empty() && v2 != (selection.roce_version == "v2")) {
-      throw device_error("rdma.roce_version: GID " + std::to_string(selection.gid_index) + " of " +
+    std::string type;
+    if (table) {
+      const auto entry = std::find_if(table->begin(), table->end(), [&](const GidEntry& e) { return e.index == index; });
+      if (entry != table->end()) type = entry->type;
+    }
+    if (!type.empty() && !gid_type_matches(type, selection.roce_version)) {
+      throw device_error("rdma.roce_version: GID " + std::to_string(index) + " of " +
                          dev->name_ + " is '" + type + "', not RoCE " + selection.roce_version +
-                         " (pick another rdma.gid_index)");
+                         " (pick another rdma.gid_index, or auto)");
     }
   }
   if (ibv_query_device(dev->context_, &dev->attr_) != 0) {
@@ -112,8 +125,9 @@ std::shared_ptr<RdmaDevice> RdmaDevice::open(const DeviceSelection& selection) {
   }
   dev->pd_ = ibv_alloc_pd(dev->context_);
   if (dev->pd_ == nullptr) throw device_error("cannot allocate a protection domain on " + dev->name_);
-  BYPASS_LOG(Info, "rdma", "using %s port %u gid index %d (mtu %d)", dev->name_.c_str(), dev->port_,
-             dev->gid_index_, 128 << dev->active_mtu_);
+  BYPASS_LOG(Info, "rdma", "using %s port %u gid index %d%s: %s (mtu %d)", dev->name_.c_str(), dev->port_,
+             dev->gid_index_, selection.gid_index < 0 ? " (auto)" : "",
+             gid_address_text(std::to_array(dev->gid_.raw)).c_str(), 128 << dev->active_mtu_);
   return dev;
 }
 

@@ -15,7 +15,7 @@ namespace bypass::rdma {
 struct DeviceSelection {
   std::string device;      // empty: the first device with an active port
   int port = 1;
-  int gid_index = 0;
+  int gid_index = -1;  // -1: auto (rdma.gid_index: auto, gid_selection.h)
   std::string roce_version = "v2";  // checked against the GID's type on Ethernet ports
 };
 
@@ -23,7 +23,7 @@ class RdmaDevice {
  public:
   // Throws std::runtime_error with a clear message when there is no usable device ("no RDMA
   // device found", "rdma.device: no device 'mlx5_9' (have: rxe0)", an inactive port, a GID index
-  // that is empty or of the wrong RoCE version).
+  // that is empty or of the wrong RoCE version, no GID for rdma.gid_index: auto to choose).
   static std::shared_ptr<RdmaDevice> open(const DeviceSelection& selection);
   static DeviceSelection selection_from(const config::Config& conf);
   ~RdmaDevice();

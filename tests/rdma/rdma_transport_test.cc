@@ -4,8 +4,10 @@
 // cannot starve the other connections of its worker (credit flow control), the death of the peer
 // process surfaces as a reset, per-QP receive queues (rdma.srq=false) carry data as the SRQ does,
 // and two processes on two rxe devices joined by a veth pair (tests/rdma/rxe_veth_pair.sh)
-// exchange data across it in both connect modes.
+// exchange data across it in both connect modes; rdma.gid_index auto finds the GID of rxe0's IPv4
+// address in its real table.
 // BYPASS_RDMA_CONNECT_MODE=rdma_cm (with BYPASS_TEST_ADDR on the rxe netdev) runs them over rdma_cm.
+#include <arpa/inet.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -334,9 +337,10 @@ uint64_t netdev_counter(const std::string& netdev, const char* name) {
 }
 
 std::vector<std::string> device_overrides(const std::string& device, const std::string& mode) {
-  // gid index 1: rxe's IPv4-mapped RoCE v2 GID, so the QP's packets take the IPv4 route that
-  // rxe_veth_pair.sh sends across the veth (index 0 is the IPv6 link-local one).
-  return {"ms.workers=1", "rdma.device=" + device, "rdma.gid_index=1", "rdma.connect_mode=" + mode};
+  // rdma.gid_index auto (the default) picks the device's IPv4-mapped RoCE v2 GID, so the QP's
+  // packets take the IPv4 route that rxe_veth_pair.sh sends across the veth (rxe's index 0 is the
+  // IPv6 link-local one).
+  return {"ms.workers=1", "rdma.device=" + device, "rdma.connect_mode=" + mode};
 }
 
 constexpr size_t kTwoDeviceBytes = 4 << 20;
@@ -445,6 +449,33 @@ int run_peer_child(const char* address) {
   std::this_thread::sleep_for(200ms);  // let the sends complete
   raise(SIGKILL);
   return 4;
+}
+
+// rdma.gid_index: auto on rxe0's real GID table (fe80:: link-local at 0, the IPv4 address at 1,
+// both RoCE v2): the GID of the netdev's IPv4 address; asked for RoCE v1, which rxe has none of,
+// one error naming the table and the command that gives the netdev an address.
+TEST(RdmaGidAuto, PicksTheRoceV2GidOfTheNetdevsIpv4Address) {
+  const char* device = std::getenv("RXE_DEV");
+  const char* ip = std::getenv("RXE_IP");
+  ASSERT_TRUE(device && ip) << "RXE_DEV/RXE_IP unset: run inside tools/rxe-vm";
+  rdma::DeviceSelection selection;
+  selection.device = device;
+  selection.gid_index = -1;  // auto
+  const auto opened = rdma::RdmaDevice::open(selection);
+  uint8_t expected[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  ASSERT_EQ(inet_pton(AF_INET, ip, expected + 12), 1);
+  EXPECT_EQ(std::memcmp(opened->gid().raw, expected, 16), 0) << "index " << opened->gid_index();
+  selection.roce_version = "v1";
+  try {
+    rdma::RdmaDevice::open(selection);
+    ADD_FAILURE() << "rxe has no RoCE v1 GID, yet auto found one";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rdma.gid_index: auto: " + std::string(device) + " port 1: no RoCE v1 GID in the table (it holds "),
+              std::string::npos) << what;
+    EXPECT_NE(what.find(std::string(ip) + " RoCE v2 on "), std::string::npos) << what;
+    EXPECT_NE(what.find("ip addr add ADDRESS/PREFIX dev "), std::string::npos) << what;
+  }
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "stack/network_stack.h"
 #include "tools/bypass-bench/bench_job.h"
 #include "tools/bypass-bench/case_result.h"
+#include "tools/bypass-bench/dpdk_link.h"
 #include "tools/bypass-bench/load_generator.h"
 #include "tools/bypass-bench/progress_line.h"
 #include "tools/bypass-bench/subcommand_flags.h"
@@ -256,8 +257,11 @@ int run_bench_client(const config::Config& conf, const std::string& job_name, co
   session.stop();  // no polling from here on: the peer may close its port (see below)
   std::vector<ResultCase> cases;
   uint64_t errors = 0;
+  const LinkDescription link = describe_link(side);
   for (const CaseResult& result : results) {
     cases.push_back(result.to_result_case());
+    cases.back().link = link.name;
+    cases.back().link_copies_per_round_trip = link.copies_per_round_trip;
     errors += result.errors;
   }
   if (flags.result_file.empty()) print_case_table(cases, out);

@@ -10,6 +10,7 @@
 #include "stack/dpdk/dpdk_stack.h"
 #include "stack/inet/wire/bytes.h"
 #include "stack/network_stack.h"
+#include "tools/bypass-bench/dpdk_link.h"
 
 namespace bypass::bench {
 
@@ -159,6 +160,14 @@ BenchJob BenchJob::from_config(const config::Config& conf) {
   job.count = static_cast<uint64_t>(conf.get_int("bench.count"));
   job.warmup = conf.get_duration("bench.warmup");
   job.think_time = conf.get_duration("bench.think_time");
+  if (const std::string reply = conf.get_string("bench.reply_size"); reply != "echo") {
+    try {
+      job.reply_size = config::parse_size(reply);
+    } catch (const config::ConfigError& e) {
+      fail(conf, "bench.reply_size", std::string("'") + reply + "' is neither echo nor a size: " + e.what());
+    }
+    if (*job.reply_size > kMaxMessageSize) fail(conf, "bench.reply_size", "'" + reply + "' is outside 0..1G");
+  }
   job.server_address = conf.get_string("bench.server_address");
   job.output_path = conf.get_string("bench.output");
   const std::string& progress = conf.get_string("bench.progress");
@@ -174,6 +183,8 @@ BenchJob BenchJob::from_config(const config::Config& conf) {
     fail(conf, "bench.connections", std::to_string(job.connections) +
                                         " connections need bench.messengers per-thread: one messenger keeps one "
                                         "session per server");
+  if (job.reply_size && job.mode == BenchMode::Stream)
+    fail(conf, "bench.reply_size", "a reply size needs bench.mode reqrep (a stream has no reply)");
   if (job.think_time.count() > 0 && job.mode == BenchMode::Stream)
     fail(conf, "bench.think_time", "think time needs bench.mode reqrep (a stream has no reply to wait for)");
   if (!job.server_address.empty()) {
@@ -222,7 +233,10 @@ config::Config side_config(const config::Config& conf, Side side, const std::str
   for (const std::string& item : conf.get_list(key)) {
     out.set_assignment(item, conf.origin(key) + ": " + key);
   }
-  if (transport == "dpdk") give_dpdk_side_ipv6(conf, side, out);
+  if (transport == "dpdk") {
+    apply_dpdk_link(conf, side, out);
+    give_dpdk_side_ipv6(conf, side, out);
+  }
   const std::string cpus_key = std::string("bench.") + side_name(side) + ".cpus";
   if (!conf.get_cpus(cpus_key).empty()) out.set("ms.cpus", conf.to_string(cpus_key), conf.origin(cpus_key));
   return out;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct BenchJob {
   uint64_t count = 0;  // > 0: measure this many messages per case instead of `duration`
   std::chrono::nanoseconds warmup{0};
   std::chrono::nanoseconds think_time{0};
+  std::optional<uint64_t> reply_size;  // bench.reply_size; none: the server echoes the request
   std::string server_address;  // may be empty (see bench.server_address)
   std::string output_path;
   ProgressStyle progress = ProgressStyle::Auto;
@@ -59,8 +61,8 @@ struct BenchJob {
 };
 
 // The configuration one side runs with for `transport`: `conf` with ms.type set to it, the side's
-// overlay items applied and ms.cpus taken from bench.<side>.cpus when that is set. For dpdk with an
-// IPv6 bench.server_address, a side without dpdk.host_ipv6 gets one: the server the server address
+// overlay items applied and ms.cpus taken from bench.<side>.cpus when that is set. For dpdk, a named
+// bench.dpdk_link gives the side its port (dpdk_link.h), and with an IPv6 bench.server_address, a side without dpdk.host_ipv6 gets one: the server the server address
 // (unless it is ::1 or ::), otherwise the first 96 bits of the server address (fd00:bb:: for ::1
 // and ::) followed by the side's dpdk.host_ip.
 config::Config side_config(const config::Config& conf, Side side, const std::string& transport);

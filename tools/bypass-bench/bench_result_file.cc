@@ -149,6 +149,11 @@ ResultCase read_case(const Field& c) {
   out.connections = c.member("connections").count();
   out.iodepth = c.member("iodepth").count();
   if (c.has("messengers")) out.messengers = c.member("messengers").one_of({"shared", "per-thread"});
+  if (c.has("link")) {
+    const Field link = c.member("link");
+    out.link = link.member("name").nonempty_text();
+    if (link.has("copies_per_round_trip")) out.link_copies_per_round_trip = link.member("copies_per_round_trip").count();
+  }
   if (c.has("warmup_seconds")) out.warmup_seconds = c.member("warmup_seconds").amount();
   out.seconds = c.member("seconds").amount();
 
@@ -233,6 +238,13 @@ std::string case_json(const ResultCase& c) {
       .integer("connections", static_cast<int64_t>(c.connections))
       .integer("iodepth", static_cast<int64_t>(c.iodepth));
   if (!c.messengers.empty()) out.string("messengers", c.messengers);
+  if (!c.link.empty()) {
+    JsonObject link;
+    link.string("name", c.link);
+    link.raw("copies_per_round_trip", c.link_copies_per_round_trip
+                                          ? std::to_string(*c.link_copies_per_round_trip) : std::string("null"));
+    out.raw("link", link.str());
+  }
   out.number("warmup_seconds", c.warmup_seconds)
       .number("seconds", c.seconds)
       .raw("totals", JsonObject()
@@ -258,6 +270,11 @@ std::string case_json(const ResultCase& c) {
 }
 
 }  // namespace
+
+std::string ResultCase::link_text() const {
+  if (link.empty()) return "-";
+  return link_copies_per_round_trip ? link + ", " + std::to_string(*link_copies_per_round_trip) + " copies" : link;
+}
 
 ResultFile parse_result_file(const std::string& text, const std::string& path) {
   JsonValue doc;

@@ -35,6 +35,12 @@ struct ResultCase {
   uint64_t connections = 0;
   uint64_t iodepth = 0;
   std::string messengers;  // shared, per-thread
+  // The link between the two processes (dpdk_link.h): "vhost-user", "memif", "kernel" (posix), or a
+  // job's own device ("net_tap"); empty in files written before links were named.
+  std::string link;
+  std::optional<uint64_t> link_copies_per_round_trip;  // payload copies the link makes; absent: not known
+  // "vhost-user, 2 copies", "net_tap" (copies not known), or "-" (no link named).
+  std::string link_text() const;
   double warmup_seconds = 0;
   double seconds = 0;
   uint64_t messages = 0;

@@ -22,6 +22,8 @@ ResultFile sample_file() {
   c.connections = 2;
   c.iodepth = 2;
   c.messengers = "per-thread";
+  c.link = "vhost-user";
+  c.link_copies_per_round_trip = 2;
   c.warmup_seconds = 1;
   c.seconds = 10;
   c.messages = 123456;
@@ -39,6 +41,8 @@ ResultFile sample_file() {
   f.cases = {c, c};
   f.cases[1].name = "no server cpu";
   f.cases[1].server_cpu_seconds.reset();
+  f.cases[1].link = "net_tap";  // a job's own device: copies not known
+  f.cases[1].link_copies_per_round_trip.reset();
   return f;
 }
 
@@ -61,6 +65,10 @@ TEST(ResultFileTest, WhatIsWrittenReadsBackTheSame) {
   EXPECT_EQ(b.connections, a.connections);
   EXPECT_EQ(b.iodepth, a.iodepth);
   EXPECT_EQ(b.messengers, a.messengers);
+  EXPECT_EQ(b.link, "vhost-user");
+  EXPECT_EQ(b.link_copies_per_round_trip, std::optional<uint64_t>(2));
+  EXPECT_EQ(read.cases[1].link, "net_tap");
+  EXPECT_FALSE(read.cases[1].link_copies_per_round_trip.has_value());
   EXPECT_EQ(b.messages, a.messages);
   EXPECT_EQ(b.bytes, a.bytes);
   EXPECT_EQ(b.errors, a.errors);
@@ -112,6 +120,9 @@ TEST(ResultFileTest, EveryProblemNamesFileAndField) {
             "f.json: cases[0].latency_us.cdf[2]: has 1 items, expected [latency_us, fraction]");
   EXPECT_EQ(load_error(replaced("\"ms.type\":\"dpdk\"", "\"ms.type\":3")),
             "f.json: config.ms.type: is a number, expected a string");
+  EXPECT_EQ(load_error(replaced("\"copies_per_round_trip\":2", "\"copies_per_round_trip\":\"two\"")),
+            "f.json: cases[0].link.copies_per_round_trip: is a string, expected a non-negative integer");
+  EXPECT_EQ(load_error(replaced("\"name\":\"vhost-user\"", "\"name\":\"\"")), "f.json: cases[0].link.name: is empty");
   EXPECT_EQ(load_error(replaced("\"samples\":[", "\"samples\":[true,")),
             "f.json: cases[0].samples[0]: is a boolean, expected an object");
 }

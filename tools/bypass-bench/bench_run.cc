@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -17,11 +18,14 @@
 #include "tools/bypass-bench/bench_protocol.h"
 #include "tools/bypass-bench/case_result.h"
 #include "tools/bypass-bench/child_process.h"
+#include "tools/bypass-bench/dpdk_link.h"
 
 namespace bypass::bench {
 
 namespace {
 
+// The origin of settings `run` makes itself.
+constexpr const char* kRunOrigin = "bypass-bench run";
 // DPDK start-up (EAL, memory, memif connect) takes a few seconds; a server not ready in this
 // long has failed (its own messages are on stderr).
 constexpr auto kServerReadyTimeout = std::chrono::seconds(60);
@@ -81,12 +85,14 @@ std::chrono::milliseconds client_bound(const BenchJob& job, size_t cases) {
                                                                std::chrono::seconds(30));
 }
 
+// `sets` are settings `run` decided for both children (the dpdk link it chose).
 TransportOutcome run_transport(const std::string& transport, const config::CommonArgs& common,
-                               const config::Config& conf, const BenchJob& job, const std::string& work_dir,
-                               std::ostream& out) {
+                               const config::Config& conf, const BenchJob& job, const std::vector<std::string>& sets,
+                               const std::string& work_dir, std::ostream& out) {
   TransportOutcome outcome;
   const std::string self = self_executable();
-  const std::vector<std::string> common_sets = {"bench.transports=" + transport, "bench.output="};
+  std::vector<std::string> common_sets = {"bench.transports=" + transport, "bench.output="};
+  common_sets.insert(common_sets.end(), sets.begin(), sets.end());
   const std::string result_file = work_dir + "/" + transport + ".json";
   std::vector<std::string> client_args = child_argv(self, common, common_sets, "client");
   client_args.insert(client_args.end(), {"--server-address-from", "stdin", "--result-file", result_file});
@@ -174,6 +180,30 @@ TransportOutcome run_transport(const std::string& transport, const config::Commo
   return outcome;
 }
 
+bool job_runs_dpdk(const config::Config& conf) {
+  const std::vector<std::string>& transports = conf.get_list("bench.transports");
+  return transports.empty() ? conf.get_string("ms.type") == "dpdk"
+                            : std::find(transports.begin(), transports.end(), "dpdk") != transports.end();
+}
+
+// The dpdk link of the job, chosen once here (both children must run the same one, and the free
+// hugepages `auto` looks at change as soon as the server has started): sets `conf` to it, prints
+// it, and returns the settings that pass it on to the children, with a socket of this run's own
+// unless the job names one.
+std::vector<std::string> choose_link_for_run(config::Config& conf, std::ostream& out) {
+  if (!job_runs_dpdk(conf) || dpdk_link_from_config(conf) == DpdkLink::Configured) return {};
+  const LinkChoice choice = choose_dpdk_link(conf, pmd::HostFacts::probe());
+  std::vector<std::string> sets = settle_dpdk_link(choice, conf);
+  if (conf.origin("bench.link_socket") == "default") {
+    sets.push_back("bench.link_socket=/run/bypass-bench-" + std::to_string(getpid()) + ".sock");
+    conf.set_assignment(sets.back(), kRunOrigin);
+  }
+  const LinkDescription link = describe_link(side_config(conf, Side::Client, "dpdk"));
+  out << "== dpdk link: " << link.name << ", " << link.copies_per_round_trip.value_or(0)
+      << " payload copies per round trip (" << choice.reason << ")\n";
+  return sets;
+}
+
 std::string job_name(const config::CommonArgs& common) {
   std::string name;
   for (const std::string& file : common.config_files) name += (name.empty() ? "" : ",") + file;
@@ -182,9 +212,12 @@ std::string job_name(const config::CommonArgs& common) {
 
 }  // namespace
 
-int run_bench_job(const config::CommonArgs& common, const config::Config& conf, std::ostream& out,
+int run_bench_job(const config::CommonArgs& common, const config::Config& job_conf, std::ostream& out,
                   std::ostream& err) {
   const std::string started = iso8601_utc_now();
+  config::Config conf = job_conf;
+  std::ostringstream link_line;  // printed once the whole job has passed its checks
+  const std::vector<std::string> link_sets = choose_link_for_run(conf, link_line);
   const BenchJob job = BenchJob::from_config(conf);
   check_two_process_job(conf, job);
   signal(SIGPIPE, SIG_IGN);  // a child that died shows as EPIPE on its stdin pipe, not our death
@@ -200,8 +233,9 @@ int run_bench_job(const config::CommonArgs& common, const config::Config& conf, 
 
   std::vector<ResultCase> cases;
   std::vector<std::string> failures;
+  out << link_line.str() << std::flush;
   for (const std::string& transport : job.transports) {
-    TransportOutcome outcome = run_transport(transport, common, conf, job, work_dir, out);
+    TransportOutcome outcome = run_transport(transport, common, conf, job, link_sets, work_dir, out);
     cases.insert(cases.end(), outcome.cases.begin(), outcome.cases.end());
     if (!outcome.failure.empty()) {
       err << "bypass-bench run: " << outcome.failure << "\n";
@@ -210,6 +244,9 @@ int run_bench_job(const config::CommonArgs& common, const config::Config& conf, 
   }
   std::error_code ignored;
   std::filesystem::remove_all(work_dir, ignored);
+  // A vhost-user socket file a killed server left behind (memif's sockets are abstract: no file).
+  if (conf.origin("bench.link_socket") == kRunOrigin)
+    std::filesystem::remove(conf.get_string("bench.link_socket"), ignored);
 
   out << "\n";
   print_case_table(cases, out);
@@ -233,7 +270,10 @@ const char* bench_run_usage() {
          "client process of this binary (each on bench.server.cpus / bench.client.cpus, with its\n"
          "bench.server.<transport> / bench.client.<transport> settings); the client runs every\n"
          "message size x queue depth case. Prints progress, one table of all cases, transports side\n"
-         "by side with ratios vs posix, and writes JSON (schema bypass-bench/1) to bench.output.\n";
+         "by side with ratios vs posix, and writes JSON (schema bypass-bench/1) to bench.output.\n"
+         "bench.dpdk_link names the dpdk processes' port pair (vhost-user, memif-zero-copy, memif) or\n"
+         "lets run pick the best one the host's free hugepages allow (auto); the link and its payload\n"
+         "copies per round trip are printed first and named in the table and the JSON.\n";
 }
 
 }  // namespace bypass::bench

@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <stdexcept>
 
 #include "msgr/messenger.h"
@@ -19,7 +21,14 @@ namespace {
 
 class Responder : public msgr::Dispatcher {
  public:
-  Responder(NetworkStack& stack, const msgr::Messenger*& messenger) : stack_(stack), messenger_(messenger) {}
+  // `reply_size`: answer with that many bytes (one buffer every worker shares); none: echo.
+  Responder(NetworkStack& stack, const msgr::Messenger*& messenger, std::optional<uint64_t> reply_size)
+      : stack_(stack), messenger_(messenger), fixed_reply_(reply_size.has_value()) {
+    if (reply_size && *reply_size > 0) {
+      const std::string bytes(*reply_size, 'r');
+      reply_payload_.append(BufferSegment::copy_of(bytes.data(), bytes.size(), BufferSharing::across_threads));
+    }
+  }
 
   // Data messages are answered on the connection's worker; stats requests go to the queued
   // dispatch thread because a snapshot waits on every worker.
@@ -28,8 +37,9 @@ class Responder : public msgr::Dispatcher {
     if (m->type() != kBenchRequest) return;  // kBenchStream: consumed
     auto reply = std::make_shared<msgr::Message>(kBenchReply);
     reply->set_tid(m->tid());
-    // Shares the request's received buffers: a reply of the same size without a copy.
-    reply->data().append(m->data());
+    // Shares the request's received buffers (a reply of the same size without a copy), or the
+    // fixed reply's.
+    reply->data().append(fixed_reply_ ? reply_payload_ : m->data());
     m->connection()->send_message(std::move(reply));
   }
   bool ms_dispatch(const msgr::MessageRef& m) override {
@@ -44,6 +54,8 @@ class Responder : public msgr::Dispatcher {
  private:
   NetworkStack& stack_;
   const msgr::Messenger*& messenger_;
+  const bool fixed_reply_;
+  BufferList reply_payload_;  // bench.reply_size bytes, when set
 };
 
 msgr::EntityAddr listen_address(const config::Config& side, const BenchJob& job, const std::string& transport) {
@@ -91,7 +103,7 @@ int run_bench_server(const config::Config& conf, std::ostream& out) {
 
   std::shared_ptr<NetworkStack> stack = NetworkStack::create(side);
   const msgr::Messenger* messenger_view = nullptr;
-  Responder responder(*stack, messenger_view);
+  Responder responder(*stack, messenger_view, job.reply_size);
   std::unique_ptr<msgr::Messenger> messenger =
       msgr::Messenger::create(side, msgr::EntityName{msgr::EntityType::Osd, 0}, stack);
   messenger_view = messenger.get();

@@ -59,10 +59,10 @@ ResultFile make_result_file(const std::string& job, const std::string& started, 
 }
 
 void print_case_table(const std::vector<ResultCase>& cases, std::ostream& out) {
-  ResultsTable table({"case", "msgs/s", "MB/s", "p50 us", "p99 us", "p99.9 us", "max us", "client CPU s",
+  ResultsTable table({"case", "link", "msgs/s", "MB/s", "p50 us", "p99 us", "p99.9 us", "max us", "client CPU s",
                       "server CPU s", "errors"});
   for (const ResultCase& c : cases) {
-    table.add_row({c.name, format_fixed(c.messages_per_second, 0), format_fixed(c.megabytes_per_second, 1),
+    table.add_row({c.name, c.link_text(), format_fixed(c.messages_per_second, 0), format_fixed(c.megabytes_per_second, 1),
                    format_fixed(c.latency_us.p50, 1), format_fixed(c.latency_us.p99, 1), format_fixed(c.latency_us.p999, 1),
                    format_fixed(c.latency_us.max, 1), format_fixed(c.client_cpu_seconds, 2),
                    c.server_cpu_seconds ? format_fixed(*c.server_cpu_seconds, 2) : "-", std::to_string(c.errors)});
@@ -114,7 +114,11 @@ void print_transport_comparison(const std::vector<ResultCase>& cases, std::ostre
     }
     table.add_row(row);
   }
-  out << "\ntransports compared (ratios vs " << base << "):\n";
+  out << "\ntransports compared (ratios vs " << base << "), each over its link (payload copies per round trip):\n";
+  for (const std::string& t : transports) {
+    const auto first = std::find_if(cases.begin(), cases.end(), [&](const ResultCase& c) { return c.transport == t; });
+    out << "  " << t << ": " << first->link_text() << "\n";
+  }
   table.print(out);
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Checks a bypass-bench result file against schema bypass-bench/1 with sane values.
 
-usage: check_result_json.py RESULT.json EXPECTED_CASES [TRANSPORT...]
+usage: check_result_json.py RESULT.json EXPECTED_CASES [TRANSPORT[:LINK]...]
+TRANSPORT:LINK also checks that the transport's cases name that link (dpdk:vhost-user).
 Exits 1 with one line per problem when something is missing or implausible.
 """
 import json
@@ -23,7 +24,7 @@ def is_number(value):
 
 def check_case(case, index):
     where = "cases[%d] (%s)" % (index, case.get("name", "?"))
-    for key in ("name", "transport", "mode", "message_size", "connections", "iodepth", "messengers",
+    for key in ("name", "transport", "mode", "message_size", "connections", "iodepth", "messengers", "link",
                 "warmup_seconds", "seconds", "totals", "latency_us", "samples", "cpu", "counters"):
         need(key in case, "%s: no %s" % (where, key))
     if problems:
@@ -32,6 +33,11 @@ def check_case(case, index):
     need(case["mode"] in ("reqrep", "stream"), where + ": mode " + str(case["mode"]))
     need(case["messengers"] in ("shared", "per-thread"), where + ": messengers " + str(case["messengers"]))
     need(case["seconds"] > 0, where + ": seconds must be > 0")
+    link = case["link"]
+    need(isinstance(link.get("name"), str) and link["name"], where + ": link.name missing or empty")
+    copies = link.get("copies_per_round_trip", "missing")
+    need(copies is None or (isinstance(copies, int) and not isinstance(copies, bool) and copies >= 0),
+         where + ": link.copies_per_round_trip is %r, expected a count or null" % (copies,))
     totals = case["totals"]
     for key in ("messages", "bytes", "messages_per_second", "megabytes_per_second", "errors"):
         need(is_number(totals.get(key)), "%s: totals.%s missing or not a number" % (where, key))
@@ -88,7 +94,8 @@ def main():
     with open(sys.argv[1]) as f:
         doc = json.load(f)
     expected_cases = int(sys.argv[2])
-    transports = sys.argv[3:]
+    transports = [t.split(":")[0] for t in sys.argv[3:]]
+    links = dict(t.split(":", 1) for t in sys.argv[3:] if ":" in t)
     need(doc.get("schema") == "bypass-bench/1", "schema is %r" % doc.get("schema"))
     need(isinstance(doc.get("job"), str) and doc["job"], "job missing")
     need(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", str(doc.get("started", ""))), "started is not ISO-8601 UTC")
@@ -105,6 +112,9 @@ def main():
     if transports:
         need(sorted({c.get("transport") for c in cases}) == sorted(transports), "transports %s, expected %s" %
              (sorted({c.get("transport") for c in cases}), sorted(transports)))
+    for transport, link in links.items():
+        named = {c.get("link", {}).get("name") for c in cases if c.get("transport") == transport}
+        need(named == {link}, "%s cases name link %s, expected %s" % (transport, sorted(map(str, named)), link))
     if problems:
         for p in problems:
             print("check_result_json: " + p, file=sys.stderr)

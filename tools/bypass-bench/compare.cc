@@ -107,8 +107,8 @@ void print_comparison(const std::vector<CompareColumn>& columns, size_t baseline
       {"errors", [](const ResultCase& c) { return static_cast<double>(c.errors); }, 0},
   };
   // Context rows first (what each case ran), then the measured rows.
-  std::vector<std::string> labels = {"metric", "transport", "mode", "message size (B)", "connections x iodepth",
-                                     "measured seconds"};
+  std::vector<std::string> labels = {"metric", "transport", "link (copies per round trip)", "mode",
+                                     "message size (B)", "connections x iodepth", "measured seconds"};
   for (const MetricRow& m : metrics) labels.push_back(m.label);
   labels = padded(labels);
 
@@ -127,14 +127,15 @@ void print_comparison(const std::vector<CompareColumn>& columns, size_t baseline
     table.add_row(std::move(row));
   };
   context_row(1, [](const ResultCase& c) { return c.transport; });
-  context_row(2, [](const ResultCase& c) { return c.mode; });
-  context_row(3, [](const ResultCase& c) { return std::to_string(c.message_size); });
-  context_row(4, [](const ResultCase& c) { return std::to_string(c.connections) + " x " + std::to_string(c.iodepth); });
-  context_row(5, [](const ResultCase& c) { return format_fixed(c.seconds, 1); });
+  context_row(2, [](const ResultCase& c) { return c.link_text(); });
+  context_row(3, [](const ResultCase& c) { return c.mode; });
+  context_row(4, [](const ResultCase& c) { return std::to_string(c.message_size); });
+  context_row(5, [](const ResultCase& c) { return std::to_string(c.connections) + " x " + std::to_string(c.iodepth); });
+  context_row(6, [](const ResultCase& c) { return format_fixed(c.seconds, 1); });
 
   bool client_cpu_only = false;
   for (size_t m = 0; m < metrics.size(); ++m) {
-    std::vector<std::string> row = {labels[6 + m]};
+    std::vector<std::string> row = {labels[7 + m]};
     const std::optional<double> base_value = metrics[m].value(base);
     for (size_t i = 0; i < columns.size(); ++i) {
       const ResultCase& c = *columns[i].result;

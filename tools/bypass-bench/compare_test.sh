@@ -42,6 +42,8 @@ expect_row "$dir/table" "max latency \(us\)" 1000.0 2000.0 2.00x 500.0 0.50x 800
 expect_row "$dir/table" "CPU per message \(us\)" 20.00 50.00 2.50x 20.00 1.00x 20.00 1.00x
 expect_row "$dir/table" "errors" 0 0 = 3 - 0 =
 expect_row "$dir/table" "transport" posix posix dpdk posix
+# The link each case names (posix-tuned.json and the second posix case predate links: "-").
+expect_row "$dir/table" "link \(copies per round trip\)" "kernel, 4 copies - vhost-user, 2 copies -"
 
 # --baseline 3: dpdk is the reference now; posix's throughput is 0.40x of it.
 "$bench" compare "$data/posix.json" "$data/dpdk.json" --baseline 3 >"$dir/table3" 2>"$dir/err" ||

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tools/bypass-pmd/doctor.h"
 #include "tools/bypass-pmd/forward.h"
 #include "tools/bypass-pmd/json.h"
 
@@ -237,7 +238,7 @@ std::vector<std::string> split_words(const std::string& line) {
 
 const std::vector<std::string>& Commands::names() {
   static const std::vector<std::string> n = {"ports", "stats", "xstats", "reset-stats", "fwd", "mempool",
-                                             "stack", "help", "quit"};
+                                             "flow", "stack", "doctor", "help", "quit"};
   return n;
 }
 
@@ -250,7 +251,10 @@ std::string Commands::help() {
          "  fwd io|mac|rxonly|txonly|flowgen [--size N] [--burst N] [--flows N] [--duration D] [--linger D]\n"
          "                                        forward or generate; Mpps and Gbit/s per port each second\n"
          "  mempool                               mbuf pool usage\n"
-         "  help, quit\n" + stack_help();
+         "  doctor [--root DIR]                   check the host against the configuration (hugepages per NUMA\n"
+         "                                        node, IOMMU/vfio, NIC drivers, cores, RDMA memlock and GID);\n"
+         "                                        exit 0 when it can run, 1 when not; starts no EAL\n" +
+         flow_help() + "  help, quit\n" + stack_help();
 }
 
 ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const config::Config& config) {
@@ -315,6 +319,14 @@ ParsedCommand Commands::parse(const std::vector<std::string>& words_in, const co
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
+  } else if (command.name == "flow") {
+    command.flow = parse_flow_command(args);
+  } else if (command.name == "doctor") {
+    while (parser.next(flag, value, {"--root"}, positional)) {
+      if (value.empty()) throw UsageError("doctor --root: needs a directory (/ for this host)");
+      command.doctor_root = value;
+    }
+    no_positional();
   } else if (command.name == "stack") {
     if (!args.empty() && (args[0] == "help" || args[0] == "--help" || args[0] == "-h")) command.name = "help";
     else command.stack = parse_stack_command(args, command.json);
@@ -334,6 +346,8 @@ int Commands::run(const ParsedCommand& command) {
   if (name == "reset-stats") return reset_stats(command.json);
   if (name == "fwd") return fwd(command);
   if (name == "mempool") return mempool(command.json);
+  if (name == "flow") return run_flow_command(ports_, command.flow, command.json);
+  if (name == "doctor") return doctor::run_command(config_, command.doctor_root, command.json);
   if (name == "help") {
     std::printf("%s", help().c_str());
     return 0;

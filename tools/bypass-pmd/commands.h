@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pmd/pmd.h"
+#include "tools/bypass-pmd/flow_commands.h"
 #include "tools/bypass-pmd/forward.h"
 #include "tools/bypass-pmd/stack_commands.h"
 
@@ -30,6 +31,8 @@ struct ParsedCommand {
   std::string filter;                    // xstats --filter, a valid POSIX extended regex ("" = all)
   FwdOptions fwd;                        // fwd mode, --size, --burst, --flows, --duration
   StackCommand stack;                    // stack SUBCOMMAND ... (runs without the port commands' PortSet)
+  FlowCommand flow;                      // flow list|isolate|validate|create|destroy|flush ...
+  std::string doctor_root = "/";         // doctor --root: where the host's sys/ and proc/ are
 };
 
 class Commands {

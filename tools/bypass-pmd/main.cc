@@ -1,6 +1,7 @@
 // bypass-pmd: testpmd-style diagnostics over pmd/ — ports, stats, xstats, forwarding and
 // generation, mempools — from the command line or an interactive shell (-i); and `stack ...`, the
-// userspace TCP/IP stack on a port (ping, arp, neigh, echo/discard servers, bulk send).
+// userspace TCP/IP stack on a port (ping, arp, neigh, echo/discard servers, bulk send); and
+// `doctor`, the host checked against the configuration before anything starts.
 //
 //   bypass-pmd [-c FILE] [--set k=v]... [--vdev DEV]... [--json] COMMAND [ARGS]
 //   bypass-pmd [-c FILE] [--set k=v]... [--vdev DEV]... -i
@@ -21,6 +22,7 @@
 #include "pmd/pmd.h"
 #include "stack/dpdk/dpdk_stack.h"
 #include "tools/bypass-pmd/commands.h"
+#include "tools/bypass-pmd/doctor.h"
 
 namespace {
 
@@ -185,6 +187,9 @@ int main(int argc, char** argv) {
         return 0;
       }
     }
+    // doctor inspects the host the EAL would run on, so it never starts one.
+    if (parsed && parsed->name == "doctor")
+      return bypass::tools::doctor::run_command(config, parsed->doctor_root, parsed->json);
     if (parsed && parsed->name == "stack" && config.get_ipv4("dpdk.host_ip").host_order == 0)
       throw bypass::tools::UsageError("stack " + parsed->stack.name +
                                       ": dpdk.host_ip is not set (the stack's IPv4 address; e.g. -c "

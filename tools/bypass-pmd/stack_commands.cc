@@ -89,6 +89,12 @@ class StackSession {
     print_arp(state, command_.json);
     print_neighbors(state, command_.json);
     print_connections(state, command_.json);
+    PortState port;
+    pmd::Port& device = stack_->ports().port(0);
+    port.isolated = device.info().flow_isolated;
+    for (const pmd::QueueStats& queue : device.stats().rx_queues) port.rx_queue_packets.push_back(queue.packets);
+    if (const StackFlowRules* rules = stack_->flow_rules()) port.flow_rules = rules->describe();
+    print_port(port, command_.json);
   }
   // Sleeps until `until`, serving SIGUSR1 dumps; false when interrupted.
   bool sleep_until(Clock::time_point until) {

@@ -141,4 +141,22 @@ void print_connections(const std::vector<WorkerState>& workers, bool json) {
   std::fflush(stdout);
 }
 
+void print_port(const PortState& port, bool json) {
+  if (json) {
+    Json j;
+    j.begin_object().field("type", "port").field("isolated", port.isolated).key("rx_queue_packets").begin_array();
+    for (uint64_t packets : port.rx_queue_packets) j.value(packets);
+    j.end_array().key("flow_rules").strings(port.flow_rules).end_object();
+    std::printf("%s\n", j.str().c_str());
+  } else {
+    std::string queues;
+    for (size_t q = 0; q < port.rx_queue_packets.size(); ++q)
+      queues += (q ? ", " : "") + std::to_string(q) + ": " + std::to_string(port.rx_queue_packets[q]);
+    std::printf("port: %s, packets per receive queue {%s}, %zu flow rules\n",
+                port.isolated ? "isolated" : "not isolated", queues.c_str(), port.flow_rules.size());
+    for (const std::string& rule : port.flow_rules) std::printf("  flow %s\n", rule.c_str());
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace bypass::tools

@@ -465,7 +465,8 @@ TEST(BadInput, WorkerCpuThatDoesNotExist) {
 // would log its arguments, so exactly one line on stderr proves it never started.
 TEST(BadInput, ArgumentsAreCheckedBeforeTheEalStarts) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"frobnicate"}, "unknown command 'frobnicate' (expected ports, stats, xstats, reset-stats, fwd, mempool, stack, help)"},
+      {{"frobnicate"},
+       "unknown command 'frobnicate' (expected ports, stats, xstats, reset-stats, fwd, mempool, flow, stack, doctor, help)"},
       {{"--frobnicate", "ports"}, "unknown option '--frobnicate' (expected -c FILE, --set key=value"},
       {{"quit"}, "quit: only inside the interactive shell (-i)"},
       {{"-i", "ports"}, "-i takes no command"},
@@ -493,6 +494,14 @@ TEST(BadInput, ArgumentsAreCheckedBeforeTheEalStarts) {
       {{"xstats", "--filter", "(["}, "xstats --filter: '([' is not a valid regular expression"},
       {{"xstats", "--filter"}, "xstats --filter: needs a value"},
       {{"xstats", "rx_"}, "xstats: unexpected argument 'rx_'"},
+      {{"flow"}, "flow: needs a command: list, isolate, validate, create, destroy or flush"},
+      {{"flow", "create"}, "flow create: needs a port id (e.g. flow create 0 ...)"},
+      {{"flow", "isolate", "0", "maybe"}, "flow isolate PORT: expected on or off, got 'maybe'"},
+      {{"flow", "create", "0", "ingress", "pattern", "eth", "/", "sctp", "/", "end", "actions", "drop", "/", "end"},
+       "flow create: pattern: unknown item 'sctp' (expected eth, ipv4, ipv6, arp_eth_ipv4, tcp, udp or end)"},
+      {{"flow", "validate", "0", "ingress", "pattern", "eth", "/", "end", "actions", "queue", "index", "x", "/", "end"},
+       "flow validate: queue index: 'x' is not a number in 0..65535"},
+      {{"flow", "destroy", "0"}, "flow destroy PORT: needs rule IDs (flow destroy 0 rule 3)"},
   };
   for (const auto& [args, needle] : cases) {
     SCOPED_TRACE(needle);
@@ -506,6 +515,45 @@ TEST(BadInput, ArgumentsAreCheckedBeforeTheEalStarts) {
   // A larger mbuf raises the --size limit: the bound comes from the configuration.
   expect_clean_error({g_tool, "--set", "dpdk.mbuf_size=4224", "fwd", "txonly", "--size", "5000"},
                      "fwd --size: '5000' must be a whole number in 42..4096");
+}
+
+// rte_flow on ports that cannot do it: one line naming what the port lacks or refuses. net_ring has
+// no flow operations at all; net_tap's rte_flow has no ARP item on any kernel (and on a kernel
+// without the multiq qdisc, like this host's, no rules at all: its log says "Disabling rte flow
+// support"). The working case runs in the guest (flow_isolation_guest).
+TEST(BadInput, FlowIsolationAndRulesThePortCannotTake) {
+  expect_clean_error(tool("yes", {"--vdev", "net_ring0", "flow", "isolate", "0", "on"}),
+                     "port 0 (net_ring0): driver net_ring cannot enter rte_flow isolated mode: the driver has no "
+                     "rte_flow support");
+  expect_clean_error(tool("yes", {"--vdev", "net_ring0", "--set", "dpdk.flow_isolate=true", "ports"}),
+                     "dpdk.flow_isolate: port 0 (net_ring0): driver net_ring cannot isolate its traffic with rte_flow: "
+                     "the driver has no rte_flow support");
+  expect_clean_error(tool("yes", {"--vdev", "net_ring0", "--set", "dpdk.flow_isolate=true", "--set",
+                                  "dpdk.host_ip=10.93.0.2", "stack", "ping", "10.93.0.1", "-c", "1"}),
+                     "dpdk.flow_isolate: port 0 (net_ring0): driver net_ring cannot isolate its traffic");
+  expect_clean_error(tool("yes", {"--vdev", "net_ring0", "flow", "create", "0", "ingress", "pattern", "eth", "/",
+                                  "ipv4", "dst", "is", "10.93.0.2", "/", "end", "actions", "queue", "index", "0", "/",
+                                  "end"}),
+                     "flow create: port 0 (net_ring0) refuses the rule: the driver has no rte_flow support");
+  expect_clean_error(tool("yes", {"--vdev", "net_ring0", "flow", "list", "5"}), "flow: no port 5 (1 ports open");
+  const std::string tap = "bpflow" + g_tag;
+  expect_clean_error(tool("yes", {"--vdev", "net_tap0,iface=" + tap, "flow", "create", "0", "ingress", "pattern", "eth",
+                                  "/", "arp_eth_ipv4", "tpa", "is", "10.93.0.2", "/", "end", "actions", "queue", "index",
+                                  "0", "/", "end"}),
+                     "flow create: port 0 (net_tap0) refuses the rule: item not supported (Operation not supported) "
+                     "at pattern item 2 (arp_eth_ipv4)",
+                     false);  // net_tap logs its own lines about the qdisc first
+  // Where the kernel lacks the multiq qdisc (this host's does), net_tap has no rte_flow at all.
+  const bool multiq = sh("ip tuntap add dev " + tap + " mode tap multi_queue") &&
+                      sh("tc qdisc add dev " + tap + " root multiq");
+  sh("ip link del " + tap);
+  if (!multiq)
+    expect_clean_error(tool("yes", {"--vdev", "net_tap0,iface=" + tap, "--set", "dpdk.flow_isolate=true", "--set",
+                                    "dpdk.host_ip=10.93.0.2", "stack", "ping", "10.93.0.1", "-c", "1"}),
+                       "dpdk.flow_isolate: port 0 (net_tap0): driver net_tap cannot isolate its traffic with rte_flow: "
+                       "TC rule creation failed",
+                       false);
+  sh("ip link del " + tap);
 }
 
 // ---- forwarding modes, checked frame by frame on a pcap port: one process, a fixed number of

@@ -228,5 +228,27 @@ TEST(Examples, EveryExampleLoads) {
   EXPECT_EQ(tap.get_list("dpdk.vdev"), (std::vector<std::string>{"net_tap0,iface=bptap0"}));
 }
 
+// rdma.gid_index: an int that also takes "auto" (the default), read with get_int_or_auto.
+TEST(ConfigValues, IntWithAutoTakesTheWordAutoAndNumbers) {
+  Config c;
+  EXPECT_EQ(c.get_int_or_auto("rdma.gid_index"), std::nullopt);
+  EXPECT_EQ(c.to_string("rdma.gid_index"), "auto");
+  EXPECT_NE(c.to_json().find("\"rdma.gid_index\": \"auto\""), std::string::npos);
+  EXPECT_THROW(c.get_int("rdma.gid_index"), ConfigError);  // a plain read would misread auto
+  c.set("rdma.gid_index", "3");
+  EXPECT_EQ(c.get_int_or_auto("rdma.gid_index"), 3);
+  EXPECT_EQ(c.get_int("rdma.gid_index"), 3);
+  EXPECT_NE(c.to_json().find("\"rdma.gid_index\": 3"), std::string::npos);
+  c.set("rdma.gid_index", " auto ");
+  EXPECT_EQ(c.get_int_or_auto("rdma.gid_index"), std::nullopt);
+  EXPECT_EQ(set_error(c, "rdma.gid_index", "first"), "--set: rdma.gid_index: 'first' is not an integer or auto");
+  EXPECT_NE(set_error(c, "rdma.gid_index", "256").find("out of range (allowed 0..255)"), std::string::npos);
+  EXPECT_EQ(set_error(c, "ms.workers", "auto"), "--set: ms.workers: 'auto' is not an integer");  // only where allowed
+  EXPECT_NE(Registry::global().describe().find("int or auto, 0..255"), std::string::npos);
+  Registry r;
+  EXPECT_THROW(r.add({.name = "t.s", .type = OptionType::String, .default_value = "", .help = "h", .allows_auto = true}),
+               ConfigError);
+}
+
 }  // namespace
 }  // namespace bypass::config

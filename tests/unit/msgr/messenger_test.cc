@@ -717,6 +717,41 @@ TEST_F(MessengerSuite, ShutdownSendsWhatIsQueuedAndWaitsForTheAcknowledgement) {
   server->shutdown();
 }
 
+// ms.worker_threads=false: the test's thread started the stack and runs its loops, so the
+// messengers on it exchange messages only inside its poll(); a shutdown on that thread polls
+// while it lingers, so what was queued right before it still reaches the peer and is acknowledged.
+TEST_F(MessengerSuite, MessengersOnAStackPolledByTheTestThread) {
+  auto conf = make_conf({{"ms.worker_threads", "false"}, {"ms.shutdown_linger", "20s"}});
+  start_stack(conf);
+  ASSERT_TRUE(stack_->polled_here());
+  const auto poll_until = [this](auto done, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < deadline) stack_->poll();
+    return done();
+  };
+  SeqChecker server_d(true);
+  auto server = make_server(conf, &server_d, Policy::stateless_server());
+  NullDispatcher client_d;
+  auto client = make_client(conf, &client_d, Policy::lossy_client(), 30);
+  constexpr uint64_t kCount = 200;
+  std::atomic<uint64_t> acked{0}, dropped{0};
+  const ConnectionRef con = client->connect_to(EntityType::Osd, server->my_addrs());
+  queue_burst(con, 4, kCount, 4096, acked, dropped);
+  EXPECT_TRUE(poll_until([&] { return acked.load() == kCount; }, 30s)) << acked.load();
+  EXPECT_EQ(server_d.received.load(), kCount);
+
+  queue_burst(con, 5, kCount, 4096, acked, dropped);
+  const auto started = std::chrono::steady_clock::now();
+  client->shutdown();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 15s) << "shutdown waited for the whole linger";
+  EXPECT_EQ(acked.load(), 2 * kCount);
+  EXPECT_EQ(dropped.load(), 0u);
+  EXPECT_EQ(server_d.received.load(), 2 * kCount);
+  EXPECT_EQ(server_d.last_of(5), kCount);
+  EXPECT_EQ(server_d.errors.load(), 0u);
+  server->shutdown();
+}
+
 // ms.shutdown_linger=0 keeps what the option promises: close at once; what the peer has not
 // acknowledged is dropped and counted (completion hooks say false, msgs_dropped counts it).
 // The server holds its dispatch thread until the client's shutdown returned, and its dispatch

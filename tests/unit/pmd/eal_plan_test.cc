@@ -1,5 +1,6 @@
 // plan_eal: EAL arguments from the configuration and the host, and the one-line refusals.
 #include <gtest/gtest.h>
+#include <rte_config.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -155,6 +156,19 @@ TEST(EalPlan, MemifClientWithoutServerSocketFile) {
 TEST(EalPlan, HostProbeFindsOnlineCpus) {
   const HostFacts facts = HostFacts::probe();
   EXPECT_FALSE(facts.online_cpus.empty());
+}
+
+// Debian's DPDK loads its drivers from RTE_EAL_PMD_PATH, one package each (bypass-bench's link
+// choice asks for net_vhost and net_virtio); a DPDK with its drivers linked in has them all.
+TEST(EalPlan, HostProbeListsTheDriversEalCanLoad) {
+  const HostFacts facts = HostFacts::probe();
+  ASSERT_TRUE(facts.loadable_drivers.has_value()) << "no readable " RTE_EAL_PMD_PATH;
+  EXPECT_TRUE(facts.has_driver("net_memif"));
+  EXPECT_TRUE(facts.has_driver("net_vhost"));
+  EXPECT_TRUE(facts.has_driver("net_virtio"));
+  EXPECT_FALSE(facts.has_driver("net_memif.so"));
+  EXPECT_FALSE(facts.has_driver("net_no_such_driver"));
+  EXPECT_TRUE(HostFacts{}.has_driver("net_no_such_driver"));  // unknown: linked in
 }
 
 }  // namespace

@@ -30,15 +30,17 @@ constexpr uint32_t kClient = 0x0a000001, kServer = 0x0a000002;
 class RingPortTest : public testing::Test {
  protected:
   // A device whose rx queues read rx_rings_ and whose tx queues write tx_rings_.
-  uint16_t make_device(unsigned queues) {
+  uint16_t make_device(unsigned queues, int numa_node = SOCKET_ID_ANY) {
     const std::string base = "rp" + std::to_string(counter_++);
+    const size_t first = rx_rings_.size();  // a test may make several devices
     for (unsigned q = 0; q < queues; ++q) {
       rx_rings_.push_back(rte_ring_create((base + "rx" + std::to_string(q)).c_str(), 4096, SOCKET_ID_ANY,
                                           RING_F_SP_ENQ | RING_F_SC_DEQ));
       tx_rings_.push_back(rte_ring_create((base + "tx" + std::to_string(q)).c_str(), 4096, SOCKET_ID_ANY,
                                           RING_F_SP_ENQ | RING_F_SC_DEQ));
     }
-    const int id = rte_eth_from_rings(base.c_str(), rx_rings_.data(), queues, tx_rings_.data(), queues, SOCKET_ID_ANY);
+    const int id = rte_eth_from_rings(base.c_str(), rx_rings_.data() + first, queues, tx_rings_.data() + first,
+                                      queues, numa_node);
     EXPECT_GE(id, 0);
     return static_cast<uint16_t>(id);
   }
@@ -355,6 +357,33 @@ TEST_F(RingPortTest, FaultShimWrapsTxBurstsWithDelay) {
   }
   EXPECT_EQ(rte_ring_count(tx_rings_[0]), 1u);
   EXPECT_EQ(port_->stats().tx_faults.delayed, 1u);
+}
+
+// NUMA: a port's mbuf pool, queues and redirect rings are created on its node. This host's DPDK
+// has one node (0); a ring device that says it sits on node 1 has its pool and rings fall back to
+// the node with memory (with a warning each) instead of failing, and traffic still flows.
+TEST_F(RingPortTest, PoolAndRingsGoOnThePortsNodeOrFallBack) {
+  PortOptions options;
+  options.workers = 2;
+  options.queues = 1;
+  options.rx_desc = options.tx_desc = 256;
+  Port home(make_device(1, 0), options, pools_);
+  EXPECT_EQ(home.info().numa_socket, 0);
+  EXPECT_EQ(home.mempool()->socket_id, 0);
+  port_ = std::make_unique<Port>(make_device(1, 1), options, pools_);
+  EXPECT_EQ(port_->info().numa_socket, 1);
+  EXPECT_TRUE(port_->info().software_redirect);  // two workers, one queue: the rings exist
+  EXPECT_NE(port_->mempool()->socket_id, 1);
+  feed(1, udp_packet(port_->mempool(), kClient, kServer, 6000, 80));  // rx_rings_[1]: the node-1 device's
+  rte_mbuf* pkts[4];
+  unsigned received = 0;
+  for (int round = 0; round < 4; ++round)
+    for (unsigned w = 0; w < 2; ++w) {
+      const uint16_t n = port_->rx_burst(w, pkts, 4);
+      received += n;
+      rte_pktmbuf_free_bulk(pkts, n);
+    }
+  EXPECT_EQ(received, 1u);
 }
 
 TEST_F(RingPortTest, StatsResetAndMempoolAccounting) {

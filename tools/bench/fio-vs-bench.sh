@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# fio with Bypass's engine (libfio_bypass.so) against bypass-bench on the same workload: 4 KiB
+# messages over posix (loopback) and dpdk (net_memif, two processes), queue depth 1 and 128, each
+# side one process on its own CPU with one worker (as config/examples/default.yaml runs it). Both
+# tools read one job file this script writes, so their Bypass settings are the same.
+#
+# Like for like: a fio write carries 4 KiB to the receiver and a status back, a fio read a small
+# request and 4 KiB back; bypass-bench runs each shape with bench.reply_size: "write" is 4 KiB
+# requests answered with empty replies, "read" 16-byte requests answered with 4 KiB. Each round
+# runs, for every transport and depth, bypass-bench then fio for each shape (and, with
+# BENCH_FIO_BASELINE, fio once more with that bypass_poll, e.g. workers: the engine before the job
+# thread polled); the table shows each figure's median over the rounds, and fio / bypass-bench for
+# IOPS (msgs/s) and p50 latency (fio's clat: submission to completion, as bypass-bench times send
+# to reply).
+# With posix it also runs fio writes the way Ceph published its ceph-msgr engine's loopback figures
+# (4 KiB at depth 1, 8 KiB at depth 128) and prints them beside Ceph's (other hardware).
+#
+#   tools/bench/fio-vs-bench.sh [BUILD] [ROUNDS]      BUILD: a release tree (default build/release,
+#                                                     built when missing); ROUNDS: default 3
+# Env: BENCH_SECONDS (measured seconds per run, 5), BENCH_TRANSPORTS ("posix dpdk"),
+#      BENCH_DEPTHS ("1 128"), BENCH_FIO_POLL (the engine's bypass_poll, default auto),
+#      BENCH_FIO_BASELINE (a second bypass_poll to run beside it; empty: none).
+#      dpdk needs root (memif, DPDK memory).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+build=${1:-build/release}
+rounds=${2:-3}
+seconds=${BENCH_SECONDS:-5}
+transports=${BENCH_TRANSPORTS:-posix dpdk}
+depths=${BENCH_DEPTHS:-1 128}
+fio_poll=${BENCH_FIO_POLL:-auto}
+fio_baseline=${BENCH_FIO_BASELINE:-}
+
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" --buildtype=release >/dev/null
+fi
+ninja -C "$build" tools/bypass-bench/bypass-bench tools/fio/libfio_bypass.so >/dev/null ||
+  { echo "fio-vs-bench: build failed (is the fio engine configured? tools/setup.sh, -Dfio)" >&2; exit 1; }
+bench=$root/$build/tools/bypass-bench/bypass-bench
+engine=$root/$build/tools/fio/libfio_bypass.so
+[ -x "$bench" ] && [ -f "$engine" ] || { echo "fio-vs-bench: $build has no bypass-bench or fio engine" >&2; exit 1; }
+command -v fio >/dev/null || { echo "fio-vs-bench: no fio (tools/setup.sh installs it)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/fio-vs-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+sock=/run/fio-vs-bench-$$.sock
+server_cpu=1 client_cpu=0
+# One side's dpdk settings, the same list for bypass-bench (bench.<side>.dpdk) and fio (bypass_set).
+server_dpdk=("dpdk.vdev=[\"net_memif0,role=server,socket=$sock,bsize=9216\"]" dpdk.host_ip=10.89.0.1
+             dpdk.hw_addr=02:00:00:00:89:01)
+client_dpdk=("dpdk.vdev=[\"net_memif0,role=client,socket=$sock,bsize=9216\"]" dpdk.host_ip=10.89.0.2
+             dpdk.hw_addr=02:00:00:00:89:02)
+yaml_list() { for item in "$@"; do printf "      - '%s'\n" "$item"; done; }
+cat > "$work/job.yaml" <<EOF
+ms:
+  workers: 1
+dpdk:
+  netmask: 255.255.255.0
+  no_huge: auto
+  memory: 256M
+  in_memory: true
+  rss: false
+  link_wait: 30s
+  idle_sleep: 0s
+  mtu: 9000
+  mbuf_size: 9472
+  mbufs: 8191
+bench:
+  mode: reqrep
+  message_size: 4K
+  connections: 1
+  warmup: 1s
+  progress: "off"
+  server:
+    cpus: "$server_cpu"
+    dpdk:
+$(yaml_list "${server_dpdk[@]}")
+  client:
+    cpus: "$client_cpu"
+    dpdk:
+$(yaml_list "${client_dpdk[@]}")
+EOF
+# bypass_set items for fio: quoted, as fio hands the value over whole.
+fio_set() { local out="ms.cpus=$1"; shift; for item in "$@"; do out+=" '$item'"; done; echo "$out"; }
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# run_bench TRANSPORT DEPTH SHAPE: "msgs/s p50_us mean_us" of one bypass-bench run; SHAPE write:
+# 4 KiB requests, empty replies; read: 16-byte requests, 4 KiB replies (see the file comment).
+run_bench() {
+  local sizes=(--set bench.message_size=4K --set bench.reply_size=0)
+  [ "$3" = read ] && sizes=(--set bench.message_size=16 --set bench.reply_size=4K)
+  "$bench" -c "$work/job.yaml" --set bench.transports="$1" --set bench.iodepth="$2" "${sizes[@]}" \
+    --set bench.duration="${seconds}s" --set bench.output="$work/bench.json" run >"$work/bench.log" 2>&1 ||
+    { cat "$work/bench.log" >&2; echo "fio-vs-bench: bypass-bench failed ($1, depth $2, $3)" >&2; exit 1; }
+  python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))["cases"][0]
+print(c["totals"]["messages_per_second"], c["latency_us"]["p50"], c["latency_us"]["mean"])' "$work/bench.json"
+}
+
+# run_fio TRANSPORT DEPTH RW [BS [POLL]]: "iops p50_us mean_us" of one fio run (receiver and sender:
+# two fio processes, both with bypass_poll POLL, default BENCH_FIO_POLL).
+run_fio() {
+  local transport=$1 depth=$2 rw=$3 bs=${4:-4k} poll=${5:-$fio_poll} port host=127.0.0.1 server_set client_set
+  port=$(free_port)
+  server_set="ms.cpus=$server_cpu" client_set="ms.cpus=$client_cpu"
+  if [ "$transport" = dpdk ]; then
+    port=7000 host=10.89.0.1
+    server_set=$(fio_set "$server_cpu" "${server_dpdk[@]}") client_set=$(fio_set "$client_cpu" "${client_dpdk[@]}")
+  fi
+  common=(--ioengine=external:"$engine" --thread --ms_type="$transport" --bypass_config="$work/job.yaml" --port="$port"
+          --bypass_poll="$poll")
+  taskset -c "$server_cpu" fio --name=receiver "${common[@]}" --bypass_set="$server_set" --receiver=1 --rw=read \
+    --size=1g >"$work/receiver.log" 2>&1 &
+  local receiver=$!
+  if [ "$transport" = dpdk ]; then  # the memif client needs the server's socket (abstract: /proc/net/unix)
+    for _ in $(seq 1 300); do grep -q "$sock" /proc/net/unix && break; sleep 0.1; done
+  fi
+  taskset -c "$client_cpu" fio --name=sender "${common[@]}" --bypass_set="$client_set" --hostname="$host" \
+    --rw="$rw" --bs="$bs" --iodepth="$depth" --size=64m --time_based --ramp_time=1 --runtime="$seconds" \
+    --bypass_timeout=60 --output-format=json --output="$work/fio.json" >"$work/sender.log" 2>&1 ||
+    { cat "$work/sender.log" "$work/receiver.log" >&2; kill "$receiver" 2>/dev/null; echo "fio-vs-bench: fio failed ($transport $rw $depth)" >&2; exit 1; }
+  local status=0
+  wait "$receiver" || status=$?
+  [ "$status" = 0 ] ||
+    { cat "$work/receiver.log" >&2; echo "fio-vs-bench: the receiving fio exited $status ($transport $rw $depth)" >&2; exit 1; }
+  python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))["jobs"][0][sys.argv[2]]
+print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["lat_ns"]["mean"] / 1000)' "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)"
+}
+
+echo "fio-vs-bench: $rounds rounds of ${seconds} s per run; fio bypass_poll=$fio_poll${fio_baseline:+, baseline bypass_poll=$fio_baseline}"
+echo "load before: $(uptime | sed 's/.*load average: //')"
+results=$work/results
+for round in $(seq 1 "$rounds"); do
+  for transport in $transports; do
+    for depth in $depths; do
+      echo "round $round: $transport depth $depth" >&2
+      # One assignment per run: a failed run (exit 1 in its subshell) stops the script (set -e).
+      for shape in write read; do
+        figures=$(run_bench "$transport" "$depth" "$shape"); echo "$transport $depth bench-$shape $figures" >> "$results"
+        figures=$(run_fio "$transport" "$depth" "$shape"); echo "$transport $depth $shape $figures" >> "$results"
+        if [ -n "$fio_baseline" ]; then
+          figures=$(run_fio "$transport" "$depth" "$shape" 4k "$fio_baseline")
+          echo "$transport $depth baseline-$shape $figures" >> "$results"
+        fi
+      done
+    done
+  done
+  if [[ " $transports " == *" posix "* ]]; then
+    echo "round $round: posix writes as Ceph measured its engine" >&2
+    figures=$(run_fio posix 1 write 4k); echo "ceph 1 4k $figures" >> "$results"
+    figures=$(run_fio posix 128 write 8k); echo "ceph 128 8k $figures" >> "$results"
+  fi
+done
+echo "load after: $(uptime | sed 's/.*load average: //')"
+python3 - "$results" "$rounds" "$fio_poll" "$fio_baseline" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    transport, depth, tool, rate, p50, mean = line.split()
+    runs.setdefault((transport, int(depth), tool), []).append((float(rate), float(p50), float(mean)))
+poll, baseline = sys.argv[3], sys.argv[4]
+med = lambda rows, i: statistics.median(r[i] for r in rows)
+print(f"\nmedians of {sys.argv[2]} rounds (rate: bypass-bench msgs/s, fio IOPS; p50 in us); fio with bypass_poll={poll}")
+print("write: 4 KiB requests, empty replies (bypass-bench bench.reply_size=0) / fio rw=write bs=4k")
+print("read: 16 B requests, 4 KiB replies (bench.message_size=16, bench.reply_size=4K) / fio rw=read bs=4k")
+head = f"{'case':<16}{'shape':<7}{'bench msgs/s':>13}{'p50':>8}{'fio IOPS':>10}{'p50':>8}{'IOPS x':>8}{'p50 x':>7}"
+if baseline:
+    head += f"   {'fio ' + baseline + ' IOPS':>20}{'p50':>8}{'IOPS x':>8}{'p50 x':>7}"
+print(head)
+for (transport, depth, tool) in sorted(k for k in runs if k[2].startswith("bench-")):
+    shape = tool[len("bench-"):]
+    b = runs[(transport, depth, tool)]
+    b_rate, b_p50 = med(b, 0), med(b, 1)
+    f = runs.get((transport, depth, shape))
+    if not f:
+        continue
+    f_rate, f_p50 = med(f, 0), med(f, 1)
+    row = (f"{transport + ' 4KiB d' + str(depth):<16}{shape:<7}{b_rate:>13.0f}{b_p50:>8.1f}{f_rate:>10.0f}{f_p50:>8.1f}"
+           f"{f_rate / b_rate:>8.2f}{f_p50 / b_p50:>7.2f}")
+    g = runs.get((transport, depth, "baseline-" + shape))
+    if g:
+        g_rate, g_p50 = med(g, 0), med(g, 1)
+        row += f"   {g_rate:>20.0f}{g_p50:>8.1f}{g_rate / b_rate:>8.2f}{g_p50 / b_p50:>7.2f}"
+    print(row)
+ceph = {(1, "4k"): "13.0k IOPS, 71 us", (128, "8k"): "126k-154k IOPS"}
+rows = [(d, bs) for (t, d, bs) in runs if t == "ceph"]
+if rows:
+    print("\nfio writes over posix on loopback beside Ceph's ceph-msgr engine (Ceph's figures: ceph/ceph PR 26932,")
+    print("other hardware; fio's lat = submission to completion, mean)")
+    print(f"{'case':<14}{'Bypass IOPS':>12}{'p50 us':>8}{'mean us':>9}   Ceph async+posix")
+    for depth, bs in sorted(rows):
+        f = runs[("ceph", depth, bs)]
+        rate, p50, mean = (med(f, i) for i in range(3))
+        print(f"{bs + ' QD' + str(depth):<14}{rate:>12.0f}{p50:>8.1f}{mean:>9.1f}   {ceph[(depth, bs)]}")
+PY
