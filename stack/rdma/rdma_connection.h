@@ -146,6 +146,8 @@ class RdmaConnection final : public CmEventTarget, public std::enable_shared_fro
   // Send slots a data or descriptor SEND, or a READ, leaves free on the QP: the FIN's, a
   // credit-only message's and a release's.
   bool room_for_data() const;
+  // Whether send() posts `len` bytes at `data` as they are (registered, long enough) or copies them.
+  bool sent_in_place(const char* data, size_t len) const;
   // Something the owner can take now: ready bytes at the front of the stream.
   bool readable() const;
   // The common end of read() and zero_copy_read(): `taken` of `wanted` bytes, `messages` consumed.

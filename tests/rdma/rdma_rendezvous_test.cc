@@ -130,6 +130,18 @@ TEST_F(RdmaRendezvous, SizesAroundTheThresholdAnd64MiBArriveByteExactInOrderWith
     total += len;
     (len >= threshold ? by_read : copied) += len;
   }
+  // Then two from allocate_payload() below the threshold: a short one is copied in with its
+  // neighbours (its own SEND would cost more), one of half a chunk or more is sent in place.
+  const size_t in_place = conf_.get_size("rdma.chunk_size") / 2;
+  for (size_t len : {size_t{200}, in_place}) {
+    BufferList registered = stack_->allocate_payload(len, BufferSharing::across_threads);
+    ASSERT_EQ(registered.segments().size(), 1u);
+    for (size_t i = 0; i < len; ++i) registered.segments().front().data()[i] = pattern_byte(total + i);
+    ASSERT_TRUE(rdma().registered_memory().contains(registered.segments().front().data(), len));
+    stream.append(std::move(registered));
+    total += len;
+  }
+  copied += 200;
   std::atomic<size_t> received{0};
   std::atomic<int> sink_result{0}, source_result{-1};
   Completion sink_done, source_done;
@@ -146,6 +158,7 @@ TEST_F(RdmaRendezvous, SizesAroundTheThresholdAnd64MiBArriveByteExactInOrderWith
   EXPECT_EQ(source_result.load(), 0) << socket_error_name(source_result.load());
   // Only the runs below the threshold were copied (into send chunks); the receiver copied nothing.
   EXPECT_EQ(counter(*stack_, "tx_copied_bytes"), copied);
+  EXPECT_EQ(counter(*stack_, "zero_copy_sent_bytes"), in_place);
   EXPECT_EQ(counter(*stack_, "rx_copied_bytes"), 0u);
   EXPECT_EQ(counter(*stack_, "rendezvous_read_bytes"), by_read);
   EXPECT_EQ(counter(*stack_, "rendezvous_descriptors_sent"), 4u);
