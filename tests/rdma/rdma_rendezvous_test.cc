@@ -84,8 +84,10 @@ uint64_t counter(NetworkStack& stack, const std::string& name) {
 
 // The emulated guest answers a 1 MiB READ (a thousand packets) more slowly than the default ACK
 // timeout (67 ms): the reader would retry the READ from its start, over and over (rxe's
-// completer_retry_err), and 64 MiB would take minutes. A real NIC answers in microseconds.
-constexpr const char* kGuestAckTimeout = "rdma.ack_timeout=1s";
+// completer_retry_err), and 64 MiB would take minutes. 1 s was not enough with four guests on two
+// host cores (64 MiB unfinished after 300 s); the loopback link loses nothing, so a longer timeout
+// costs nothing. A real NIC answers in microseconds.
+constexpr const char* kGuestAckTimeout = "rdma.ack_timeout=4s";
 
 class RdmaRendezvous : public RdmaTransport {
  protected:
