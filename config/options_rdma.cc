@@ -52,6 +52,34 @@ void register_rdma_options(Registry& r) {
   r.add({.name = "rdma.retry_count", .type = OptionType::Int, .default_value = "7",
          .help = "Transport retransmissions before a queue pair declares its peer dead (verbs "
                  "allow at most 7).", .min = 0, .max = 7});
+  r.add({.name = "rdma.rendezvous_threshold", .type = OptionType::Size, .default_value = "64K",
+         .help = "A payload run (one buffer segment) at least this long is not copied into send "
+                 "chunks: it goes as a descriptor and the peer pulls it with RDMA READ into its "
+                 "registered memory (rendezvous). 0 turns it off. The default is where it saved "
+                 "instructions on both sides in the soft-RoCE benchmark (docs/rdma.md).",
+         .min = 0, .max = int64_t{1} << 40});
+  r.add({.name = "rdma.rendezvous_reads", .type = OptionType::Int, .default_value = "8",
+         .help = "RDMA READs of rendezvous payloads a connection keeps in flight (of up to 1 MiB "
+                 "each), capped by the device's max_qp_rd_atom and the peer's own setting.",
+         .min = 1, .max = 16});
+  r.add({.name = "rdma.rendezvous_read_size", .type = OptionType::Size, .default_value = "1M",
+         .help = "Bytes one RDMA READ of a rendezvous payload brings in at most (a READ lands in "
+                 "one block of rdma.registered_memory, 1 MiB at most). Fewer, larger READs cost "
+                 "fewer work requests and completions; a READ's whole response must arrive within "
+                 "rdma.ack_timeout, or the reader asks for all of it again.",
+         .min = 4096, .max = 1 << 20});
+  r.add({.name = "rdma.registered_memory", .type = OptionType::Size, .default_value = "32M",
+         .help = "Payload memory registered once at start-up: what NetworkStack::allocate_payload() "
+                 "and Messenger::allocate_payload() hand out (sent without a copy or a "
+                 "registration) and where rendezvous READs land. When it runs out, payloads come "
+                 "from ordinary memory and READs from memory registered through the cache.",
+         .min = 1 << 20, .max = int64_t{1} << 40});
+  r.add({.name = "rdma.registration_cache", .type = OptionType::Size, .default_value = "256M",
+         .help = "Per worker: bytes of application memory kept registered for rendezvous (LRU), "
+                 "so a buffer sent again is not registered again. An entry keeps its memory "
+                 "alive and goes once only the cache still holds the memory. 0: memory outside "
+                 "rdma.registered_memory is copied instead.",
+         .min = 0, .max = int64_t{1} << 40});
   r.add({.name = "rdma.drain_timeout", .type = OptionType::Duration, .default_value = "5s",
          .help = "On close, wait this long for posted sends to complete before forcing the QP to "
                  "the error state.", .min = 1'000'000});

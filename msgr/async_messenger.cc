@@ -587,6 +587,8 @@ void AsyncMessenger::wait() {
   stopped_cv_.wait(guard, [this] { return stopped_; });
 }
 
+BufferList AsyncMessenger::allocate_payload(size_t bytes) { return stack_->allocate_payload(bytes); }
+
 std::string AsyncMessenger::perf_dump_json() const {
   size_t connections;
   {

@@ -51,6 +51,7 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
   void shutdown() override;
   void wait() override;
   std::string perf_dump_json() const override;
+  BufferList allocate_payload(size_t bytes) override;
   std::shared_ptr<auth::CephxTicketStore> cephx_tickets() const override { return auth_.tickets; }
 
   // The admin socket and /metrics (async_messenger_admin.cc).

@@ -81,6 +81,11 @@ class Messenger {
   // Blocks until shutdown() has finished (from any thread).
   virtual void wait() = 0;
 
+  // Memory for a message's data (Message::data()) that the transport sends without a copy where
+  // it can: NetworkStack::allocate_payload() of this messenger's stack (rdma: registered memory,
+  // read by the peer with RDMA READ). Fill the segments in order. Any thread.
+  virtual BufferList allocate_payload(size_t bytes) = 0;
+
   // Perf counters as a JSON object.
   virtual std::string perf_dump_json() const = 0;
   // cephx (ms.auth=cephx): the tickets the monitor handed out, shared by this messenger's

@@ -237,6 +237,12 @@ NetworkStack::Counters NetworkStack::transport_counters() { return {}; }
 
 NetworkStack::WorkerReport NetworkStack::worker_report(unsigned) { return {}; }
 
+BufferList NetworkStack::allocate_payload(size_t bytes, BufferSharing sharing) {
+  BufferList out;
+  if (bytes > 0) out.append(BufferSegment::allocate(bytes, sharing));
+  return out;
+}
+
 Worker* NetworkStack::least_loaded_worker() {
   if (workers_.empty()) return nullptr;
   // Ties go round-robin. A socket is counted only once its worker thread opened it, so a burst of

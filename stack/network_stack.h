@@ -272,12 +272,21 @@ class NetworkStack {
   // One worker's part of the report.
   struct WorkerReport {
     Counters counters;                  // the worker's transport counters, all monotonic
+    Counters gauges;                    // values that go up and down (rdma: bytes pinned)
     std::vector<SocketReport> sockets;  // its TCP connections (none where the kernel keeps them)
   };
   // Worker i's report; call on worker i's thread only (its data is not shared).
   virtual WorkerReport worker_report(unsigned i);
   // Counters of the device under the stack (dpdk: port 0), from any thread; none for the others.
   virtual Counters port_counters() { return {}; }
+
+  // Memory for a message payload of `bytes`, to fill and send (a Message's data, a send()): on
+  // rdma it comes from memory registered with the device once, at start-up
+  // (rdma.registered_memory), so a payload run of at least rdma.rendezvous_threshold bytes is read
+  // by the peer straight from it, with no copy and no registration on the way; the other
+  // transports, and rdma when that memory is used up, give ordinary memory. The list holds one
+  // segment or several (rdma: up to 1 MiB each): fill them in order (segments()). Any thread.
+  virtual BufferList allocate_payload(size_t bytes, BufferSharing sharing = BufferSharing::worker_local);
 
  protected:
   // Transports construct it through create(), then add their workers with add_worker().

@@ -324,6 +324,10 @@ std::string AdminServer::perf_dump() {
       if (auto report = report_of(*stack, i)) {
         j.key("counters");
         write_counters(j, report->counters);
+        if (!report->gauges.empty()) {
+          j.key("gauges");
+          write_counters(j, report->gauges);
+        }
       } else {
         j.field("error", "the worker did not answer within 2 s");
       }
@@ -412,6 +416,9 @@ std::string AdminServer::metrics_text() {
       for (const auto& [name, value] : report->counters)
         out.add("bypass_transport_" + metric_word(name) + "_total", Type::Counter, "Transport counter " + name + " of the worker",
                 labels, value);
+      for (const auto& [name, value] : report->gauges)
+        out.add("bypass_transport_" + metric_word(name), Type::Gauge, "Transport gauge " + name + " of the worker", labels,
+                value);
       std::map<std::string, uint64_t> states;
       for (const NetworkStack::SocketReport& s : report->sockets) ++states[s.state];
       for (const auto& [state, count] : states) {

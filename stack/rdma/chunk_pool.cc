@@ -1,60 +1,36 @@
 #include "stack/rdma/chunk_pool.h"
 
-#include <sys/mman.h>
-
-#include <cerrno>
-#include <cstring>
 #include <stdexcept>
-
-#include "base/log.h"
 
 namespace bypass::rdma {
 
 namespace {
-constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kMaxChunks = size_t{1} << 31;
+
+// The region's size, checked before it is mapped (the member initializer runs first).
+size_t checked_bytes(const std::string& name, size_t chunk_size, size_t chunk_count) {
+  if (chunk_size == 0 || chunk_count == 0 || chunk_count > kMaxChunks) {
+    throw std::invalid_argument(name + ": chunk size and count must be positive (got " +
+                                std::to_string(chunk_size) + " x " + std::to_string(chunk_count) + ")");
+  }
+  if (chunk_size > SIZE_MAX / chunk_count) throw std::invalid_argument(name + ": chunk size x count overflows");
+  return chunk_size * chunk_count;
+}
 }  // namespace
 
 ChunkPool::ChunkPool(std::string name, size_t chunk_size, size_t chunk_count, bool hugepages)
-    : name_(std::move(name)), chunk_size_(chunk_size), chunk_count_(chunk_count) {
-  if (chunk_size == 0 || chunk_count == 0 || chunk_count > kMaxChunks) {
-    throw std::invalid_argument(name_ + ": chunk size and count must be positive (got " +
-                                std::to_string(chunk_size) + " x " + std::to_string(chunk_count) + ")");
-  }
-  if (chunk_size > SIZE_MAX / chunk_count) {
-    throw std::invalid_argument(name_ + ": chunk size x count overflows");
-  }
-  const size_t bytes = chunk_size * chunk_count;
-  void* p = MAP_FAILED;
-  if (hugepages) {
-    mapped_bytes_ = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
-    if (p == MAP_FAILED) {
-      BYPASS_LOG(Warn, "rdma", "%s: no hugepages for %zu bytes (%s); using normal pages",
-                 name_.c_str(), mapped_bytes_, strerror(errno));
-    } else {
-      hugepage_backed_ = true;
-    }
-  }
-  if (p == MAP_FAILED) {
-    mapped_bytes_ = bytes;
-    p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      throw std::runtime_error(name_ + ": cannot map " + std::to_string(bytes) +
-                               " bytes of buffer memory: " + strerror(errno));
-    }
-  }
-  base_ = static_cast<char*>(p);
+    : name_(std::move(name)),
+      chunk_size_(chunk_size),
+      chunk_count_(chunk_count),
+      region_(name_, checked_bytes(name_, chunk_size, chunk_count), hugepages),
+      base_(region_.base()) {
   free_.reserve(chunk_count);
   // Hand out low addresses first (pushed last, popped first): easier to read in a debugger.
   for (size_t i = chunk_count; i-- > 0;) free_.push_back(static_cast<uint32_t>(i));
   is_free_.assign(chunk_count, true);
 }
 
-ChunkPool::~ChunkPool() {
-  if (base_ != nullptr) munmap(base_, mapped_bytes_);
-}
+ChunkPool::~ChunkPool() = default;
 
 char* ChunkPool::get() {
   if (free_.empty() && collect_returned() == 0) return nullptr;

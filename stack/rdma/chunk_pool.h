@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/buffer_list.h"
+#include "stack/rdma/mapped_region.h"
 
 namespace bypass::rdma {
 
@@ -64,16 +65,15 @@ class ChunkPool {
   size_t chunk_count() const { return chunk_count_; }
   size_t free_count() const { return free_.size(); }
   size_t in_use() const { return chunk_count_ - free_.size(); }
-  bool hugepage_backed() const { return hugepage_backed_; }
+  bool hugepage_backed() const { return region_.hugepage_backed(); }
   const std::string& name() const { return name_; }
 
  private:
   std::string name_;
   size_t chunk_size_;
   size_t chunk_count_;
-  size_t mapped_bytes_ = 0;
-  char* base_ = nullptr;
-  bool hugepage_backed_ = false;
+  MappedRegion region_;
+  char* base_;
   std::vector<uint32_t> free_;          // stack of free chunk indexes
   std::vector<bool> is_free_;           // double-put detection
   std::mutex returned_mutex_;           // only other threads' returns take it

@@ -23,6 +23,7 @@ std::array<uint8_t, CmPrivateData::kWireSize> CmPrivateData::encode() const {
   std::memcpy(out.data(), kMagic, 4);
   out[4] = kVersion;
   out[5] = static_cast<uint8_t>(kind);
+  out[6] = read_depth;
   out[8] = static_cast<uint8_t>(receive_chunk_size >> 24);
   out[9] = static_cast<uint8_t>(receive_chunk_size >> 16);
   out[10] = static_cast<uint8_t>(receive_chunk_size >> 8);
@@ -58,8 +59,11 @@ std::optional<CmPrivateData> CmPrivateData::decode(const void* data, size_t len,
   if (window == 0 || window > kMaxWindow)
     return fail("receive window " + std::to_string(window) + " at offset 12 is outside 1.." +
                 std::to_string(kMaxWindow));
+  if (p[6] > kMaxReadDepth)
+    return fail("read depth " + std::to_string(p[6]) + " at offset 6 is outside 0.." + std::to_string(kMaxReadDepth));
   CmPrivateData out;
   out.kind = expected;
+  out.read_depth = p[6];
   out.receive_chunk_size = chunk;
   out.rx_window = window;
   return out;

@@ -5,10 +5,12 @@
 // its receive window (flow_credits.h). Fixed 16-byte big-endian layout, well inside the 56 bytes
 // rdma_cm leaves in an IB CM REQ:
 //
-//   0  magic "BYCM"   4  version (2)   5  kind (1 connect request, 2 accept)   6  reserved (0, 0)
+//   0  magic "BYCM"   4  version (3)   5  kind (1 connect request, 2 accept)
+//   6  read depth (0 .. kMaxReadDepth, as QpInfo's)   7  reserved (0)
 //   8  receive chunk size in bytes (4096 .. 1 GiB, rdma.chunk_size's range)
 //   12 receive window in messages (1 .. kMaxWindow)
-// Version 2 added the window: a version-1 peer returns no credits, so it is refused.
+// Version 2 added the window: a version-1 peer returns no credits, so it is refused. Version 3
+// added the read depth (rendezvous.h): a version-2 peer cannot read descriptors, so it is refused.
 #pragma once
 
 #include <array>
@@ -24,9 +26,11 @@ struct CmPrivateData {
   Kind kind = Kind::ConnectRequest;
   uint32_t receive_chunk_size = 0;
   uint32_t rx_window = 0;
+  uint8_t read_depth = 0;
 
   static constexpr size_t kWireSize = 16;
-  static constexpr uint8_t kVersion = 2;
+  static constexpr uint8_t kVersion = 3;
+  static constexpr uint8_t kMaxReadDepth = 16;
   static constexpr uint32_t kMaxWindow = 1u << 20;  // rdma.chunk_count's maximum
   static constexpr uint32_t kMinChunk = 4096;      // rdma.chunk_size's minimum
   static constexpr uint32_t kMaxChunk = 1u << 30;  // and maximum

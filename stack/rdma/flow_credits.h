@@ -18,8 +18,13 @@
 //
 // Immediate data of our SEND_WITH_IMM messages (host order; posted with htonl):
 //   kFinImmediate 0x46494e21 ("FIN!"): end of stream, no data; bit 31 clear.
-//   kCreditTag | n (bit 31 set): returns n credits (n < 2^31); with data (piggy-backed) or without
+//   kCreditTag | n (bit 31 set): returns n credits (n < 2^30); with data (piggy-backed) or without
 //   (credit-only). A data SEND that returns nothing is a plain SEND without immediate.
+//   kCreditTag | kDescriptorFlag | n: the SEND's payload is a rendezvous descriptor (rendezvous.h),
+//   not stream bytes; it returns n credits like any data SEND.
+//   kReleaseTag | n (top byte 'R', bit 31 clear): the peer read the oldest n descriptors we sent
+//   (n < 2^24); no data.
+// Any other immediate is a protocol error.
 //
 // Plain counters: no allocation, lock or system call on the data path.
 #pragma once
@@ -31,11 +36,18 @@ namespace bypass::rdma {
 
 constexpr uint32_t kFinImmediate = 0x46494e21;  // "FIN!"
 constexpr uint32_t kCreditTag = 0x80000000u;
-constexpr uint32_t kMaxCreditsPerImmediate = ~kCreditTag;
+constexpr uint32_t kDescriptorFlag = 0x40000000u;
+constexpr uint32_t kMaxCreditsPerImmediate = kDescriptorFlag - 1;
+constexpr uint32_t kReleaseTag = 0x52000000u;  // 'R'
+constexpr uint32_t kMaxReleasesPerImmediate = (1u << 24) - 1;
 
 constexpr uint32_t credit_immediate(uint32_t credits) { return kCreditTag | credits; }
 constexpr bool is_credit_immediate(uint32_t imm) { return (imm & kCreditTag) != 0; }
-constexpr uint32_t credits_of(uint32_t imm) { return imm & ~kCreditTag; }
+constexpr uint32_t credits_of(uint32_t imm) { return imm & kMaxCreditsPerImmediate; }
+constexpr bool is_descriptor_immediate(uint32_t imm) { return (imm & (kCreditTag | kDescriptorFlag)) == (kCreditTag | kDescriptorFlag); }
+constexpr uint32_t release_immediate(uint32_t released) { return kReleaseTag | released; }
+constexpr bool is_release_immediate(uint32_t imm) { return (imm & 0xff000000u) == kReleaseTag; }
+constexpr uint32_t releases_of(uint32_t imm) { return imm & kMaxReleasesPerImmediate; }
 
 // The sending side: how many more data messages the peer has room for.
 class SendCredits {

@@ -45,6 +45,7 @@ std::array<uint8_t, QpInfo::kWireSize> QpInfo::encode() const {
   out[4] = kVersion;
   out[5] = static_cast<uint8_t>(kind);
   out[6] = mtu;
+  out[7] = read_depth;
   put32(&out[8], qp_num);
   put32(&out[12], psn);
   out[16] = static_cast<uint8_t>(lid >> 8);
@@ -97,6 +98,12 @@ std::optional<QpInfo> QpInfo::decode(const uint8_t* data, size_t len, std::strin
   }
   info.lid = static_cast<uint16_t>(data[16] << 8 | data[17]);
   std::memcpy(info.gid.data(), &data[20], info.gid.size());
+  info.read_depth = data[7];
+  if (info.read_depth > kMaxReadDepth) {
+    fail(error, "read depth " + std::to_string(info.read_depth) + " at offset 7 is outside 0.." +
+                    std::to_string(kMaxReadDepth));
+    return std::nullopt;
+  }
   info.rx_window = get32(&data[36]);
   if (info.kind != Kind::Ready && (info.rx_window == 0 || info.rx_window > kMaxWindow)) {
     fail(error, "receive window " + std::to_string(info.rx_window) + " at offset 36 is outside 1.." +
@@ -109,9 +116,9 @@ std::optional<QpInfo> QpInfo::decode(const uint8_t* data, size_t len, std::strin
 std::string QpInfo::describe() const {
   char gidtext[INET6_ADDRSTRLEN] = "?";
   inet_ntop(AF_INET6, gid.data(), gidtext, sizeof(gidtext));
-  char b[192];
-  std::snprintf(b, sizeof(b), "%s qpn 0x%x psn 0x%x lid %u mtu %d gid %s window %u", to_string(kind),
-                qp_num, psn, lid, mtu_bytes(mtu), gidtext, rx_window);
+  char b[208];
+  std::snprintf(b, sizeof(b), "%s qpn 0x%x psn 0x%x lid %u mtu %d gid %s window %u read depth %u", to_string(kind),
+                qp_num, psn, lid, mtu_bytes(mtu), gidtext, rx_window, read_depth);
   return b;
 }
 

@@ -3,12 +3,14 @@
 // GID (RoCE), path MTU, and the sender's receive window (flow_credits.h). Fixed 40-byte
 // big-endian layout:
 //
-//   0  magic "BYRD"     4  version (2)   5  kind (Request/Reply/Ready)   6  mtu (ibv_mtu enum)
-//   7  reserved (0)     8  qp_num (24 significant bits)   12 psn (24 bits)   16 lid   18 reserved
+//   0  magic "BYRD"     4  version (3)   5  kind (Request/Reply/Ready)   6  mtu (ibv_mtu enum)
+//   7  read depth       8  qp_num (24 significant bits)   12 psn (24 bits)   16 lid   18 reserved
 //   20 gid[16]          36 rx_window (messages the sender can queue; 1..kMaxWindow, 0 in Ready)
 //
 // Version 2 added rx_window: a version-1 peer returns no credits, so it is refused rather than
-// stalled after one window.
+// stalled after one window. Version 3 added the read depth (0..kMaxReadDepth: the RDMA READs the
+// sender can have outstanding and serve at once; rendezvous.h): a version-2 peer cannot read
+// descriptors, so it is refused too. Both ends use the smaller depth; 0 means no rendezvous.
 //
 // Connection flow: the client sends Request; the server moves its QP to RTS and answers Reply; the
 // client moves its QP to RTS and sends Ready, after which both may post sends (the server waits for
@@ -32,9 +34,11 @@ struct QpInfo {
   uint16_t lid = 0;
   std::array<uint8_t, 16> gid{};
   uint32_t rx_window = 0;   // Request and Reply: how many data messages we let the peer send ahead
+  uint8_t read_depth = 0;   // Request and Reply: RDMA READs outstanding at once, either way
 
   static constexpr size_t kWireSize = 40;
-  static constexpr uint8_t kVersion = 2;
+  static constexpr uint8_t kVersion = 3;
+  static constexpr uint8_t kMaxReadDepth = 16;
   static constexpr uint32_t kMaxWindow = 1u << 20;  // rdma.chunk_count's maximum
 
   std::array<uint8_t, kWireSize> encode() const;

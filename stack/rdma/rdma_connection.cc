@@ -40,7 +40,10 @@ RdmaConnection::RdmaConnection(RdmaWorker& worker, int side_fd, bool is_client,
       server_(server),
       state_(is_client ? ConnState::Connecting : ConnState::Handshaking),
       recv_credits_(worker.tuning().rx_window),
-      send_limit_(worker.tuning().chunk_size) {}
+      send_limit_(worker.tuning().chunk_size) {
+  // A descriptor holds one of our credits until its bytes are consumed: the window bounds them.
+  inbound_.reset(worker.tuning().rx_window);
+}
 
 RdmaConnection::RdmaConnection(RdmaWorker& worker, rdma_cm_id* cm_id, bool is_client,
                                RdmaServerSocket* server)
@@ -132,6 +135,7 @@ void RdmaConnection::side_connected() {
   request.lid = worker_.device().lid();
   std::memcpy(request.gid.data(), worker_.device().gid().raw, 16);
   request.rx_window = recv_credits_.window();
+  request.read_depth = worker_.read_depth();
   write_side(request);
 }
 
@@ -197,8 +201,10 @@ int RdmaConnection::handle_peer_info(const QpInfo& info) {
     return -EPROTO;
   }
   if (!is_client_ && info.kind == QpInfo::Kind::Request) {
+    take_read_depth(info.read_depth);
     if (int rc = move_qp_to_rts(info); rc < 0) return rc;
     send_credits_.reset(info.rx_window);
+    outbound_.reset(info.rx_window);
     QpInfo reply;
     reply.kind = QpInfo::Kind::Reply;
     reply.mtu = static_cast<uint8_t>(worker_.device().active_mtu());
@@ -207,11 +213,14 @@ int RdmaConnection::handle_peer_info(const QpInfo& info) {
     reply.lid = worker_.device().lid();
     std::memcpy(reply.gid.data(), worker_.device().gid().raw, 16);
     reply.rx_window = recv_credits_.window();
+    reply.read_depth = worker_.read_depth();
     return write_side(reply) ? 0 : -EPIPE;
   }
   if (is_client_ && info.kind == QpInfo::Kind::Reply) {
+    take_read_depth(info.read_depth);
     if (int rc = move_qp_to_rts(info); rc < 0) return rc;
     send_credits_.reset(info.rx_window);
+    outbound_.reset(info.rx_window);
     QpInfo ready;
     ready.kind = QpInfo::Kind::Ready;
     ready.mtu = static_cast<uint8_t>(worker_.device().active_mtu());
@@ -235,7 +244,8 @@ int RdmaConnection::move_qp_to_rts(const QpInfo& remote) {
   attr.path_mtu = static_cast<ibv_mtu>(std::min<int>(dev.active_mtu(), remote.mtu));
   attr.dest_qp_num = remote.qp_num;
   attr.rq_psn = remote.psn;
-  attr.max_dest_rd_atomic = 1;
+  // The peer's READs of our descriptors' memory (rendezvous.h); at least 1, as verbs expects.
+  attr.max_dest_rd_atomic = std::max<uint8_t>(read_depth_, 1);
   attr.min_rnr_timer = 12;  // 0.64 ms between receiver-not-ready retries
   attr.ah_attr.dlid = remote.lid;
   attr.ah_attr.port_num = dev.port();
@@ -264,7 +274,7 @@ int RdmaConnection::move_qp_to_rts(const QpInfo& remote) {
   attr.retry_cnt = worker_.tuning().retry_count;
   attr.rnr_retry = 7;   // 7 = retry forever: an empty receive queue is backpressure, not an error
   attr.sq_psn = local_psn_;
-  attr.max_rd_atomic = 1;
+  attr.max_rd_atomic = std::max<uint8_t>(read_depth_, 1);  // our READs in flight (pump_reads)
   rc = ibv_modify_qp(qp_, &attr,
                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                          IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
@@ -279,6 +289,9 @@ void RdmaConnection::established() {
   if (connect_timer_ != 0) worker_.center().cancel_timer(connect_timer_);
   connect_timer_ = 0;
   set_state(ConnState::Established);
+  // The peer may have sent before we learned that it is ready (its first SENDs can overtake its
+  // Ready on the side channel): descriptors that came with them are read now.
+  pump_reads();
   update_events();
 }
 
@@ -293,228 +306,17 @@ int RdmaConnection::is_connected() const {
   }
 }
 
-void RdmaConnection::update_events() {
-  if (event_id_ < 0) return;
-  int ready = 0;
-  if (rx_bytes_ > 0 || fin_received_ || side_eof_ || state_ == ConnState::Failed) ready |= kEventReadable;
-  // A sender waiting for room or credits from a peer that is gone is told too: send() says EPIPE.
-  if ((state_ == ConnState::Established && (!want_writable_ || side_eof_)) || state_ == ConnState::Failed)
-    ready |= kEventWritable;
-  if (ready) worker_.poller().notify(event_id_, ready);
-  const int not_ready = (kEventReadable | kEventWritable) & ~ready;
-  if (not_ready) worker_.poller().clear(event_id_, not_ready);
-}
-
-ssize_t RdmaConnection::read(char* buf, size_t len) {
-  size_t copied = 0;
-  uint32_t messages = 0;
-  while (copied < len && !rx_.empty()) {
-    BufferSegment& seg = rx_.front();
-    const size_t n = std::min(len - copied, seg.length());
-    std::memcpy(buf + copied, seg.data(), n);
-    copied += n;
-    if (n == seg.length()) {
-      rx_.pop_front();  // the chunk goes back to the receive queue
-      ++messages;
-    } else {
-      seg.trim_front(n);
-    }
-  }
-  rx_bytes_ -= copied;
-  if (messages > 0) consumed(messages);
-  if (copied > 0 || len == 0) {
-    update_events();
-    return static_cast<ssize_t>(copied);
-  }
-  if (fin_received_) return 0;
-  if (state_ == ConnState::Failed) return error_;
-  if (side_eof_) return -ECONNRESET;
-  update_events();
-  return -EAGAIN;
-}
-
-ssize_t RdmaConnection::zero_copy_read(BufferList& out, size_t max_len) {
-  size_t moved = 0;
-  uint32_t messages = 0;
-  while (moved < max_len && !rx_.empty()) {
-    BufferSegment& seg = rx_.front();
-    if (seg.length() <= max_len - moved) {
-      moved += seg.length();
-      out.append(std::move(seg));
-      rx_.pop_front();
-      ++messages;
-    } else {
-      const size_t n = max_len - moved;
-      out.append(seg.sub(0, n));
-      seg.trim_front(n);
-      moved += n;
-    }
-  }
-  rx_bytes_ -= moved;
-  // The owner holds these chunks now: they left the window (the pool's other users are bounded by
-  // their own windows, the owner by what it chooses to keep).
-  if (messages > 0) consumed(messages);
-  if (moved > 0 || max_len == 0) {
-    update_events();
-    return static_cast<ssize_t>(moved);
-  }
-  if (fin_received_) return 0;
-  if (state_ == ConnState::Failed) return error_;
-  if (side_eof_) return -ECONNRESET;
-  update_events();
-  return -EAGAIN;
-}
-
-ssize_t RdmaConnection::send(BufferList& data) {
-  if (state_ == ConnState::Failed) return error_;
-  if (state_ == ConnState::Connecting || state_ == ConnState::Handshaking) return -EAGAIN;
-  if (state_ != ConnState::Established || fin_sent_ || fin_wanted_ || side_eof_) return -EPIPE;
-  const size_t max_message = send_limit_;
-  const uint32_t depth = worker_.tuning().qp_depth;
-  size_t accepted = 0;
-  // Two send slots per QP stay free: the FIN's and a credit-only message's. Every data SEND takes
-  // one of the peer's credits.
-  while (!data.empty() && send_credits_.can_send() && sends_outstanding_ + 2 < depth &&
-         worker_.send_budget_left() > 1) {
-    const BufferSegment& front = data.segments().front();
-    const size_t piece = std::min(front.length(), max_message);
-    if (piece > 0 && worker_.lkey_for(front.data(), piece) != 0) {
-      // Already registered (a received chunk being forwarded, say): post it in place.
-      if (!post_send(nullptr, front.data(), static_cast<uint32_t>(piece), front.sub(0, piece),
-                     SendKind::Data))
-        break;
-      data.trim_front(piece);
-      accepted += piece;
-      continue;
-    }
-    char* chunk = worker_.tx_pool().get();
-    if (chunk == nullptr) break;
-    // Copy unregistered segments into the chunk, stopping at a registered one (sent in place).
-    size_t fill = 0;
-    for (const BufferSegment& seg : data.segments()) {
-      if (fill == max_message) break;
-      if (fill > 0 && worker_.lkey_for(seg.data(), seg.length()) != 0) break;
-      const size_t n = std::min(seg.length(), max_message - fill);
-      std::memcpy(chunk + fill, seg.data(), n);
-      fill += n;
-      if (n < seg.length()) break;
-    }
-    if (!post_send(chunk, chunk, static_cast<uint32_t>(fill), {}, SendKind::Data)) break;
-    data.trim_front(fill);
-    accepted += fill;
-  }
-  if (state_ == ConnState::Failed && accepted == 0) return error_;
-  if (accepted == 0 && !data.empty()) {
-    want_writable_ = true;
-    worker_.count_send_eagain();
-    // Out of credits: on_credits() wakes us. Out of slots or chunks: a completion does.
-    if (!blocked_on_credits()) worker_.wait_for_send_room(this);
-    update_events();
-    return -EAGAIN;
-  }
-  return static_cast<ssize_t>(accepted);
-}
-
-bool RdmaConnection::post_send(char* chunk, const char* data, uint32_t len, BufferSegment held,
-                               SendKind kind) {
-  const int64_t slot = worker_.acquire_send_slot(this, chunk, std::move(held), kind == SendKind::Credit);
-  if (slot < 0) {
-    if (chunk) worker_.tx_pool().put(chunk);
-    return false;
-  }
-  // Immediate data (flow_credits.h): the FIN's marker, or what we owe the peer. A data SEND with
-  // nothing owed stays a plain SEND.
-  uint32_t imm = 0;
-  bool with_imm = true;
-  if (kind == SendKind::Fin) {
-    imm = kFinImmediate;
-  } else {
-    const uint32_t returned = recv_credits_.take();
-    imm = credit_immediate(returned);
-    with_imm = returned > 0 || kind == SendKind::Credit;
-  }
-  ibv_sge sge{};
-  sge.addr = reinterpret_cast<uintptr_t>(data);
-  sge.length = len;
-  sge.lkey = len > 0 ? worker_.lkey_for(data, len) : 0;
-  ibv_send_wr wr{};
-  wr.wr_id = static_cast<uint64_t>(slot);
-  wr.sg_list = len > 0 ? &sge : nullptr;
-  wr.num_sge = len > 0 ? 1 : 0;
-  wr.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-  wr.imm_data = htonl(imm);
-  wr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  const int rc = ibv_post_send(qp_, &wr, &bad);
-  if (rc != 0) {
-    worker_.cancel_send_slot(slot);
-    fail(-rc, "ibv_post_send failed");
-    return false;
-  }
-  ++sends_outstanding_;
-  if (kind == SendKind::Data) send_credits_.consume();
-  if (kind == SendKind::Credit) recv_credits_.credit_message_posted();
-  return true;
-}
-
-void RdmaConnection::shutdown() {
-  if (state_ != ConnState::Established || fin_sent_) return;
-  fin_wanted_ = true;
-  try_post_fin();
-}
-
-void RdmaConnection::try_post_fin() {
-  if (!fin_wanted_ || fin_sent_ || qp_ == nullptr || side_eof_) return;
-  if (sends_outstanding_ >= worker_.tuning().qp_depth) return;  // a completion retries
-  if (worker_.send_budget_left() == 0) {
-    // Other connections hold every send slot; with none of ours in flight no completion of ours
-    // would retry, so ask for the worker's next one.
-    worker_.wait_for_send_room(this);
-    return;
-  }
-  if (post_send(nullptr, nullptr, 0, {}, SendKind::Fin)) {
-    fin_sent_ = true;
-    fin_wanted_ = false;
-  }
-}
-
-void RdmaConnection::consumed(uint32_t n) {
-  recv_credits_.on_consumed(n);
-  try_post_credits();
-}
-
-void RdmaConnection::try_post_credits() {
-  // Nothing to return to a peer that sends no more (its FIN or close arrived, or it is gone), nor
-  // from a connection being closed or failed.
-  if (!recv_credits_.credit_message_due() || state_ != ConnState::Established || fin_received_ ||
-      side_eof_ || qp_ == nullptr)
-    return;
-  // The FIN's slot stays free; a completion of ours retries (on_send_complete).
-  if (sends_outstanding_ + 1 >= worker_.tuning().qp_depth) return;
-  if (worker_.send_budget_left() == 0) {
-    worker_.wait_for_send_room(this);  // as try_post_fin: no completion of ours may be pending
-    return;
-  }
-  post_send(nullptr, nullptr, 0, {}, SendKind::Credit);
-}
-
-void RdmaConnection::on_credits(uint32_t n) {
-  if (!send_credits_.add(n)) return fail(-EPROTO, "peer returned more credits than it was given");
-  if (want_writable_ && state_ == ConnState::Established && send_credits_.can_send()) {
-    want_writable_ = false;
-    update_events();
-  }
-}
-
 void RdmaConnection::close() {
   if (owner_closed_) return;
   owner_closed_ = true;
   if (worker_.center().in_thread() && event_id_ >= 0)
     worker_.center().delete_file_event(event_id_, kEventReadable | kEventWritable);
   rx_.clear();  // received chunks go back to the receive queue
-  rx_bytes_ = 0;
+  inbound_.clear();  // and read payloads to RegisteredMemory; READs in flight drop theirs on completion
   if (connect_timer_ != 0) worker_.center().cancel_timer(connect_timer_);
   connect_timer_ = 0;
+  if (read_retry_timer_ != 0) worker_.center().cancel_timer(read_retry_timer_);
+  read_retry_timer_ = 0;
   if (state_ == ConnState::Established) {
     // Side channel: the end of stream travels on it (see maybe_finish_drain): an RDMA FIN would
     // need the peer's QP alive to be acknowledged, and with both ends closing at once it often is
@@ -560,48 +362,6 @@ void RdmaConnection::fail(int error, const char* why) {
   maybe_finish_drain();
 }
 
-// ---------------------------------------------------------------- completions and teardown
-
-void RdmaConnection::on_receive(BufferSegment segment, bool fin) {
-  if (owner_closed_) return;  // dropping the segment returns its chunk
-  if (!segment.empty()) {
-    if (!recv_credits_.on_message()) return fail(-EPROTO, "peer overran our receive window");
-    rx_bytes_ += segment.length();
-    rx_.push_back(std::move(segment));
-  }
-  if (fin) fin_received_ = true;
-  update_events();
-}
-
-void RdmaConnection::on_send_complete(bool ok, ibv_wc_status status, bool credit_only) {
-  --sends_outstanding_;
-  if (credit_only) recv_credits_.credit_message_completed();
-  // A credit return that failed because the peer had finished sending (and closed) is no error
-  // of the stream: the peer needed no more credits.
-  const bool harmless = credit_only && (fin_received_ || side_eof_ || owner_closed_);
-  if (!ok && status != IBV_WC_WR_FLUSH_ERR && !harmless) {
-    fail(-ECONNRESET, ibv_wc_status_str(status));
-  }
-  if (want_writable_ && state_ == ConnState::Established && !blocked_on_credits()) {
-    want_writable_ = false;
-    update_events();
-  }
-  try_post_fin();
-  try_post_credits();
-  maybe_finish_drain();
-}
-
-void RdmaConnection::on_send_complete_room() {
-  if (fin_wanted_ && !fin_sent_) {
-    try_post_fin();
-    maybe_finish_drain();
-  }
-  try_post_credits();
-  if (!want_writable_ || blocked_on_credits()) return;
-  want_writable_ = false;
-  update_events();
-}
-
 void RdmaConnection::maybe_finish_drain() {
   if (!owner_closed_ || state_ == ConnState::Destroyed) return;
   if (state_ == ConnState::Draining) {
@@ -609,6 +369,8 @@ void RdmaConnection::maybe_finish_drain() {
     // leaving it to retry until the transport gives up; moving the QP to error flushes it.
     if (sends_outstanding_ > (recv_credits_.credit_message_in_flight() ? 1u : 0u)) return;
     if (fin_wanted_ && !fin_sent_ && !side_eof_) return;  // waiting for a send slot
+    // The peer still reads descriptors' memory: closing now would fail its READs.
+    if (outbound_.outstanding() > 0 && !side_eof_) return;
     // Everything we sent was acknowledged by the peer's HCA: it is in the peer's CQ, which the
     // peer polls before it acts on the side channel (or on our disconnect). So the close marker
     // (or disconnect), then EOF, follow the data in order.
@@ -641,6 +403,9 @@ void RdmaConnection::destroy_qp() {
   if (int rc = ibv_destroy_qp(qp_); rc != 0)
     BYPASS_LOG(Error, "rdma", "ibv_destroy_qp failed: %s", strerror(rc));
   qp_ = nullptr;
+  // No READ can reach our memory through this QP any more.
+  worker_.descriptors_released(outbound_.outstanding());
+  outbound_.release_all(&worker_.registration_cache());
 }
 
 void RdmaConnection::close_side_channel() {

@@ -92,6 +92,8 @@ bool RdmaConnection::cm_take_peer_limits(const uint8_t* private_data, size_t len
   }
   send_limit_ = std::min<size_t>(worker_.tuning().chunk_size, peer->receive_chunk_size);
   send_credits_.reset(peer->rx_window);
+  outbound_.reset(peer->rx_window);
+  take_read_depth(peer->read_depth);
   return true;
 }
 
@@ -103,7 +105,9 @@ int RdmaConnection::cm_move_qp_to_rts() {
   attr.qp_state = IBV_QPS_RTR;
   if (rdma_init_qp_attr(cm_id_, &attr, &mask) != 0) return -errno;
   attr.min_rnr_timer = 12;  // 0.64 ms between receiver-not-ready retries
-  mask |= IBV_QP_MIN_RNR_TIMER;
+  // READ depths as both ends agreed in CmPrivateData (rendezvous.h), as in move_qp_to_rts().
+  attr.max_dest_rd_atomic = std::max<uint8_t>(read_depth_, 1);
+  mask |= IBV_QP_MIN_RNR_TIMER | IBV_QP_MAX_DEST_RD_ATOMIC;
   if (int rc = ibv_modify_qp(qp_, &attr, mask); rc != 0) return -rc;
   attr = {};
   mask = 0;
@@ -112,20 +116,22 @@ int RdmaConnection::cm_move_qp_to_rts() {
   attr.timeout = worker_.tuning().ack_timeout_exponent;
   attr.retry_cnt = worker_.tuning().retry_count;
   attr.rnr_retry = 7;  // retry forever: an empty receive queue is backpressure, not an error
-  mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY;
+  attr.max_rd_atomic = std::max<uint8_t>(read_depth_, 1);
+  mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
   if (int rc = ibv_modify_qp(qp_, &attr, mask); rc != 0) return -rc;
   return 0;
 }
 
 namespace {
 
-rdma_conn_param conn_param(const RdmaTuning& tuning, uint32_t qp_num,
+rdma_conn_param conn_param(const RdmaTuning& tuning, uint8_t read_depth, uint32_t qp_num,
                            const std::array<uint8_t, CmPrivateData::kWireSize>& data) {
   rdma_conn_param p{};
   p.private_data = data.data();
   p.private_data_len = static_cast<uint8_t>(data.size());
-  p.responder_resources = 1;  // as move_qp_to_rts(): no RDMA reads or atomics are used
-  p.initiator_depth = 1;
+  // The CM's view of the READ depths; the QP's own come from CmPrivateData (cm_move_qp_to_rts).
+  p.responder_resources = std::max<uint8_t>(read_depth, 1);
+  p.initiator_depth = std::max<uint8_t>(read_depth, 1);
   p.retry_count = tuning.retry_count;
   p.rnr_retry_count = 7;
   p.srq = tuning.use_srq ? 1 : 0;
@@ -143,8 +149,9 @@ void RdmaConnection::cm_route_resolved() {
   mine.kind = CmPrivateData::Kind::ConnectRequest;
   mine.receive_chunk_size = static_cast<uint32_t>(worker_.tuning().chunk_size);
   mine.rx_window = recv_credits_.window();
+  mine.read_depth = worker_.read_depth();
   const auto data = mine.encode();
-  rdma_conn_param param = conn_param(worker_.tuning(), qp_num(), data);
+  rdma_conn_param param = conn_param(worker_.tuning(), mine.read_depth, qp_num(), data);
   set_state(ConnState::Handshaking);
   if (rdma_connect(cm_id_, &param) != 0) fail(-errno, "rdma_connect failed");
 }
@@ -168,8 +175,9 @@ void RdmaConnection::cm_accept_request() {
   mine.kind = CmPrivateData::Kind::Accept;
   mine.receive_chunk_size = static_cast<uint32_t>(worker_.tuning().chunk_size);
   mine.rx_window = recv_credits_.window();
+  mine.read_depth = worker_.read_depth();
   const auto data = mine.encode();
-  rdma_conn_param param = conn_param(worker_.tuning(), qp_num(), data);
+  rdma_conn_param param = conn_param(worker_.tuning(), read_depth_, qp_num(), data);
   if (rdma_accept(cm_id_, &param) != 0) fail(-errno, "rdma_accept failed");
   // Established on RDMA_CM_EVENT_ESTABLISHED: the client's QP is in RTS by then.
 }

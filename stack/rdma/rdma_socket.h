@@ -31,6 +31,8 @@ class RdmaConnectedSocket final : public ConnectedSocketImpl {
   int fd() const override { return conn_ ? conn_->event_id() : -1; }
   SocketAddress local_address() const override { return local_; }
   SocketAddress peer_address() const override { return peer_; }
+  // Testing: the connection under this socket (null once closed).
+  RdmaConnection* connection() { return conn_.get(); }
 
  private:
   int maybe_inject_failure();

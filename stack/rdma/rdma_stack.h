@@ -7,6 +7,7 @@
 #include "config/config.h"
 #include "stack/network_stack.h"
 #include "stack/rdma/rdma_worker.h"
+#include "stack/rdma/registered_memory.h"
 
 namespace bypass {
 
@@ -19,14 +20,24 @@ class RdmaNetworkStack final : public NetworkStack {
   ~RdmaNetworkStack() override;
   const RdmaDevice& device() const { return *device_; }
   RdmaWorkerStats worker_stats(unsigned i);
+  // The payload memory registered at start-up (allocate_payload(), READ targets).
+  RegisteredMemory& registered_memory() { return *payload_memory_; }
+
+  // Blocks of RegisteredMemory (1 MiB at most each), ordinary memory for what it cannot supply.
+  BufferList allocate_payload(size_t bytes, BufferSharing sharing = BufferSharing::worker_local) override;
+  // Every worker's counters summed, and the registered memory's use.
+  Counters transport_counters() override;
+  WorkerReport worker_report(unsigned i) override;
 
  protected:
   // Worker i's sends not yet completed (an RC send completes once the peer's HCA acknowledged
-  // it), closing connections' FIN included: stop() lingers for them.
+  // it), closing connections' FIN included, and its rendezvous descriptors the peers have not
+  // read yet: stop() lingers for them.
   size_t awaiting_acknowledgement(unsigned i) override;
 
  private:
   std::shared_ptr<RdmaDevice> device_;
+  std::shared_ptr<RegisteredMemory> payload_memory_;
 };
 
 }  // namespace rdma

@@ -49,6 +49,10 @@ RdmaTuning RdmaTuning::from(const config::Config& conf) {
   t.ack_timeout_exponent = verbs_ack_timeout_exponent(conf.get_duration("rdma.ack_timeout"));
   t.retry_count = static_cast<uint8_t>(conf.get_int("rdma.retry_count"));
   t.use_cm = conf.get_string("rdma.connect_mode") == "rdma_cm";
+  t.rendezvous_threshold = conf.get_size("rdma.rendezvous_threshold");
+  t.rendezvous_reads = static_cast<uint32_t>(conf.get_int("rdma.rendezvous_reads"));
+  t.rendezvous_read_size = conf.get_size("rdma.rendezvous_read_size");
+  t.registration_cache = conf.get_size("rdma.registration_cache");
   return t;
 }
 
@@ -61,11 +65,12 @@ uint8_t verbs_ack_timeout_exponent(std::chrono::nanoseconds timeout) {
 }
 
 RdmaWorker::RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const RdmaTuning& tuning,
-                       std::shared_ptr<CmListenRegistry> cm_listeners)
+                       std::shared_ptr<CmListenRegistry> cm_listeners, std::shared_ptr<RegisteredMemory> payload_memory)
     : Worker(id, polling_driver_for(tuning)),
       device_(std::move(device)),
       tuning_(tuning),
-      cm_listeners_(std::move(cm_listeners)) {
+      cm_listeners_(std::move(cm_listeners)),
+      payload_memory_(std::move(payload_memory)) {
   if (tuning_.use_cm) cm_channel_ = make_cm_channel();
   poller_ = static_cast<PollingDriver*>(&center().driver());
   const std::string tag = "rdma worker " + std::to_string(id);
@@ -100,6 +105,26 @@ RdmaWorker::RdmaWorker(unsigned id, std::shared_ptr<RdmaDevice> device, const Rd
     replenish_receives();
   }
   poller_->set_poll_hook([this] { return poll_hook(); });
+  // A READ in flight occupies the initiator's and the responder's resources (IBTA 9.4.4): the
+  // device's limits on both sides, rdma.rendezvous_reads, and what the handshake can carry.
+  read_depth_ = static_cast<uint8_t>(std::min<int64_t>(
+      {attr.max_qp_rd_atom, attr.max_qp_init_rd_atom, tuning_.rendezvous_reads, QpInfo::kMaxReadDepth}));
+  ibv_pd* pd = device_->pd();
+  cache_ = std::make_unique<RegistrationCache>(
+      tuning_.registration_cache,
+      [pd](char* data, size_t len, RegistrationCache::Keys* out) {
+        ibv_mr* mr = ibv_reg_mr(pd, data, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+        if (mr == nullptr) {
+          BYPASS_LOG(Warn, "rdma", "registering %zu bytes for rendezvous failed: %s (ulimit -l?)", len, strerror(errno));
+          return false;
+        }
+        *out = {mr->lkey, mr->rkey, mr};
+        return true;
+      },
+      [](const RegistrationCache::Keys& keys) {
+        if (int rc = ibv_dereg_mr(static_cast<ibv_mr*>(keys.handle)); rc != 0)
+          BYPASS_LOG(Error, "rdma", "ibv_dereg_mr failed: %s", strerror(rc));
+      });
 }
 
 RdmaWorker::~RdmaWorker() {
@@ -111,6 +136,7 @@ RdmaWorker::~RdmaWorker() {
     if (s.tx_chunk) tx_pool_->put(s.tx_chunk);
     s = {};
   }
+  cache_.reset();  // deregisters: before the PD goes
   if (srq_) ibv_destroy_srq(srq_);
   if (rx_mr_) ibv_dereg_mr(rx_mr_);
   if (tx_mr_) ibv_dereg_mr(tx_mr_);
@@ -135,9 +161,19 @@ void RdmaWorker::on_thread_start() {
     cq_armed_ = false;
   });
   if (cm_channel_) center().create_file_event(cm_channel_->fd, kEventReadable, [this](int, int) { handle_cm_events(); });
+  schedule_cache_sweep();
+}
+
+void RdmaWorker::schedule_cache_sweep() {
+  sweep_timer_ = center().create_timer(std::chrono::seconds(1), [this] {
+    if (cache_->sweep() > 0) publish_snapshots();
+    schedule_cache_sweep();
+  });
 }
 
 void RdmaWorker::on_thread_stop() {
+  if (sweep_timer_ != 0) center().cancel_timer(sweep_timer_);
+  sweep_timer_ = 0;
   center().delete_file_event(channel_->fd, kEventReadable);
   if (cm_channel_) center().delete_file_event(cm_channel_->fd, kEventReadable);
 }
@@ -173,10 +209,34 @@ RdmaWorkerStats RdmaWorker::stats() const {
   s.rx_chunks_posted = rx_posted_snapshot_.load();
   s.rx_chunks_held = rx_pool_->chunk_count() - rx_free_snapshot_.load() - s.rx_chunks_posted;
   s.sends_outstanding = sends_snapshot_.load();
-  s.send_eagain = send_eagain_;
+  s.send_eagain = counters_.send_eagain;
   s.rx_window = tuning_.rx_window;
   s.memory_regions = (rx_mr_ ? 1 : 0) + (tx_mr_ ? 1 : 0);
+  s.descriptors_unreleased = descriptors_snapshot_.load(std::memory_order_relaxed);
+  s.reads_in_flight = reads_snapshot_.load(std::memory_order_relaxed);
+  s.cache_entries = cache_entries_snapshot_.load(std::memory_order_relaxed);
+  s.cache_pinned_entries = cache_pinned_snapshot_.load(std::memory_order_relaxed);
+  s.cache_bytes = cache_bytes_snapshot_.load(std::memory_order_relaxed);
+  s.cache_hits = cache_hits_snapshot_.load(std::memory_order_relaxed);
+  s.cache_misses = cache_misses_snapshot_.load(std::memory_order_relaxed);
+  s.cache_evictions = cache_evictions_snapshot_.load(std::memory_order_relaxed);
+  s.read_depth = read_depth_;
   return s;
+}
+
+NetworkStack::WorkerReport RdmaWorker::report() const {
+  NetworkStack::WorkerReport r;
+  counters_.for_each([&r](const char* name, uint64_t value) { r.counters.emplace_back(name, value); });
+  const RegistrationCache::Stats& cache = cache_->stats();
+  r.counters.insert(r.counters.end(), {{"registration_cache_hits", cache.hits},
+                                       {"registration_cache_misses", cache.misses},
+                                       {"registration_cache_evictions", cache.evictions},
+                                       {"registration_cache_swept", cache.swept},
+                                       {"registration_cache_refused", cache.refused}});
+  r.gauges = {{"registration_cache_bytes_pinned", cache.bytes_registered},
+              {"registration_cache_entries", cache.entries},
+              {"rendezvous_descriptors_unreleased", descriptors_unreleased_}};
+  return r;
 }
 
 // ---------------------------------------------------------------- sockets
@@ -267,7 +327,9 @@ ibv_qp* RdmaWorker::create_qp() {
   attr.qp_state = IBV_QPS_INIT;
   attr.pkey_index = 0;
   attr.port_num = device_->port();
-  attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+  // Remote read: the peer pulls our rendezvous descriptors' memory (rendezvous.h); only memory
+  // registered for remote read (RegisteredMemory, the registration cache) can be reached.
+  attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
   if (int rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
     BYPASS_LOG(Warn, "rdma", "QP -> INIT failed: %s", strerror(rc));
     ibv_destroy_qp(qp);
@@ -303,20 +365,23 @@ void RdmaWorker::reap_retired() {
 uint32_t RdmaWorker::lkey_for(const void* p, size_t len) const {
   if (tx_pool_->contains(p, len)) return tx_mr_->lkey;
   if (rx_pool_->contains(p, len)) return rx_mr_->lkey;
+  if (payload_memory_->contains(p, len)) return payload_memory_->lkey();
   return 0;
 }
 
 int64_t RdmaWorker::acquire_send_slot(RdmaConnection* conn, char* tx_chunk, BufferSegment held,
-                                      bool credit_only) {
+                                      RdmaConnection::WorkKind kind) {
   if (free_send_slots_.empty()) return -1;
   const uint32_t index = free_send_slots_.back();
   free_send_slots_.pop_back();
-  send_slots_[index] = SendSlot{conn, tx_chunk, std::move(held), credit_only};
+  send_slots_[index] = SendSlot{conn, tx_chunk, std::move(held), kind};
+  if (kind == RdmaConnection::WorkKind::Read) ++reads_outstanding_;
   return index;
 }
 
 void RdmaWorker::cancel_send_slot(int64_t slot) {
   SendSlot& s = send_slots_[static_cast<size_t>(slot)];
+  if (s.kind == RdmaConnection::WorkKind::Read) --reads_outstanding_;
   if (s.tx_chunk) tx_pool_->put(s.tx_chunk);
   s = {};
   free_send_slots_.push_back(static_cast<uint32_t>(slot));
@@ -344,6 +409,7 @@ bool RdmaWorker::post_receive(ibv_qp* qp, char* chunk) {
     return false;
   }
   ++rx_posted_;
+  ++counters_.receive_work_requests;
   return true;
 }
 
@@ -382,50 +448,70 @@ void RdmaWorker::post_receives_for(RdmaConnection* conn) {
 // ---------------------------------------------------------------- completions
 
 void RdmaWorker::handle_completion(const ibv_wc& wc) {
+  ++counters_.completions;
+  if (wc.wr_id & kRecvTag) return handle_receive(wc);
   const bool ok = wc.status == IBV_WC_SUCCESS;
-  if (wc.wr_id & kRecvTag) {
-    --rx_posted_;
-    char* chunk = rx_pool_->chunk_at(wc.wr_id & ~kRecvTag);
-    auto it = by_qp_num_.find(wc.qp_num);
-    RdmaConnection* conn = it == by_qp_num_.end() ? nullptr : it->second;
-    if (conn && !srq_) {
-      conn->on_receive_flushed();
-      if (!conn->owner_closed() &&
-          std::find(need_receives_.begin(), need_receives_.end(), conn) == need_receives_.end())
-        need_receives_.push_back(conn);
-    }
-    if (!ok || conn == nullptr || conn->owner_closed()) {
-      release_rx_chunk(chunk);
-      if (conn && !conn->owner_closed() && wc.status != IBV_WC_WR_FLUSH_ERR)
-        BYPASS_LOG(Debug, "rdma", "receive on qp 0x%x failed: %s", wc.qp_num, ibv_wc_status_str(wc.status));
-      return;
-    }
-    // Immediate data (flow_credits.h): the FIN, or credits returned (with or without data).
-    const uint32_t imm = (wc.wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc.imm_data) : 0;
-    const bool fin = (wc.wc_flags & IBV_WC_WITH_IMM) && imm == kFinImmediate;
-    if (is_credit_immediate(imm)) conn->on_credits(credits_of(imm));
-    if (wc.byte_len == 0) {
-      release_rx_chunk(chunk);
-      conn->on_receive({}, fin);
-      return;
-    }
-    // Zero-copy: the chunk itself goes up; it returns to the pool (and then the receive queue)
-    // when the last view on it is dropped, on whatever thread that happens.
-    conn->on_receive(rx_pool_->lend(chunk, wc.byte_len), fin);
-    return;
-  }
   SendSlot& slot = send_slots_[wc.wr_id];
   RdmaConnection* conn = slot.conn;
-  const bool credit_only = slot.credit_only;
+  const RdmaConnection::WorkKind kind = slot.kind;
+  if (kind == RdmaConnection::WorkKind::Read) --reads_outstanding_;
   if (slot.tx_chunk) tx_pool_->put(slot.tx_chunk);
+  // A READ's target goes to the connection through its own list; the slot's view of it is dropped
+  // here, after the HCA is done with it.
   slot = {};
   free_send_slots_.push_back(static_cast<uint32_t>(wc.wr_id));
-  if (conn) conn->on_send_complete(ok, wc.status, credit_only);
+  if (conn) conn->on_send_complete(ok, wc.status, kind);
   if (!blocked_senders_.empty()) {
     std::vector<RdmaConnection*> waiting;
     waiting.swap(blocked_senders_);
     for (RdmaConnection* c : waiting) c->on_send_complete_room();
   }
+}
+
+void RdmaWorker::handle_receive(const ibv_wc& wc) {
+  const bool ok = wc.status == IBV_WC_SUCCESS;
+  --rx_posted_;
+  char* chunk = rx_pool_->chunk_at(wc.wr_id & ~kRecvTag);
+  auto it = by_qp_num_.find(wc.qp_num);
+  RdmaConnection* conn = it == by_qp_num_.end() ? nullptr : it->second;
+  if (conn && !srq_) {
+    conn->on_receive_flushed();
+    if (!conn->owner_closed() &&
+        std::find(need_receives_.begin(), need_receives_.end(), conn) == need_receives_.end())
+      need_receives_.push_back(conn);
+  }
+  if (!ok || conn == nullptr || conn->owner_closed()) {
+    release_rx_chunk(chunk);
+    if (conn && !conn->owner_closed() && wc.status != IBV_WC_WR_FLUSH_ERR)
+      BYPASS_LOG(Debug, "rdma", "receive on qp 0x%x failed: %s", wc.qp_num, ibv_wc_status_str(wc.status));
+    return;
+  }
+  // Immediate data (flow_credits.h): the FIN, a release of our descriptors, or credits returned
+  // (with or without data, which may be a rendezvous descriptor).
+  const bool with_imm = (wc.wc_flags & IBV_WC_WITH_IMM) != 0;
+  const uint32_t imm = with_imm ? ntohl(wc.imm_data) : 0;
+  const bool fin = with_imm && imm == kFinImmediate;
+  if (with_imm && !fin && !is_credit_immediate(imm)) {
+    release_rx_chunk(chunk);
+    if (is_release_immediate(imm) && wc.byte_len == 0) return conn->on_released(releases_of(imm));
+    BYPASS_LOG(Warn, "rdma", "qp 0x%x: unknown immediate data 0x%08x (%u bytes)", wc.qp_num, imm, wc.byte_len);
+    return conn->fail_protocol("unknown immediate data");
+  }
+  if (is_credit_immediate(imm)) conn->on_credits(credits_of(imm));
+  if (is_descriptor_immediate(imm)) {
+    // Parsed at once: the chunk goes straight back to the receive queue.
+    conn->on_descriptor(reinterpret_cast<const uint8_t*>(chunk), wc.byte_len);
+    release_rx_chunk(chunk);
+    return;
+  }
+  if (wc.byte_len == 0) {
+    release_rx_chunk(chunk);
+    conn->on_receive({}, fin);
+    return;
+  }
+  // Zero-copy: the chunk itself goes up; it returns to the pool (and then the receive queue)
+  // when the last view on it is dropped, on whatever thread that happens.
+  conn->on_receive(rx_pool_->lend(chunk, wc.byte_len), fin);
 }
 
 int RdmaWorker::poll_completions() {
@@ -453,18 +539,34 @@ int RdmaWorker::poll_hook() {
     reap_retired();
     ++work;
   }
+  bool arming = false;
   if (work == 0 && !cq_armed_) {
     // About to go idle: ask for a completion event so the loop can sleep on the channel, then
     // poll once more so a completion that raced with arming is not left waiting.
     ibv_req_notify_cq(cq_, 0);
     cq_armed_ = true;
+    arming = true;
     work += poll_completions();
   }
+  // Nothing changed while idle: the snapshots stay as they were when the loop went idle.
+  if (work > 0 || arming) publish_snapshots();
+  return work;
+}
+
+void RdmaWorker::publish_snapshots() {
   rx_posted_snapshot_.store(rx_posted_, std::memory_order_relaxed);
   rx_free_snapshot_.store(rx_pool_->free_count(), std::memory_order_relaxed);
   tx_in_use_snapshot_.store(tx_pool_->in_use(), std::memory_order_relaxed);
   sends_snapshot_.store(send_slots_.size() - free_send_slots_.size(), std::memory_order_relaxed);
-  return work;
+  reads_snapshot_.store(reads_outstanding_, std::memory_order_relaxed);
+  descriptors_snapshot_.store(descriptors_unreleased_, std::memory_order_relaxed);
+  const RegistrationCache::Stats& cache = cache_->stats();
+  cache_entries_snapshot_.store(cache.entries, std::memory_order_relaxed);
+  cache_pinned_snapshot_.store(cache.pinned_entries, std::memory_order_relaxed);
+  cache_bytes_snapshot_.store(cache.bytes_registered, std::memory_order_relaxed);
+  cache_hits_snapshot_.store(cache.hits, std::memory_order_relaxed);
+  cache_misses_snapshot_.store(cache.misses, std::memory_order_relaxed);
+  cache_evictions_snapshot_.store(cache.evictions, std::memory_order_relaxed);
 }
 
 }  // namespace bypass::rdma

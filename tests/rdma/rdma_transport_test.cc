@@ -8,7 +8,6 @@
 // address in its real table.
 // BYPASS_RDMA_CONNECT_MODE=rdma_cm (with BYPASS_TEST_ADDR on the rxe netdev) runs them over rdma_cm.
 #include <arpa/inet.h>
-#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,114 +16,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 
-#include "stack/rdma/rdma_stack.h"
-#include "tests/unit/socket/socket_test_handlers.h"
-#include "tests/unit/socket/socket_test_harness.h"
+#include "tests/rdma/rdma_test_support.h"
 
 namespace bypass::testing {
 namespace {
-
-using namespace std::chrono_literals;
-using rdma::RdmaNetworkStack;
-
-char pattern_byte(size_t i) { return static_cast<char>((i * 131 + (i >> 12)) & 0xff); }
-
-// Sends `total` pattern bytes in 256 KiB batches as fast as the transport accepts, then shuts down.
-// `result` (optional) gets 0 or the error that ended it.
-class PatternSource final : public StreamHandler {
- public:
-  PatternSource(HandlerPool& pool, Worker& worker, ConnectedSocket socket, size_t total,
-                std::atomic<int>* eagains, Completion* done, std::atomic<int>* result = nullptr)
-      : StreamHandler(pool, worker, std::move(socket)), total_(total), eagains_(eagains), done_(done),
-        result_(result) {}
-  void start() override { set_interest(kEventWritable); }
-
- private:
-  void on_writable() override {
-    if (!connected_) {
-      const int rc = socket_.is_connected();
-      if (rc == 0) return;
-      if (rc < 0) return finish_with(rc);
-      connected_ = true;
-    }
-    while (sent_ < total_) {
-      if (pending_.empty()) {
-        const size_t n = std::min<size_t>(256 * 1024, total_ - sent_ - pending_.length());
-        char* p = pending_.append_hole(n);
-        for (size_t i = 0; i < n; ++i) p[i] = pattern_byte(sent_ + i);
-      }
-      const ssize_t n = socket_.send(pending_, false);
-      if (n == -EAGAIN) {
-        eagains_->fetch_add(1);
-        return;  // writable comes back when chunks do
-      }
-      if (n < 0) return finish_with(static_cast<int>(n));
-      sent_ += static_cast<size_t>(n);
-    }
-    socket_.shutdown();
-    finish_with(0);
-  }
-  void finish_with(int rc) {
-    if (result_) result_->store(rc);
-    done_->signal();
-    finish();
-  }
-
-  size_t total_;
-  size_t sent_ = 0;
-  BufferList pending_;
-  bool connected_ = false;
-  std::atomic<int>* eagains_;
-  Completion* done_;
-  std::atomic<int>* result_;
-};
-
-// Reads (after an optional delay) and checks every byte against the pattern until EOF.
-class PatternSink final : public StreamHandler {
- public:
-  PatternSink(HandlerPool& pool, Worker& worker, ConnectedSocket socket, std::chrono::milliseconds delay,
-              std::atomic<size_t>* received, std::atomic<int>* result, Completion* done)
-      : StreamHandler(pool, worker, std::move(socket)), delay_(delay), received_(received), result_(result),
-        done_(done) {}
-  // A negative delay: not until resume() (on the worker's thread).
-  void start() override {
-    if (delay_ >= 0ms) worker_.center().create_timer(delay_, [this] { resume(); });
-  }
-  void resume() { set_interest(kEventReadable); }
-
- private:
-  void on_readable() override {
-    char buf[65536];
-    for (int i = 0; i < 64; ++i) {
-      const ssize_t n = socket_.read(buf, sizeof(buf));
-      if (n == -EAGAIN) return;
-      if (n <= 0) return complete(n == 0 ? 1 : static_cast<int>(n));
-      for (ssize_t k = 0; k < n; ++k) {
-        if (buf[k] != pattern_byte(offset_ + static_cast<size_t>(k))) return complete(-EBADMSG);
-      }
-      offset_ += static_cast<size_t>(n);
-      received_->store(offset_);
-    }
-  }
-  void complete(int result) {
-    result_->store(result);
-    done_->signal();
-    finish();
-  }
-
-  std::chrono::milliseconds delay_;
-  size_t offset_ = 0;
-  std::atomic<size_t>* received_;
-  std::atomic<int>* result_;
-  Completion* done_;
-};
 
 // Echoes with copying read() and send(): unlike EchoServer (zero_copy_read) it never holds received
 // chunks itself, so the receive pool only holds what the transport queues.
@@ -208,79 +108,6 @@ class CycleClient {
   std::atomic<int> completed_{0};
 };
 
-// Our process's QPs (MRs, rdma_cm ids) the kernel still tracks, from `rdma resource show`. The
-// kernel records the creating thread's id, not the process's, and workers create most resources:
-// any thread of this process counts.
-int kernel_resources(const char* kind) {
-  std::set<std::string> ours;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
-    ours.insert(task.path().filename().string());
-  const std::string cmd = std::string("rdma resource show ") + kind + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  int count = 0;
-  char line[1024];
-  while (fgets(line, sizeof(line), p)) {
-    std::istringstream words(line);
-    std::string word, pid;
-    while (words >> word && word != "pid") {}
-    if (words >> pid && ours.count(pid)) ++count;
-  }
-  pclose(p);
-  return count;
-}
-
-class RdmaTransport : public ::testing::Test {
- protected:
-  void start(std::vector<std::string> overrides) {
-    overrides.push_back("ms.type=rdma");
-    conf_ = make_test_config(overrides);
-    stack_ = NetworkStack::create(conf_);
-    stack_->start();
-    pool_ = std::make_unique<HandlerPool>(*stack_);
-  }
-  // Declared after a test's locals: stops every handler and worker before those locals (that
-  // handlers point to) are destroyed, also when an assertion returns early.
-  struct StopFirst {
-    RdmaTransport* t;
-    ~StopFirst() { t->TearDown(); }
-  };
-  void TearDown() override {
-    tear_down_transport(listener_, pool_, stack_);
-  }
-  RdmaNetworkStack& rdma() { return static_cast<RdmaNetworkStack&>(*stack_); }
-  SocketAddress listen(TestListener::AcceptCallback cb) {
-    listener_ = std::make_unique<TestListener>(*stack_, std::move(cb));
-    EXPECT_EQ(listener_->listen(test_listen_address(), ListenOptions{}, SocketOptions{}), 0);
-    return listener_->connect_address();
-  }
-  // Waits (bounded) until every worker has torn down all of its connections.
-  bool wait_idle(std::chrono::seconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      bool idle = true;
-      for (unsigned i = 0; i < stack_->num_workers(); ++i) {
-        const auto s = rdma().worker_stats(i);
-        idle = idle && s.live_connections == 0 && s.tx_chunks_in_use == 0 && s.rx_chunks_held == 0;
-      }
-      if (idle) return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    for (unsigned i = 0; i < stack_->num_workers(); ++i) {
-      const auto s = rdma().worker_stats(i);
-      std::fprintf(stderr, "worker %u not idle: %zu connections, %zu tx chunks in use, %zu rx chunks held, %zu "
-                   "posted, %zu sends outstanding\n", i, s.live_connections, s.tx_chunks_in_use,
-                   s.rx_chunks_held, s.rx_chunks_posted, s.sends_outstanding);
-    }
-    return false;
-  }
-
-  config::Config conf_;
-  std::shared_ptr<NetworkStack> stack_;
-  std::unique_ptr<HandlerPool> pool_;
-  std::unique_ptr<TestListener> listener_;
-};
-
 TEST_F(RdmaTransport, ConnectCloseCyclesLeaveNoQueuePairsChunksOrRegions) {
   const char* env = std::getenv("RDMA_TEST_CYCLES");
   const int cycles = env ? std::atoi(env) : 10000;
@@ -312,7 +139,9 @@ TEST_F(RdmaTransport, ConnectCloseCyclesLeaveNoQueuePairsChunksOrRegions) {
   const int qps_after = kernel_resources("qp");
   if (qps_before < 0 || qps_after < 0) GTEST_SKIP() << "rdma resource show unavailable";
   EXPECT_EQ(qps_after, 0) << "kernel still tracks QPs of this process (before: " << qps_before << ")";
-  EXPECT_EQ(kernel_resources("mr"), 2 * static_cast<int>(stack_->num_workers()));
+  // The chunk pools' two per worker and the stack's RegisteredMemory; the registration cache
+  // registered nothing (no payload was sent).
+  EXPECT_EQ(kernel_resources("mr"), 2 * static_cast<int>(stack_->num_workers()) + 1);
   // rdma_cm mode: every connection's id is gone; only the listening id (one for both workers'
   // listeners, rdma_cm having no SO_REUSEPORT) is left.
   const bool cm = conf_.get_string("rdma.connect_mode") == "rdma_cm";
@@ -321,8 +150,9 @@ TEST_F(RdmaTransport, ConnectCloseCyclesLeaveNoQueuePairsChunksOrRegions) {
 
 TEST_F(RdmaTransport, EmptyChunkPoolIsBackpressureNotGrowth) {
   // 16 chunks of 4 KiB each way: the receiver holds its window (4, a quarter of the pool), then
-  // the sender has no credits and send() refuses.
-  start({"ms.workers=2", "rdma.chunk_count=16", "rdma.chunk_size=4K"});
+  // the sender has no credits and send() refuses. Two-sided only: rendezvous would bypass the
+  // chunks (tested in rdma_rendezvous_test.cc).
+  start({"ms.workers=2", "rdma.chunk_count=16", "rdma.chunk_size=4K", "rdma.rendezvous_threshold=0"});
   constexpr size_t kTotal = 8 << 20;
   std::atomic<size_t> received{0};
   std::atomic<int> sink_result{0};
@@ -410,7 +240,8 @@ TEST_F(RdmaTransport, StalledReaderCannotStarveOtherConnectionsOfItsWorker) {
   // stops reading while A's sender keeps sending; without per-connection flow control A soaks up
   // every receive chunk and B (on the same SRQ) never receives again. With credits A may hold at
   // most its window (rdma.rx_window's 32, capped at a quarter of the pool: 16).
-  start({"ms.workers=1", "rdma.chunk_count=64", "rdma.chunk_size=4K"});
+  // Two-sided only, as the pool is what is shared.
+  start({"ms.workers=1", "rdma.chunk_count=64", "rdma.chunk_size=4K", "rdma.rendezvous_threshold=0"});
   constexpr size_t kWindow = 16;
   constexpr size_t kStalledBytes = 8 << 20;
   constexpr size_t kEchoBytes = 16 << 20;
@@ -652,6 +483,7 @@ TEST(RdmaGidAuto, PicksTheRoceV2GidOfTheNetdevsIpv4Address) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--rdma-peer-child") return bypass::testing::run_peer_child(argv[2]);
+  if (const int rc = bypass::testing::run_rendezvous_child(argc, argv); rc >= 0) return rc;
   if (argc == 5 && std::string(argv[1]) == "--rdma-pair-child")
     return bypass::testing::run_pair_child(argv[2], argv[3], argv[4]);
   ::testing::InitGoogleTest(&argc, argv);

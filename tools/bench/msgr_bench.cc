@@ -2,7 +2,11 @@
 // the configured transport (posix loopback by default), fixed-size messages at a fixed queue depth.
 //
 //   msgr_bench [-c FILE] [--set k=v]... --mode pingpong|stream --depth N [--size BYTES] [--count N] [--warmup N]
-//              [--addr IP] [--echo yes]
+//              [--addr IP] [--echo yes] [--payload copied|registered]
+//
+// --payload: where the message data lives: `copied` (default) an ordinary buffer, `registered`
+// memory from the stack's allocate_payload() (rdma: registered once, sent by rendezvous without a
+// registration or a copy). Either way one buffer, shared by every message.
 //
 // --addr: the IP the server listens on and the client connects to (default 127.0.0.1); rdma with
 // rdma.connect_mode=rdma_cm needs the RDMA netdev's address (RoCE cannot route loopback).
@@ -16,7 +20,10 @@
 // sender and receiver together, kernel TCP included. Under `valgrind --tool=callgrind
 // --collect-atstart=no` only the measured messages are counted (user-space instructions).
 //
-// Prints one line of key=value pairs; tools/bench/msgr-posix.sh turns runs into a table.
+// Prints one line of key=value pairs; tools/bench/msgr-posix.sh turns runs into a table. On a stack
+// both ends share with one worker (rdma, dpdk), the line also carries the transport's counters over
+// the measured messages, as c_NAME=DELTA (tools/bench/msgr-rdma-rendezvous.sh turns them into copies
+// and work requests per payload byte).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -64,13 +71,14 @@ struct Options {
   uint64_t warmup = 10000;
   std::string addr = "127.0.0.1";
   bool echo = false;
+  bool registered_payload = false;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "msgr_bench: %s\n"
                "usage: msgr_bench [-c FILE] [--set key=value]... --mode pingpong|stream --depth N [--size BYTES] "
-               "[--count N] [--warmup N] [--addr IP] [--echo yes|no]\n",
+               "[--count N] [--warmup N] [--addr IP] [--echo yes|no] [--payload copied|registered]\n",
                why);
   std::exit(2);
 }
@@ -119,6 +127,9 @@ Options parse(const std::vector<std::string>& args) {
       o.count = number(arg, value);
     } else if (arg == "--warmup") {
       o.warmup = number(arg, value);
+    } else if (arg == "--payload") {
+      if (value != "copied" && value != "registered") usage("--payload is copied or registered");
+      o.registered_payload = value == "registered";
     } else if (arg == "--addr") {
       EntityAddr probe;
       if (!EntityAddr::parse(listen_address_text(value), &probe))
@@ -170,8 +181,10 @@ class Responder : public Dispatcher {
 // thread that observed the completion (the connection's worker), so the loop needs no other thread.
 class Driver : public Dispatcher {
  public:
-  Driver(const Options& o, const BufferList& payload)
-      : o_(o), payload_(payload), send_time_(o.depth), total_(o.warmup + o.count) {
+  // `counted`: a stack whose one worker runs both ends; its counters are read on that worker, in
+  // finished(), at the first and last measured message.
+  Driver(const Options& o, const BufferList& payload, NetworkStack* counted)
+      : o_(o), payload_(payload), counted_(counted), send_time_(o.depth), total_(o.warmup + o.count) {
     latencies_ns_.reserve(o.count);
   }
 
@@ -186,7 +199,14 @@ class Driver : public Dispatcher {
   void mark_begin() {
     begin_ = Clock::now();
     getrusage(RUSAGE_SELF, &ru_begin_);
+    if (counted_) counters_begin_ = counted_->worker_report(0).counters;
     BENCH_CALLGRIND_START();
+  }
+  // The counters' growth over the measured messages (empty without a counted stack).
+  NetworkStack::Counters counter_deltas() const {
+    NetworkStack::Counters out = counters_end_;
+    for (size_t i = 0; i < out.size() && i < counters_begin_.size(); ++i) out[i].second -= counters_begin_[i].second;
+    return out;
   }
 
   // A lost reply would stall the window forever; give up loudly instead.
@@ -238,6 +258,7 @@ class Driver : public Dispatcher {
     if (sent_ < total_) send_next();
     if (n == total_) {
       BENCH_CALLGRIND_STOP();
+      if (counted_) counters_end_ = counted_->worker_report(0).counters;
       getrusage(RUSAGE_SELF, &ru_end_);
       end_ = Clock::now();
       std::lock_guard<std::mutex> guard(done_lock_);
@@ -248,6 +269,8 @@ class Driver : public Dispatcher {
 
   const Options& o_;
   BufferList payload_;
+  NetworkStack* counted_;
+  NetworkStack::Counters counters_begin_, counters_end_;
   ConnectionRef con_;
   std::vector<Clock::time_point> send_time_;
   const uint64_t total_;
@@ -279,15 +302,9 @@ int main(int argc, char** argv) try {
   common.assignments.insert(common.assignments.begin(), {"ms.workers=1", "ms.keepalive_interval=0s"});
   const config::Config conf = config::load_config(common);
 
-  BufferList payload;
-  // Both messengers' workers append views of it: its count must be atomic (base/buffer_storage.h).
-  const std::string bytes(o.size, 'x');
-  payload.append(BufferSegment::copy_of(bytes.data(), bytes.size(), BufferSharing::across_threads));
-
-  Responder responder(o.pingpong, o.echo, payload);
-  Driver driver(o, payload);
   // A process drives one DPDK port: on dpdk both messengers share one stack (its one worker runs
-  // both ends, so callgrind sees the whole exchange on one thread). posix keeps a stack each.
+  // both ends, so callgrind sees the whole exchange on one thread); so do they on rdma, whose
+  // counters then cover both ends. posix keeps a stack each.
   std::shared_ptr<NetworkStack> shared_stack;
   if (conf.get_string("ms.type") != "posix") {
     shared_stack = NetworkStack::create(conf);
@@ -297,6 +314,23 @@ int main(int argc, char** argv) try {
     return shared_stack ? Messenger::create(conf, name, shared_stack) : Messenger::create(conf, name);
   };
   auto server = make_messenger(EntityName{EntityType::Osd, 0});
+  auto client = make_messenger(EntityName{EntityType::Client, 1});
+
+  // Both messengers' workers append views of it: its count must be atomic (base/buffer_storage.h).
+  BufferList payload;
+  if (o.registered_payload) {
+    payload = shared_stack ? shared_stack->allocate_payload(o.size, BufferSharing::across_threads)
+                           : client->allocate_payload(o.size);
+    payload.share_across_threads();
+    for (const BufferSegment& s : payload.segments()) std::memset(s.data(), 'x', s.length());
+  } else {
+    const std::string bytes(o.size, 'x');
+    payload.append(BufferSegment::copy_of(bytes.data(), bytes.size(), BufferSharing::across_threads));
+  }
+
+  Responder responder(o.pingpong, o.echo, payload);
+  NetworkStack* counted = shared_stack && shared_stack->num_workers() == 1 ? shared_stack.get() : nullptr;
+  Driver driver(o, payload, counted);
   server->set_default_policy(Policy::stateful_server());
   server->add_dispatcher(&responder);
   EntityAddr addr;
@@ -305,7 +339,6 @@ int main(int argc, char** argv) try {
     std::fprintf(stderr, "msgr_bench: server failed to start\n");
     return 1;
   }
-  auto client = make_messenger(EntityName{EntityType::Client, 1});
   client->set_default_policy(Policy::lossless_client());
   client->add_dispatcher(&driver);
   if (client->start() != 0) {
@@ -321,10 +354,12 @@ int main(int argc, char** argv) try {
   const double secs = driver.seconds();
   const double msgs = static_cast<double>(o.count);
   std::printf("mode=%s depth=%llu size=%zu msgs=%llu secs=%.3f msgs_per_s=%.0f MB_per_s=%.1f p50_us=%.1f "
-              "p99_us=%.1f cpu_us_per_msg=%.2f\n",
+              "p99_us=%.1f cpu_us_per_msg=%.2f",
               o.pingpong ? "pingpong" : "stream", static_cast<unsigned long long>(o.depth), o.size,
               static_cast<unsigned long long>(o.count), secs, msgs / secs, msgs * static_cast<double>(o.size) / secs / 1e6,
               percentile_us(lat, 0.50), percentile_us(lat, 0.99), driver.cpu_seconds_used() * 1e6 / msgs);
+  for (const auto& [name, delta] : driver.counter_deltas()) std::printf(" c_%s=%llu", name.c_str(), static_cast<unsigned long long>(delta));
+  std::printf("\n");
   std::fflush(stdout);
   client->shutdown();
   server->shutdown();

@@ -16,6 +16,7 @@ CmPrivateData sample() {
   d.kind = Kind::Accept;
   d.receive_chunk_size = 0x00012345;
   d.rx_window = 0x00010203;
+  d.read_depth = 8;
   return d;
 }
 
@@ -31,9 +32,9 @@ TEST(CmPrivateData, LayoutIsBigEndianAndFixed) {
   const auto w = sample().encode();
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(w.data()), 4), "BYCM");
   EXPECT_EQ(w.size(), 16u);
-  EXPECT_EQ(w[4], 2);
+  EXPECT_EQ(w[4], 3);
   EXPECT_EQ(w[5], 2);
-  EXPECT_EQ(w[6], 0);
+  EXPECT_EQ(w[6], 8);
   EXPECT_EQ(w[7], 0);
   EXPECT_EQ(w[8], 0x00);
   EXPECT_EQ(w[9], 0x01);
@@ -63,8 +64,9 @@ struct Corruption {
 TEST(CmPrivateData, NamesTheBadFieldAndOffset) {
   const Corruption cases[] = {
       {0, 'X', "rdma_cm private data: bad magic at offset 0 (not a Bypass RDMA peer?)"},
-      {4, 9, "rdma_cm private data: unsupported version 9 at offset 4 (expected 2)"},
-      {4, 1, "rdma_cm private data: unsupported version 1 at offset 4 (expected 2)"},
+      {4, 9, "rdma_cm private data: unsupported version 9 at offset 4 (expected 3)"},
+      {4, 2, "rdma_cm private data: unsupported version 2 at offset 4 (expected 3)"},
+      {6, 17, "rdma_cm private data: read depth 17 at offset 6 is outside 0..16"},
       {5, 1, "rdma_cm private data: kind 1 (connect request) at offset 5, expected accept"},
       {5, 7, "rdma_cm private data: kind 7 (unknown) at offset 5, expected accept"},
       {8, 0x80, "rdma_cm private data: receive chunk size 2147558213 at offset 8 is outside "

@@ -15,6 +15,23 @@ TEST(FlowCredits, ImmediateEncodingKeepsTheFinDistinct) {
   EXPECT_NE(credit_immediate(kFinImmediate & ~kCreditTag), kFinImmediate);
 }
 
+TEST(FlowCredits, DescriptorAndReleaseImmediatesAreDistinct) {
+  // A descriptor returns credits like any data SEND; the flag does not leak into the count.
+  const uint32_t descriptor = credit_immediate(kMaxCreditsPerImmediate) | kDescriptorFlag;
+  EXPECT_TRUE(is_credit_immediate(descriptor));
+  EXPECT_TRUE(is_descriptor_immediate(descriptor));
+  EXPECT_EQ(credits_of(descriptor), kMaxCreditsPerImmediate);
+  EXPECT_FALSE(is_descriptor_immediate(credit_immediate(kMaxCreditsPerImmediate)));
+  // A release is neither credits nor the FIN, and the FIN is no release.
+  const uint32_t release = release_immediate(kMaxReleasesPerImmediate);
+  EXPECT_FALSE(is_credit_immediate(release));
+  EXPECT_TRUE(is_release_immediate(release));
+  EXPECT_EQ(releases_of(release), kMaxReleasesPerImmediate);
+  EXPECT_NE(release, kFinImmediate);
+  EXPECT_FALSE(is_release_immediate(kFinImmediate));
+  EXPECT_FALSE(is_release_immediate(credit_immediate(0)));
+}
+
 TEST(FlowCredits, SenderStopsAtZeroAndResumesOnReturn) {
   SendCredits s;
   s.reset(4);

@@ -17,6 +17,7 @@ QpInfo sample() {
   info.lid = 0x0102;
   for (int i = 0; i < 16; ++i) info.gid[i] = static_cast<uint8_t>(0xf0 + i);
   info.rx_window = 0x00010203;
+  info.read_depth = 8;
   return info;
 }
 
@@ -32,9 +33,10 @@ TEST(Handshake, RoundTrips) {
 TEST(Handshake, LayoutIsBigEndianAndFixed) {
   const auto w = sample().encode();
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(w.data()), 4), "BYRD");
-  EXPECT_EQ(w[4], 2);
+  EXPECT_EQ(w[4], 3);
   EXPECT_EQ(w[5], 2);
   EXPECT_EQ(w[6], 3);
+  EXPECT_EQ(w[7], 8);
   EXPECT_EQ(w[8], 0x00);
   EXPECT_EQ(w[9], 0x12);
   EXPECT_EQ(w[11], 0x56);
@@ -57,7 +59,8 @@ struct Corruption {
 
 TEST(Handshake, MalformedFieldsAreNamed) {
   const Corruption cases[] = {
-      {0, 'X', "magic at offset 0"},       {4, 1, "version 1 at offset 4 (expected 2)"},
+      {0, 'X', "magic at offset 0"},       {4, 2, "version 2 at offset 4 (expected 3)"},
+      {7, 17, "read depth 17 at offset 7 is outside 0..16"},
       {5, 0, "kind 0 at offset 5"},        {5, 9, "kind 9 at offset 5"},
       {6, 0, "MTU code 0 at offset 6"},    {6, 6, "MTU code 6 at offset 6"},
       {8, 0x01, "QP number 0x1123456 at offset 8"}, {12, 0x01, "PSN 0x1abcdef at offset 12"},
