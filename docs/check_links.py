@@ -3,9 +3,10 @@
 must name a file or directory of the repository, and a `#fragment` a heading of that page (GitHub's
 anchors: lower case, punctuation dropped, spaces to hyphens). Links to web addresses (`scheme:`)
 and inside code (fenced blocks, `inline code`) are not checked. Prints each dead link as
-FILE:LINE: TARGET: what is wrong.
+FILE:LINE: TARGET: what is wrong. With --index INDEX.md, every other page must also be linked from
+INDEX.md (the README lists every page of docs/).
 
-usage: check_links.py PAGE.md|DIRECTORY...   (a directory: every *.md in it)
+usage: check_links.py [--index INDEX.md] PAGE.md|DIRECTORY...   (a directory: every *.md in it)
 """
 import glob
 import os
@@ -51,7 +52,8 @@ def anchors(path, cache={}):
     return cache[path]
 
 
-def dead_links(page):
+def relative_links(page):
+    """(line number, target, the path it names) of each relative link of the page."""
     with open(page, encoding="utf-8") as f:
         text = f.read()
     for number, line in prose_lines(text):
@@ -59,15 +61,23 @@ def dead_links(page):
             target = match.group(1)
             if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):
                 continue  # https:, mailto: ...
-            path, _, fragment = target.partition("#")
-            resolved = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
-            if not os.path.exists(resolved):
-                yield number, target, "no such file (%s)" % resolved
-            elif fragment and resolved.endswith(".md") and fragment not in anchors(resolved):
-                yield number, target, "no heading #%s in %s" % (fragment, resolved)
+            path = target.partition("#")[0]
+            yield number, target, os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+
+
+def dead_links(page):
+    for number, target, resolved in relative_links(page):
+        fragment = target.partition("#")[2]
+        if not os.path.exists(resolved):
+            yield number, target, "no such file (%s)" % resolved
+        elif fragment and resolved.endswith(".md") and fragment not in anchors(resolved):
+            yield number, target, "no heading #%s in %s" % (fragment, resolved)
 
 
 def main(arguments):
+    index = None
+    if arguments[:1] == ["--index"] and len(arguments) > 1:
+        index, arguments = arguments[1], arguments[2:]
     pages = []
     for argument in arguments:
         pages += sorted(glob.glob(os.path.join(argument, "*.md"))) if os.path.isdir(argument) else [argument]
@@ -79,8 +89,14 @@ def main(arguments):
         for number, target, why in dead_links(page):
             print("%s:%d: %s: %s" % (page, number, target, why))
             dead += 1
+    if index:
+        linked = {resolved for _, _, resolved in relative_links(index)}
+        for page in pages:
+            if os.path.normpath(page) != os.path.normpath(index) and os.path.normpath(page) not in linked:
+                print("%s: not linked from %s (add a line for it)" % (page, index))
+                dead += 1
     if dead:
-        print("%d dead link(s)" % dead)
+        print("%d problem(s)" % dead)
         return 1
     print("%d pages, every relative link resolves" % len(pages))
     return 0
