@@ -203,6 +203,7 @@ class BufferList {
   // forgets it; copies, moves and an append into an empty list keep it. Bytes written through a
   // segment's data() pointer are not seen: whoever does that calls forget_crc32c().
   void remember_crc32c(uint32_t seed, uint32_t crc) { crc_memo_ = uint64_t{seed} << 32 | crc; }
+  // Drops what remember_crc32c() said: the bytes were changed behind the list's back.
   void forget_crc32c() { crc_memo_ = 0; }
 
   // Makes every segment's storage count atomic (BufferSegment::share_across_threads): the thread

@@ -1,5 +1,6 @@
 #include "pmd/burst_guard.h"
 
+#include <rte_alarm.h>
 #include <rte_interrupts.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -60,6 +61,27 @@ bool BurstGuard::wait_for_bursts_to_leave() const {
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::yield();
     }
+  }
+  return true;
+}
+
+namespace {
+
+void mark_fired(void* flag) { static_cast<std::atomic<bool>*>(flag)->store(true, std::memory_order_release); }
+
+}  // namespace
+
+bool wait_for_interrupt_thread() {
+  std::atomic<bool> fired{false};
+  if (rte_eal_alarm_set(1, mark_fired, &fired) != 0) return false;
+  const auto deadline = std::chrono::steady_clock::now() + kBurstWaitLimit;
+  while (!fired.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      // Cancelling waits for a callback already running, so `fired` outlives every use.
+      rte_eal_alarm_cancel(mark_fired, &fired);
+      return fired.load(std::memory_order_acquire);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return true;
 }

@@ -54,4 +54,12 @@ class BurstGuard {
 // munmap() calls this first: on the EAL interrupt thread it waits for every registered guard.
 void wait_for_bursts_before_unmap();
 
+// Waits (bounded) until the EAL interrupt thread has finished whatever handler it is running.
+// memif_disconnect() marks the link down first and frees the regions and the control channel
+// after, on that thread; a process that closes its port as soon as it sees the link down (a
+// generator lingering until its receiver leaves) would free the same state under it (SIGSEGV on
+// the interrupt thread, 1 close in 6 on plain memory). An EAL alarm runs on that thread after the
+// handler in progress, so its firing is the condition. Returns false when it did not fire in time.
+bool wait_for_interrupt_thread();
+
 }  // namespace bypass::pmd

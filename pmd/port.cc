@@ -52,6 +52,9 @@ Port::~Port() {
   redirect_.reset();  // frees what other workers handed over and nobody took
   rx_shims_.clear();
   tx_shims_.clear();
+  // A memif peer's departure may still be being handled on the interrupt thread (burst_guard.h).
+  if (burst_guard_ && !wait_for_interrupt_thread())
+    BYPASS_LOG(Warn, "pmd", "%s: the EAL interrupt thread stayed busy; closing anyway", info_.label().c_str());
   rte_eth_dev_close(info_.port_id);
 }
 
