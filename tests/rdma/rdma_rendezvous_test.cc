@@ -241,13 +241,8 @@ TEST_F(RdmaRendezvous, ReceiverKilledMidReadLeavesNothingPinnedOrHeld) {
     data.append(payload);
     source->add(std::move(data), true);
   });
-  const pid_t child = fork();
+  const pid_t child = spawn_self({"--rdma-stalled-reader", addr.to_string()});
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    const std::string a = addr.to_string();
-    execl("/proc/self/exe", "rdma_transport_test", "--rdma-stalled-reader", a.c_str(), nullptr);
-    _exit(127);
-  }
   // The reader's READ memory ran out after its first piece: the descriptor is sent, pinned, unreleased.
   const bool stuck = eventually([&] {
     const auto s = rdma().worker_stats(0);
@@ -278,13 +273,8 @@ TEST_F(RdmaRendezvous, SenderKilledMidTransferIsAResetAndReturnsTheReadMemory) {
   const SocketAddress addr = listen([&](Worker& w, ConnectedSocket s) {
     pool_->spawn<PatternSink>(w, std::move(s), 0ms, &received, &result, &done, /*zero_copy=*/true);
   });
-  const pid_t child = fork();
+  const pid_t child = spawn_self({"--rdma-dying-sender", addr.to_string()});
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    const std::string a = addr.to_string();
-    execl("/proc/self/exe", "rdma_transport_test", "--rdma-dying-sender", a.c_str(), nullptr);
-    _exit(127);
-  }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;

@@ -1,5 +1,7 @@
 #include "tests/rdma/rdma_test_support.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +12,17 @@
 #include <string>
 
 namespace bypass::testing {
+
+pid_t spawn_self(const std::vector<std::string>& args) {
+  // The argument vector is built before fork(): the child of a threaded process allocates nothing.
+  std::vector<char*> argv{const_cast<char*>("rdma_transport_test")};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t child = fork();
+  if (child != 0) return child;
+  execv("/proc/self/exe", argv.data());
+  _exit(127);
+}
 
 bool matches_pattern(const char* data, size_t offset, size_t len) {
   // Grown on demand (workers of one test may call it at once) and never shrunk.

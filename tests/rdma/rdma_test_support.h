@@ -28,6 +28,11 @@ inline char pattern_byte(size_t i) { return static_cast<char>((i * 131 + (i >> 1
 // byte-by-byte check of 64 MiB under the sanitizers keeps a worker busy for seconds).
 bool matches_pattern(const char* data, size_t offset, size_t len);
 
+// Starts this test executable again as a child process with `args` (a role its main() dispatches
+// on, then the role's arguments): a peer with a stack of its own, which a test can let die. Returns
+// the child's pid, or -1 when fork() failed.
+pid_t spawn_self(const std::vector<std::string>& args);
+
 // Sends `total` pattern bytes in 256 KiB batches as fast as the transport accepts, then shuts down.
 // `result` (optional) gets 0 or the error that ended it.
 class PatternSource final : public StreamHandler {

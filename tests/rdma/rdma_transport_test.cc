@@ -190,14 +190,9 @@ TEST_F(RdmaTransport, PeerProcessDeathSurfacesAsReset) {
   const SocketAddress addr = listen([&](Worker& w, ConnectedSocket s) {
     pool_->spawn<PatternSink>(w, std::move(s), 0ms, &received, &result, &done);
   });
-  const pid_t child = fork();
+  // A separate process with its own stack connects, sends, and is killed without closing.
+  const pid_t child = spawn_self({"--rdma-peer-child", addr.to_string()});
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    // A separate process with its own stack connects, sends, and is killed without closing.
-    const std::string a = addr.to_string();
-    execl("/proc/self/exe", "rdma_transport_test", "--rdma-peer-child", a.c_str(), nullptr);
-    _exit(127);
-  }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
@@ -368,13 +363,8 @@ TEST_P(RdmaTwoDevices, PeersOnTwoRxeDevicesExchangeDataAcrossTheVeth) {
   // The client's netdev is the veth end of its device: rxe_veth_pair.sh names them alike.
   const std::string client_netdev = "veth" + pair.client_device.substr(3);
   const uint64_t tx_before = netdev_counter(client_netdev, "tx_bytes");
-  const pid_t child = fork();
+  const pid_t child = spawn_self({"--rdma-pair-child", pair.client_device, mode, server});
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    execl("/proc/self/exe", "rdma_transport_test", "--rdma-pair-child", pair.client_device.c_str(),
-          mode.c_str(), server.c_str(), nullptr);
-    _exit(127);
-  }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "client process status " << status;
