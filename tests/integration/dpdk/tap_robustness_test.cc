@@ -196,6 +196,7 @@ std::vector<SynFields> read_syns(const std::string& pcap, const std::string& onl
           " -e tcp.options.wscale.shift -e tcp.options.sack_perm -e tcp.options.timestamp.tsval"
           " -e tcp.options.timestamp.tsecr 2>/dev/null");
   const std::string& output = run.out;
+  error->clear();
   if (run.status != 0) {
     *error = "tshark -r " + pcap + " failed (status " + std::to_string(run.status) + "): " + output;
     return {};
@@ -253,10 +254,11 @@ void check_handshake_options(const Family& fam) {
 
   expect_echo_both_ways(fam.echo_port, 64 * 1024, kCheckDeadline, 31, fam.stack_ip, fam.kernel_ip);
   // The kernel hands captured packets to dumpcap in blocks, on a timer: wait (bounded) until the
-  // four handshake segments are in the file before stopping it.
+  // four handshake segments are in the file before stopping it. A read of the live file may end in
+  // the middle of a packet dumpcap is still writing (tshark exits 2, "cut short"): read again.
   const std::string handshakes = "tcp.port != " + std::to_string(kClosedPort);
   for (const auto until = Clock::now() + 10s;
-       read_syns(pcap, handshakes, &error, fam.source_field).size() < 4 && error.empty() && Clock::now() < until;)
+       read_syns(pcap, handshakes, &error, fam.source_field).size() < 4 && Clock::now() < until;)
     std::this_thread::sleep_for(100ms);
   dumpcap.interrupt();
   const test::Result captured = dumpcap.wait();
