@@ -32,7 +32,7 @@ uint32_t TcpConnection::segment_length(uint32_t avail, uint32_t window, uint32_t
   // acknowledges, so sending at once would hand the device segments of two SMSS. While more data
   // waits than the window has room for and that room is under a quarter of the window, wait: at
   // least three quarters of the window are in flight, so ACKs will come and open more room.
-  if (len < most && len < avail && room < window / 4 && !in_recovery_) return 0;
+  if (len < most && len < avail && room < window / 4 && !recovery_.in_recovery()) return 0;
   if (len != avail) len -= len % mss_limit;
   return len;
 }

@@ -28,7 +28,7 @@ bool TcpConnection::send_next_hole() {
   const SeqNumber start = scoreboard_.skip_sacked(lost->start);
   if (!(start < lost->end)) return false;
   const SeqNumber sent_to = retransmit_range(start, scoreboard_.next_sacked(start, lost->end));
-  high_rxt_ = seq_max(high_rxt_, sent_to);
+  recovery_.on_retransmitted(sent_to);
   return sent_to != start;
 }
 
@@ -54,12 +54,12 @@ void TcpConnection::output() {
       state_ != TcpState::FinWait1 && state_ != TcpState::Closing && state_ != TcpState::LastAck)
     return;
   if (tuple_.is_v6()) follow_destination_mtu();
-  bool sack_recovery = in_recovery_ && sack_enabled_;
+  bool sack_recovery = recovery_.in_recovery() && sack_enabled_;
   for (int guard = 0; guard < 1 << 16; ++guard) {
     if (sack_recovery) {
       // RFC 6675 §5 (C): send while cwnd - pipe >= 1 SMSS.
       uint32_t in_pipe = pipe();
-      if (in_pipe + mss_ > cc_->cwnd()) break;
+      if (in_pipe + mss_ > cwnd()) break;
       if (send_next_hole()) continue;
     }
     SeqNumber data_end = send_end();
@@ -75,7 +75,7 @@ void TcpConnection::output() {
       }
       break;
     }
-    uint32_t window = sack_recovery ? snd_wnd_ : std::min(cc_->cwnd(), snd_wnd_);
+    uint32_t window = sack_recovery ? snd_wnd_ : std::min(cwnd(), snd_wnd_);
     uint32_t room = window > in_flight ? window - in_flight : 0;
     uint32_t limit = payload_limit();
     bool retransmission = snd_nxt_ < snd_max_;

@@ -41,13 +41,8 @@ void TcpConnection::on_retransmission_timeout() {
     return terminate(TcpError::TimedOut);
   }
   // RFC 5681 §3.1 eq. 4 and RFC 6582 §4: collapse the window, remember the recovery point.
-  const uint32_t cwnd_before = cc_->cwnd(), ssthresh_before = cc_->ssthresh();
-  // RFC 5682 §2.1 step 1: no F-RTO while an earlier timeout's recovery is unfinished.
-  const bool judge_spurious = !(rto_recovery_ && recover_ > snd_una_);
-  cc_->on_timeout(flight_size(), layer_.timers().now());
-  recover_ = snd_max_;
-  dupacks_ = 0;
-  high_rxt_ = snd_una_;
+  const uint32_t cwnd_before = cwnd(), ssthresh_before = ssthresh();
+  const bool judge_spurious = recovery_.on_timeout(snd_una_, snd_max_, flight_size(), layer_.timers().now());
   timed_at_ = TimePoint{-1};
   if (sack_enabled_) {
     rack_.cancel_probe();
@@ -55,18 +50,15 @@ void TcpConnection::on_retransmission_timeout() {
     frto_.stop();
     // RFC 6675 §5.1: the scoreboard survives the timeout, so only holes are resent; unless the
     // receiver reneged on its SACKs (RFC 2018 §8), when they are discarded.
-    if (sack_reneged_) {
+    if (recovery_.begin_timeout_recovery(judge_spurious)) {
       scoreboard_.clear();
       rack_.forget_sacks();
-      sack_reneged_ = false;
     }
-    rto_recovery_ = true;
     if (judge_spurious) {
       // RFC 5682 §2.1 step 1: resend the first unacknowledged segment only, then let the next
       // two ACKs tell whether the timeout was spurious.
-      in_recovery_ = false;
       const SeqNumber sent_to = retransmit_range(snd_una_, snd_una_ + payload_limit());
-      frto_.start(cwnd_before, ssthresh_before, sent_to, recover_);
+      frto_.start(cwnd_before, ssthresh_before, sent_to, recovery_.recovery_point());
     } else {
       enter_rto_recovery();
       output();
@@ -74,7 +66,7 @@ void TcpConnection::on_retransmission_timeout() {
     rto_timer_.set_after(rto_);  // RFC 6298 §5.6
     return;
   }
-  in_recovery_ = false;
+  recovery_.abandon_fast_recovery();
   scoreboard_.clear();
   snd_nxt_ = snd_una_;  // go back N: resend from the first unacknowledged octet (RFC 6298 §5.4)
   output();
@@ -86,10 +78,10 @@ bool TcpConnection::may_probe() const {
   // in recovery once nothing more may be sent (the lost segments are resent or cwnd is full): at
   // the windows of two or three segments that heavy loss leaves, a flight whose retransmissions
   // or ACKs are all lost has nothing left to elicit an ACK, and would wait for the RTO.
-  const bool can_send_more = rack_.has_lost() && pipe() + mss_ <= cc_->cwnd();
+  const bool can_send_more = rack_.has_lost() && pipe() + mss_ <= cwnd();
   // Not while the RTO backs off (the path may be down) nor against a zero window (the persist
   // timer probes that).
-  return sack_enabled_ && !(in_recovery_ && can_send_more) && !frto_.active() && !rack_.probe_outstanding() &&
+  return sack_enabled_ && !(recovery_.in_recovery() && can_send_more) && !frto_.active() && !rack_.probe_outstanding() &&
          snd_una_ != snd_max_ && backoff_ == 0 && snd_wnd_ != 0;
 }
 
@@ -116,7 +108,7 @@ void TcpConnection::on_loss_probe() {
   // RFC 8985 §7.3: resend the most recently sent segment (its last SMSS) so the ACK it elicits,
   // with SACK, shows RACK what of the tail was lost; in recovery, the first segment marked lost.
   // (A probe in recovery resends the oldest unacknowledged segment, the one the RTO would.)
-  if (in_recovery_ && !rack_.has_lost()) rack_.mark_lost(snd_una_);
+  if (recovery_.in_recovery() && !rack_.has_lost()) rack_.mark_lost(snd_una_);
   if (tuple_.is_v6()) follow_destination_mtu();  // the last SMSS below is the path's current one
   if (rack_.has_lost()) {
     if (!send_next_hole()) return;
