@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "stack/inet/tcp_layer.h"
 
 namespace bypass::inet {
 
@@ -23,17 +22,17 @@ const char* to_string(TcpState state) {
   return "?";
 }
 
-TcpConnection::TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpSettings& settings)
-    : layer_(layer), tuple_(tuple), settings_(settings), nagle_(settings.nagle), rto_(settings.rto_initial),
+TcpConnection::TcpConnection(TcpConnectionOwner& owner, const FourTuple& tuple, const TcpSettings& settings)
+    : owner_(owner), tuple_(tuple), settings_(settings), nagle_(settings.nagle), rto_(settings.rto_initial),
       recovery_(settings.congestion, 536),
-      rto_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
-      delack_timer_(layer.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
-      persist_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_persist_timeout(); }),
-      keepalive_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_keepalive_timeout(); }),
-      time_wait_timer_(layer.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }),
-      reorder_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_reorder_timeout(); }),
-      probe_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_loss_probe(); }) {
-  path_mtu_ = layer.path_mtu(tuple);
+      rto_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
+      delack_timer_(owner.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
+      persist_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_persist_timeout(); }),
+      keepalive_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_keepalive_timeout(); }),
+      time_wait_timer_(owner.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }),
+      reorder_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_reorder_timeout(); }),
+      probe_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_loss_probe(); }) {
+  path_mtu_ = owner.path_mtu(tuple);
   uint8_t max_shift = std::min<uint8_t>(settings.max_window_shift, 14);
   while (rcv_wscale_ < max_shift && (settings.rcv_buffer >> rcv_wscale_) > 65535) ++rcv_wscale_;
 }
@@ -125,7 +124,7 @@ void TcpConnection::abort() {
 // ---------------------------------------------------------------- opening
 
 void TcpConnection::open_active() {
-  iss_ = layer_.generate_iss(tuple_);
+  iss_ = owner_.generate_iss(tuple_);
   ts_offset_ = iss_.raw() * 2654435761u;
   snd_una_ = snd_nxt_ = snd_max_ = iss_;
   data_start_ = iss_ + 1;
@@ -208,12 +207,12 @@ void TcpConnection::follow_destination_mtu() {
   // is dropped locally (a black hole until the entry expires); only a
   // Packet Too Big about this connection (TcpLayer::on_icmpv6_error) resends its flight.
   // The table never goes below 1280 (RFC 8201 §4), which bounds what a forged one can do.
-  const uint32_t mtu = layer_.path_mtu(tuple_);
+  const uint32_t mtu = owner_.path_mtu(tuple_);
   if (mtu < path_mtu_) set_path_mtu(static_cast<uint16_t>(mtu));
 }
 
 void TcpConnection::set_path_mtu(uint16_t mtu) {
-  path_mtu_ = std::min<uint16_t>(mtu, layer_.mtu());
+  path_mtu_ = std::min<uint16_t>(mtu, owner_.mtu());
   // RFC 9293 §3.7.1: Eff.snd.MSS = min(SendMSS + 20, MMS_S) - TCP header - IP header options,
   // MMS_S being the path MTU less the IP header: 20 bytes for IPv4, 40 for IPv6 (RFC 8200 §5:
   // an IPv6 segment's MSS is the path MTU less 60).
@@ -229,7 +228,7 @@ void TcpConnection::confirm_reachability(TimePoint now) {
   // per ACK: the cache needs the hint only once per ReachableTime (30 s by default).
   if (now - last_reachability_hint_ < kReachabilityHintInterval) return;
   last_reachability_hint_ = now;
-  layer_.confirm_reachable(tuple_.remote_ip);
+  owner_.confirm_reachable(tuple_.remote_ip);
 }
 
 void TcpConnection::on_unreachable() {
@@ -264,13 +263,13 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   // PAWS, RFC 7323 §5.3 R1: a segment older than TS.Recent is a duplicate from a past wrap.
   if (ts_enabled_ && h.options.timestamp && !h.has(kTcpRst) &&
       timestamp_before(h.options.timestamp->first, ts_recent_)) {
-    ++layer_.stats().tcp_dropped_paws;
+    ++owner_.stats().tcp_dropped_paws;
     send_out_of_window_ack(seg);
     return;
   }
   // RFC 9293 §3.10.7.4 first: sequence number acceptability.
   if (!acceptable(seg)) {
-    ++layer_.stats().tcp_dropped_out_of_window;
+    ++owner_.stats().tcp_dropped_out_of_window;
     // RFC 5961 §4.2 (RFC 9293 §3.10.7.4 fourth): a SYN gets a challenge ACK "irrespective of the
     // sequence number", so an off-path SYN flood is answered within the §7 rate limit too.
     if (h.has(kTcpSyn) && !h.has(kTcpRst)) return send_challenge_ack();
@@ -287,9 +286,9 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   }
   // Second: RST, with RFC 5961 §3.2: exact match resets, anything else in window is challenged.
   if (h.has(kTcpRst)) {
-    ++layer_.stats().tcp_rst_received;
+    ++owner_.stats().tcp_rst_received;
     if (h.seq != rcv_nxt_) return send_challenge_ack();
-    ++layer_.stats().tcp_connections_reset;
+    ++owner_.stats().tcp_connections_reset;
     return terminate(state_ == TcpState::SynReceived && !passive_ ? TcpError::Refused
                                                                  : TcpError::Reset);
   }
@@ -309,8 +308,8 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
     snd_wl2_ = h.ack;
     congestion().start(mss_);
     enter_state(TcpState::Established);
-    ++layer_.stats().tcp_connections_established;
-    layer_.on_established(*this);
+    ++owner_.stats().tcp_connections_established;
+    owner_.on_established(*this);
     notify(kTcpConnected | kTcpWritable);
     // RFC 9293 §3.10.4: a close in SYN-RECEIVED is processed on entering ESTABLISHED, before
     // this segment's text and FIN (a FIN here then finds FIN-WAIT-1 and leads to CLOSING).
@@ -336,7 +335,7 @@ void TcpConnection::on_segment_syn_sent(TcpSegment& seg) {
   }
   if (h.has(kTcpRst)) {
     if (h.has(kTcpAck)) {
-      ++layer_.stats().tcp_rst_received;
+      ++owner_.stats().tcp_rst_received;
       terminate(TcpError::Refused);
     }
     return;
@@ -354,14 +353,14 @@ void TcpConnection::on_segment_syn_sent(TcpSegment& seg) {
     if (ts_enabled_ && h.options.timestamp->second != 0)
       sample_rtt(std::chrono::milliseconds(ts_now() - h.options.timestamp->second));
     else if (backoff_ == 0 && timed_at_ >= TimePoint::zero())
-      sample_rtt(layer_.timers().now() - timed_at_);
+      sample_rtt(owner_.timers().now() - timed_at_);
     snd_una_ = h.ack;
     snd_nxt_ = seq_max(snd_nxt_, snd_una_);
     rto_timer_.clear();
     backoff_ = 0;
     congestion().start(mss_);
     enter_state(TcpState::Established);
-    ++layer_.stats().tcp_connections_established;
+    ++owner_.stats().tcp_connections_established;
     update_advertised_window();
     send_ack();
     notify(kTcpConnected | kTcpWritable);
@@ -406,7 +405,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   const bool dsack = h.options.sack_count && h.options.sack_blocks[0].right <= ack;
   const bool advanced = ack > snd_una_;
   bool duplicate = false;
-  TimePoint now = layer_.timers().now();
+  TimePoint now = owner_.timers().now();
 
   if (advanced) {
     if (!advance_send_unacknowledged(h, now)) return false;
@@ -655,7 +654,7 @@ void TcpConnection::terminate(TcpError error) {
   send_position_ = {};
   out_of_order_.clear();
   rack_.clear();
-  layer_.on_closed(*this);
+  owner_.on_closed(*this);
   notify(kTcpClosed | kTcpReadable | kTcpWritable);
 }
 

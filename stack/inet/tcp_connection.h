@@ -15,6 +15,7 @@
 #include "base/buffer_list.h"
 #include "stack/inet/inet_options.h"
 #include "stack/inet/ip_address.h"
+#include "stack/inet/tcp_connection_owner.h"
 #include "stack/inet/tcp_frto.h"
 #include "stack/inet/tcp_loss_recovery.h"
 #include "stack/inet/tcp_rack.h"
@@ -105,7 +106,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
  public:
   using EventHandler = std::function<void(int events)>;
 
-  TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpSettings& settings);
+  TcpConnection(TcpConnectionOwner& owner, const FourTuple& tuple, const TcpSettings& settings);
   ~TcpConnection();
 
   // ---- socket API ----
@@ -157,7 +158,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   std::string describe() const;
 
  private:
-  friend class TcpLayer;
+  friend class TcpLayer;  // opens connections and hands them segments and ICMP reports
   // Test-only (tests/unit/inet/tcp_state_builder.h): puts a connection straight into any state.
   friend class TcpTestAccess;
 
@@ -258,7 +259,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void terminate(TcpError error);
   void notify(int events);
 
-  TcpLayer& layer_;
+  TcpConnectionOwner& owner_;  // TcpLayer, seen through the narrow interface
   // A passive open until it is established: the listener whose accept queue takes it (a field,
   // not a side table, so a SYN costs no extra allocation).
   std::weak_ptr<TcpListener> half_open_listener_;

@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "stack/inet/tcp_layer.h"
 
 namespace bypass::inet {
 
@@ -24,7 +23,7 @@ void TcpConnection::maybe_enter_recovery(TimePoint now) {
   // Fast retransmit and recovery (RFC 5681 §3.2, RFC 6582 §3.2 step 2, RFC 6675 §5 step 4).
   if (!recovery_.should_enter_fast_recovery(sack_enabled_ && rack_.has_lost(), snd_una_, snd_max_)) return;
   recovery_.enter_fast_recovery(snd_una_, snd_max_, flight_size(), now);
-  ++layer_.stats().tcp_fast_retransmits;
+  ++owner_.stats().tcp_fast_retransmits;
   rack_.cancel_probe();
   probe_timer_.clear();
   rto_timer_.set_after(rto_);
@@ -45,7 +44,7 @@ void TcpConnection::maybe_enter_recovery(TimePoint now) {
 
 void TcpConnection::on_reorder_timeout() {
   if (!sack_enabled_ || frto_.active() || snd_una_ == snd_max_) return;
-  const TimePoint now = layer_.timers().now();
+  const TimePoint now = owner_.timers().now();
   detect_losses(now);
   maybe_enter_recovery(now);
   output();
@@ -72,7 +71,7 @@ void TcpConnection::on_spurious_timeout_verdict(SpuriousTimeoutDetector::Verdict
       return;
     case SpuriousTimeoutDetector::Verdict::Spurious:
       // Step 3b: the originals arrived; undo the response (RFC 4015 §3) and the backoff.
-      ++layer_.stats().tcp_spurious_timeouts;
+      ++owner_.stats().tcp_spurious_timeouts;
       recovery_.undo_spurious_timeout(frto_.saved_cwnd(), frto_.saved_ssthresh());
       rto_ = rtt_.rto(settings_.rto_min, settings_.rto_max);
       return;

@@ -43,8 +43,8 @@ std::shared_ptr<TcpConnection> TcpListener::accept() {
 
 TcpLayer::TcpLayer(const InetSettings& settings, TimerService& timers, Ipv4Layer& ip, Ipv6Layer& ip6,
                    NeighborCache& neighbors, PacketDevice& device, InetStats& stats, uint64_t secret_seed)
-    : settings_(settings), timers_(timers), ip_(ip), ip6_(ip6), neighbors_(neighbors), device_(device),
-      stats_(stats),
+    : TcpConnectionOwner(timers, stats), settings_(settings), ip_(ip), ip6_(ip6), neighbors_(neighbors),
+      device_(device),
       gro_(stats, [this](const FourTuple& tuple, TcpSegment&& segment) { dispatch(tuple, std::move(segment)); }) {
   secret_[0] = mix64(secret_seed ^ 0x243f6a8885a308d3ull);
   secret_[1] = mix64(secret_[0] ^ 0x13198a2e03707344ull);

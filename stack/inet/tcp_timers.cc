@@ -6,13 +6,12 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "stack/inet/tcp_layer.h"
 
 namespace bypass::inet {
 
 uint32_t TcpConnection::ts_now() const {
   // 1 ms per tick (RFC 7323 §5.4 allows 1 ms to 1 s), offset per connection.
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(layer_.timers().now()).count();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(owner_.timers().now()).count();
   return static_cast<uint32_t>(ms) + ts_offset_;
 }
 
@@ -23,7 +22,7 @@ void TcpConnection::sample_rtt(Duration rtt) {
 }
 
 void TcpConnection::on_retransmission_timeout() {
-  ++layer_.stats().tcp_timeouts;
+  ++owner_.stats().tcp_timeouts;
   ++timeouts_;
   ++backoff_;
   ts_at_last_rto_ = ts_now();
@@ -42,7 +41,7 @@ void TcpConnection::on_retransmission_timeout() {
   }
   // RFC 5681 §3.1 eq. 4 and RFC 6582 §4: collapse the window, remember the recovery point.
   const uint32_t cwnd_before = cwnd(), ssthresh_before = ssthresh();
-  const bool judge_spurious = recovery_.on_timeout(snd_una_, snd_max_, flight_size(), layer_.timers().now());
+  const bool judge_spurious = recovery_.on_timeout(snd_una_, snd_max_, flight_size(), owner_.timers().now());
   timed_at_ = TimePoint{-1};
   if (sack_enabled_) {
     rack_.cancel_probe();
@@ -93,7 +92,7 @@ void TcpConnection::arm_loss_probe() {
     return;
   }
   const Duration pto = RackTlp::probe_timeout(rtt_.srtt(), rtt_.has_sample(), flight_size() <= mss_);
-  if (rto_timer_.pending() && layer_.timers().now() + pto >= rto_timer_.deadline()) {
+  if (rto_timer_.pending() && owner_.timers().now() + pto >= rto_timer_.deadline()) {
     probe_timer_.clear();
     return;
   }
@@ -120,7 +119,7 @@ void TcpConnection::on_loss_probe() {
     if (start < data_end && data_end - start > payload_limit()) start = data_end - payload_limit();
     if (retransmit_range(start, last->end) == start) return;
   }
-  ++layer_.stats().tcp_loss_probes;
+  ++owner_.stats().tcp_loss_probes;
   rack_.on_probe_sent(snd_max_);
   rto_timer_.set_after(rto_);  // §7.3: the RTO follows the probe
 }
