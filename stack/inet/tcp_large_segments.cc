@@ -20,7 +20,7 @@ uint32_t TcpConnection::segment_length(uint32_t avail, uint32_t window, uint32_t
   if (retransmission || one < mss_limit) return one;
   // The largest payload the device takes: its datagram limit less the IP header (IPv4's or
   // IPv6's) and the longest TCP header, in whole segments.
-  const uint32_t datagram = owner_.max_large_segment_bytes(tuple_);
+  const uint32_t datagram = owner_.segment_output().max_large_segment_bytes();
   const uint32_t headers = ip_header_length() + TcpHeader::kMaxLength;
   if (datagram <= headers + mss_limit) return one;
   const uint32_t most = (datagram - headers) / mss_limit * mss_limit;

@@ -108,11 +108,6 @@ class TcpLayer final : public TcpConnectionOwner {
   std::shared_ptr<TcpConnection> find(const FourTuple& tuple) const;
 
   // ---- TcpConnectionOwner (tcp_connection_owner.h): what a TcpConnection asks of its layer ----
-  // A segment larger than the MTU goes to the device as one (TxOffload::segment_payload).
-  void send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload,
-                    uint16_t segment_payload = 0) override;
-  // DeviceCapabilities::tx_large_segment_bytes, for IPv4 or IPv6 with its fixed header.
-  uint32_t max_large_segment_bytes(const FourTuple& tuple) const override;
   // IPv6: the destination's path MTU (ipv6_path_mtu.h).
   uint32_t path_mtu(const FourTuple& tuple) const override;
   void confirm_reachable(const IpAddress& remote) override;
@@ -150,6 +145,7 @@ class TcpLayer final : public TcpConnectionOwner {
   Ipv6Layer& ip6_;
   NeighborCache& neighbors_;
   PacketDevice& device_;
+  TcpSegmentOutput output_path_;  // the base class's segment_output()
   uint64_t secret_[2];
   TupleTable<std::shared_ptr<TcpConnection>> connections_;
   std::unordered_map<uint16_t, std::shared_ptr<TcpListener>> listeners_;

@@ -160,7 +160,7 @@ void TcpConnection::transmit(SeqNumber seq, uint8_t flags, BufferList payload, b
   // moment, SACK blocks included.
   const uint32_t limit = payload_limit();
   const uint16_t cut = payload.length() > limit ? static_cast<uint16_t>(limit) : 0;
-  owner_.send_segment(tuple_, h, std::move(payload), cut);
+  owner_.segment_output().send(tuple_, h, std::move(payload), cut);
 }
 
 void TcpConnection::send_ack() {
