@@ -481,9 +481,9 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   snd_una_ = ack;
   if (tuple_.is_v6()) confirm_reachability(now);
   if (snd_nxt_ < snd_una_) snd_nxt_ = snd_una_;
+  recovery_.on_send_unacknowledged_advanced(snd_una_);
   scoreboard_.advance(snd_una_);
-  recovery_.on_send_unacknowledged_advanced(
-      snd_una_, !scoreboard_.empty() && scoreboard_.blocks().front().left == snd_una_);
+  if (!scoreboard_.empty() && scoreboard_.blocks().front().left == snd_una_) recovery_.on_sack_reneging();
   on_new_data_acked(ack, acked, flight_before_ack, data_end, now);
   // RFC 6298 §5.2/5.3: stop the timer when all is acknowledged, otherwise restart it.
   if (snd_una_ == snd_max_) rto_timer_.clear();

@@ -59,13 +59,13 @@ class LossRecovery {
   }
 
   // SND.UNA moved to `snd_una`: HighRxt is never below it (RFC 6675 §4 NextSeg reads it so).
-  // `sacked_from_una`: the scoreboard's first SACKed block now starts at SND.UNA, i.e. the ACK
-  // stopped at the left edge of SACKed data: the receiver dropped what it SACKed (RFC 2018 §8
-  // reneging, detected as Linux's tcp_check_sack_reneging does); the next timeout forgets SACKs.
-  void on_send_unacknowledged_advanced(SeqNumber snd_una, bool sacked_from_una) {
+  void on_send_unacknowledged_advanced(SeqNumber snd_una) {
     if (high_rxt_ < snd_una) high_rxt_ = snd_una;
-    if (sacked_from_una) sack_reneged_ = true;
   }
+  // The ACK stopped at the left edge of SACKed data (the scoreboard's first block starts at
+  // SND.UNA): the receiver dropped what it SACKed (RFC 2018 §8 reneging, detected as Linux's
+  // tcp_check_sack_reneging does); the next timeout forgets SACKs.
+  void on_sack_reneging() { sack_reneged_ = true; }
 
   // What an ACK of new data asks of the connection.
   enum class AckOutcome { None, RetransmitNextHole };
@@ -75,29 +75,29 @@ class LossRecovery {
   // deflates the window and asks for the next hole to be resent (RFC 6582 §3.2 step 5).
   AckOutcome on_new_data_acked(SeqNumber ack, uint32_t acked, uint32_t flight_before_ack, bool sack_enabled,
                                uint32_t mss, TimePoint now, Duration srtt) {
-    if (!in_recovery_) {
+    if (in_recovery_) {
+      // After a timeout the window regrows by slow start (RFC 5681 §3.1) while the holes are
+      // resent; its end does not set cwnd to ssthresh as fast recovery's does.
+      if (rto_recovery_) congestion_->on_ack(acked, now, srtt);
+      if (ack >= recover_) {
+        in_recovery_ = false;  // full ACK
+        if (!rto_recovery_) congestion_->on_recovery_exit();
+        rto_recovery_ = false;
+        dupacks_ = 0;
+      } else if (!sack_enabled) {
+        // Partial ACK: deflate by the amount acknowledged, add back one SMSS.
+        const uint32_t cwnd = congestion_->cwnd();
+        congestion_->set_cwnd((cwnd > acked ? cwnd - acked : 0) + (acked >= mss ? mss : 0));
+        return AckOutcome::RetransmitNextHole;
+      }
+    } else {
       dupacks_ = 0;
       if (rto_recovery_ && ack >= recover_) rto_recovery_ = false;
       // Grow only while the window is what limits sending (RFC 7661 §4.1 "validated" cwnd): an
       // application-limited flow must not inflate cwnd without bound.
       if (flight_before_ack * 2 >= congestion_->cwnd()) congestion_->on_ack(acked, now, srtt);
-      return AckOutcome::None;
     }
-    // After a timeout the window regrows by slow start (RFC 5681 §3.1) while the holes are
-    // resent; its end does not set cwnd to ssthresh as fast recovery's does.
-    if (rto_recovery_) congestion_->on_ack(acked, now, srtt);
-    if (ack >= recover_) {
-      in_recovery_ = false;  // full ACK
-      if (!rto_recovery_) congestion_->on_recovery_exit();
-      rto_recovery_ = false;
-      dupacks_ = 0;
-      return AckOutcome::None;
-    }
-    if (sack_enabled) return AckOutcome::None;
-    // Partial ACK: deflate by the amount acknowledged, add back one SMSS.
-    const uint32_t cwnd = congestion_->cwnd();
-    congestion_->set_cwnd((cwnd > acked ? cwnd - acked : 0) + (acked >= mss ? mss : 0));
-    return AckOutcome::RetransmitNextHole;
+    return AckOutcome::None;
   }
 
   // RFC 8985 §7.4.2: the ACK of a loss probe showed that the probe repaired a tail loss, which
