@@ -2,7 +2,7 @@
 """Split one callgrind profile (whole process, no --toggle-collect) into all instructions and the
 transport's share, for tools/bench/msgr-rdma-rendezvous.sh.
 
-  msgr-rdma-instructions.py CALLGRIND_OUT  ->  instructions=ALL transport_instructions=T
+  msgr-rdma-instructions.py CALLGRIND_OUT  ->  instructions=ALL transport_instructions=T copy_instructions=C
 
 ALL: every user-space instruction callgrind counted (totals:, else summary:), all threads.
 T:   the self cost of the transport's functions -- named bypass::rdma:: (rdma), RsocketCalls or
@@ -10,6 +10,8 @@ T:   the self cost of the transport's functions -- named bypass::rdma:: (rdma), 
      (librxe, libmlx5...) -- plus what those functions' direct calls into the C and C++ runtime
      cost, inclusive (memcpy, memset, malloc, the syscall wrappers under rpoll). Bypass code
      outside those names (BufferList, the event loop, the messenger) is not the transport's.
+C:   the part of T in memcpy/memmove. glibc copies large blocks with `rep movsb`, which callgrind
+     counts once per byte: C is about the bytes the transport copied, not the copy's cycles.
 
 Why not --toggle-collect=*bypass::rdma::*: callgrind flips collection on entering and leaving
 every matching function, so a matching function called from another one turns collection off
@@ -22,6 +24,7 @@ import sys
 TRANSPORT_NAME = re.compile(r"bypass::rdma::|RsocketCalls|RpollDriver")
 TRANSPORT_OBJECT = re.compile(r"^(librdmacm|libibverbs|librxe|libmlx[45]|libefa|libbnxt|libhns)")
 RUNTIME_OBJECT = re.compile(r"^(libc\.so|libc-|ld-linux|libstdc\+\+|libgcc_s|libm\.so|libpthread)")
+COPY_NAME = re.compile(r"^(__)?mem(cpy|move)")
 
 
 def parse(path):
@@ -85,11 +88,14 @@ def transport_share(fn_names, fn_object, self_cost, arcs):
         return bool(TRANSPORT_NAME.search(fn_names.get(fid, "")) or TRANSPORT_OBJECT.match(base(fn_object.get(fid))))
 
     share = sum(ir for fid, ir in self_cost.items() if is_transport(fid))
+    copies = 0
     for caller, callee, call_object, ir in arcs:
         if is_transport(caller) and not is_transport(callee):
             if RUNTIME_OBJECT.match(base(fn_object.get(callee) or call_object)):
                 share += ir
-    return share
+                if COPY_NAME.match(fn_names.get(callee, "")):
+                    copies += ir
+    return share, copies
 
 
 def main():
@@ -98,7 +104,8 @@ def main():
     fn_names, fn_object, self_cost, arcs, total = parse(sys.argv[1])
     if total is None:
         sys.exit(f"{sys.argv[1]}: no totals: or summary: line (not a callgrind profile?)")
-    print(f"instructions={total} transport_instructions={transport_share(fn_names, fn_object, self_cost, arcs)}")
+    share, copies = transport_share(fn_names, fn_object, self_cost, arcs)
+    print(f"instructions={total} transport_instructions={share} copy_instructions={copies}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@
 #   the whole run (warm-up and connection set-up included) per MiB of all its payload;
 #   user-space instructions (callgrind in the guest, whole process over the measured messages):
 #   all of them, and the transport's share (tools/bench/msgr-rdma-instructions.py says which
-#   functions), per MiB, per message at 4 KiB;
+#   functions) and the part of that in memcpy (about one instruction per byte copied), per MiB,
+#   per message at 4 KiB;
 #   msgs/s and p50 latency as a sanity row (the emulator's pace, not a target).
 # Ratios are against two-sided in the same run.
 #
@@ -169,6 +170,7 @@ metrics = [
     ("rxe pkts/MiB", "plain", rxe_per_mib("sent_pkts"), "{:.0f}"),
     ("Ir all (4K: /msg)", "callgrind", instructions("instructions"), "{:.0f}"),
     ("Ir transport", "callgrind", instructions("transport_instructions"), "{:.0f}"),
+    ("Ir transport copy", "callgrind", instructions("copy_instructions"), "{:.0f}"),
     ("msgs/s", "plain", lambda x: num(x, "msgs_per_s"), "{:.1f}"),
     ("p50 ms", "plain", lambda x: num(x, "p50_us") / 1000 if "p50_us" in x else None, "{:.1f}"),
 ]
