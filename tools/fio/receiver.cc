@@ -73,7 +73,7 @@ void Receiver::serve_open(const msgr::MessageRef& m) {
 }
 
 void Receiver::serve_io(const msgr::MessageRef& m) {
-  auto answer = std::make_shared<msgr::Message>(kIoReply);
+  auto answer = msgr::make_message(kIoReply);
   answer->set_tid(m->tid());
   int status = 0;
   uint64_t bytes = 0;
