@@ -108,7 +108,9 @@ using MessageRef = std::shared_ptr<Message>;
 // count share one block from the calling thread's block pools (base/pool_allocator.h) rather than
 // the heap, and the block goes back to the pool of the thread that drops the last reference. So a
 // request/reply loop makes no heap call per message once the pools are warm (malloc's own cache
-// holds 7 blocks of a size: a queue depth of 128 freed its replies to the heap's bins).
+// holds 7 blocks of a size: a queue depth of 128 freed its replies to the heap's bins). A message
+// made on one thread and dropped on another (sent from outside the connection's worker) still
+// costs the maker a malloc: its pool never gets the block back.
 MessageRef make_message(uint16_t type, uint16_t version = 1, uint16_t compat_version = 1);
 
 // Factory of typed messages by type id. Unregistered types arrive as plain Message.
