@@ -6,6 +6,8 @@
 // one. Worker thread only.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -14,12 +16,12 @@
 
 #include "msgr/async_messenger.h"
 #include "msgr/handshake.h"
+#include "msgr/message.h"
 #include "msgr/wire/frame.h"
 
 namespace bypass::msgr {
 
 class AsyncConnection;
-class Message;
 
 class ConnectionLink : public std::enable_shared_from_this<ConnectionLink> {
  public:
@@ -96,6 +98,15 @@ class ConnectionLink : public std::enable_shared_from_this<ConnectionLink> {
   const std::string peer_text;
 
  private:
+  // Bytes asked of the socket per read. A transport that reads into fresh buffers sizes them by
+  // this (and copies a read that fills only a small part into a tight buffer), so the ask follows
+  // what the last read brought: about twice that, within these bounds, or what the frame being
+  // read still needs when that is more.
+  static constexpr size_t kMinReadSize = 16 * 1024;
+  static constexpr size_t kMaxReadSize = 256 * 1024;
+  static constexpr int kMaxReadsPerEvent = 16;
+  static constexpr int kMaxSendsPerFlush = 64;
+
   State state_ = State::Handshaking;
   // Mirror the EventCenter's registrations for fd (the center cannot be asked).
   bool read_armed_ = false;
@@ -105,5 +116,55 @@ class ConnectionLink : public std::enable_shared_from_this<ConnectionLink> {
 };
 
 using ConnectionLinkRef = std::shared_ptr<ConnectionLink>;
+
+// The per-message path, inline: the session's calls cost no more than when this was its own code.
+
+inline ConnectionLink::ReadOutcome ConnectionLink::read_available(PerfCounters& perf, int* error) {
+  for (int i = 0; i < kMaxReadsPerEvent; ++i) {
+    const size_t want = std::max(read_size_, reader ? reader->wanted() : size_t{0});
+    ssize_t n = socket.zero_copy_read(inbuf, want);
+    if (n > 0) {
+      // The loop's reading of the clock for this iteration: no clock_gettime per read.
+      last_rx = worker->center().now();
+      bump(perf.bytes_received, static_cast<uint64_t>(n));
+      read_size_ = std::clamp(std::bit_ceil(static_cast<size_t>(n)) * 2, kMinReadSize, kMaxReadSize);
+      if (static_cast<size_t>(n) < want) break;
+      continue;
+    }
+    if (n == 0) return ReadOutcome::PeerClosed;
+    if (n == -EAGAIN) break;
+    *error = static_cast<int>(n);
+    return ReadOutcome::Failed;
+  }
+  return ReadOutcome::Data;
+}
+
+inline int ConnectionLink::send_output() {
+  for (int i = 0; i < kMaxSendsPerFlush && !outbuf.empty(); ++i) {
+    ssize_t n = socket.send(outbuf, false);
+    if (n == -EAGAIN || n == 0) break;
+    if (n < 0) return static_cast<int>(n);
+  }
+  if (outbuf.empty() && write_armed_) disarm_write();
+  return 0;
+}
+
+inline size_t ConnectionLink::frame_message(std::string_view header, const Message& m) {
+  const size_t before = outbuf.length();
+  assembler->assemble_message(header, m.front(), m.middle(), m.data(), outbuf);
+  return outbuf.length() - before;
+}
+
+inline void ConnectionLink::frame_control(wire::Tag tag, std::string_view payload) {
+  assembler->assemble_control(tag, payload, outbuf);
+}
+
+inline void ConnectionLink::frame_control(wire::Tag tag, const BufferList& payload) {
+  assembler->assemble_control(tag, payload, outbuf);
+}
+
+inline bool ConnectionLink::has_complete_frame_buffered() const {
+  return reader->wanted() > 0 && inbuf.length() >= reader->wanted();
+}
 
 }  // namespace bypass::msgr
