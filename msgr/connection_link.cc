@@ -7,28 +7,16 @@ namespace bypass::msgr {
 ConnectionLink::ConnectionLink(Worker* worker_in, uint64_t serial_in, std::string peer_text_in)
     : serial(serial_in), worker(worker_in), peer_text(std::move(peer_text_in)), read_size_(kMaxReadSize / 4) {}
 
-void ConnectionLink::arm_read(EventCenter::FileCallback callback) {
-  if (read_armed_) return;
-  worker->center().create_file_event(fd, kEventReadable, std::move(callback));
-  read_armed_ = true;
+void ConnectionLink::arm(int mask, bool& armed, EventCenter::FileCallback callback) {
+  if (armed) return;
+  worker->center().create_file_event(fd, mask, std::move(callback));
+  armed = true;
 }
 
-void ConnectionLink::disarm_read() {
-  if (!read_armed_) return;
-  worker->center().delete_file_event(fd, kEventReadable);
-  read_armed_ = false;
-}
-
-void ConnectionLink::arm_write(EventCenter::FileCallback callback) {
-  if (write_armed_) return;
-  worker->center().create_file_event(fd, kEventWritable, std::move(callback));
-  write_armed_ = true;
-}
-
-void ConnectionLink::disarm_write() {
-  if (!write_armed_) return;
-  worker->center().delete_file_event(fd, kEventWritable);
-  write_armed_ = false;
+void ConnectionLink::disarm(int mask, bool& armed) {
+  if (!armed) return;
+  worker->center().delete_file_event(fd, mask);
+  armed = false;
 }
 
 void ConnectionLink::stop_events() {

@@ -55,10 +55,10 @@ class ConnectionLink : public std::enable_shared_from_this<ConnectionLink> {
   bool needs_write_event() const { return !write_armed_ && !outbuf.empty(); }
 
   // File events: each armed at most once.
-  void arm_read(EventCenter::FileCallback callback);
-  void disarm_read();
-  void arm_write(EventCenter::FileCallback callback);
-  void disarm_write();
+  void arm_read(EventCenter::FileCallback callback) { arm(kEventReadable, read_armed_, std::move(callback)); }
+  void disarm_read() { disarm(kEventReadable, read_armed_); }
+  void arm_write(EventCenter::FileCallback callback) { arm(kEventWritable, write_armed_, std::move(callback)); }
+  void disarm_write() { disarm(kEventWritable, write_armed_); }
   // Deletes the file events and the keepalive timer (the link moves to another session or dies).
   void stop_events();
   // Dead: events and timer stopped, socket closed. Idempotent.
@@ -106,6 +106,9 @@ class ConnectionLink : public std::enable_shared_from_this<ConnectionLink> {
   static constexpr size_t kMaxReadSize = 256 * 1024;
   static constexpr int kMaxReadsPerEvent = 16;
   static constexpr int kMaxSendsPerFlush = 64;
+
+  void arm(int mask, bool& armed, EventCenter::FileCallback callback);
+  void disarm(int mask, bool& armed);
 
   State state_ = State::Handshaking;
   // Mirror the EventCenter's registrations for fd (the center cannot be asked).
