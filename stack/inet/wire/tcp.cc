@@ -30,11 +30,12 @@ const char* TcpHeader::parse(const uint8_t* data, size_t len, TcpHeader& out) {
   namespace option = tcp_option_field;
   const TcpView view(data, len);
   if (const char* error = view.check_len()) return error;
+  // Before any store to `out` (which may alias `data`), so check_len()'s reading of it is reused.
+  out.header_length = static_cast<uint8_t>(view.header_length());
   out.source_port = view.src_port();
   out.destination_port = view.dst_port();
   out.seq = view.seq_number();
   out.ack = view.ack_number();
-  out.header_length = static_cast<uint8_t>(view.header_length());
   out.flags = view.flags();
   out.window = view.window();
   out.checksum = view.checksum();
