@@ -656,29 +656,32 @@ TEST(TcpPath, FragmentationNeededLowersMss) {
   ASSERT_FALSE(seen.empty());
   const SeenSegment& first = seen[0];
   // ICMP type 3 code 4 from the peer quoting our segment, next-hop MTU 1200 (RFC 1191).
-  std::vector<uint8_t> quoted(28, 0);
+  // The quote: the IPv4 header and the first 8 bytes of the segment (ports and sequence number).
+  std::vector<uint8_t> quoted(Ipv4Header::kMinLength + tcp_field::Seq::kEnd, 0);
   Ipv4Header inner;
   inner.total_length = 1500;
-  inner.protocol = 6;
+  inner.protocol = static_cast<uint8_t>(IpProtocol::Tcp);
   inner.source = ip_of(1);
   inner.destination = ip_of(2);
   inner.emit(quoted.data(), true);
-  store_be16(quoted.data() + 20, first.header.source_port);
-  store_be16(quoted.data() + 22, first.header.destination_port);
-  store_be32(quoted.data() + 24, first.header.seq.raw());
+  const TcpView quoted_tcp(quoted.data() + Ipv4Header::kMinLength, tcp_field::Seq::kEnd);
+  quoted_tcp.set_src_port(first.header.source_port);
+  quoted_tcp.set_dst_port(first.header.destination_port);
+  quoted_tcp.set_seq_number(first.header.seq);
   BufferList body;
   body.append_copy(quoted.data(), quoted.size());
-  std::vector<uint8_t> frame(14 + 20 + 8 + quoted.size());
-  EthernetHeader{mac_of(1), mac_of(2), 0x0800}.emit(frame.data());
+  constexpr size_t kIcmpAt = EthernetHeader::kLength + Ipv4Header::kMinLength;
+  std::vector<uint8_t> frame(kIcmpAt + IcmpHeader::kLength + quoted.size());
+  EthernetHeader{mac_of(1), mac_of(2), static_cast<uint16_t>(EtherType::Ipv4)}.emit(frame.data());
   Ipv4Header ip;
-  ip.total_length = static_cast<uint16_t>(20 + 8 + quoted.size());
-  ip.protocol = 1;
+  ip.total_length = static_cast<uint16_t>(Ipv4Header::kMinLength + IcmpHeader::kLength + quoted.size());
+  ip.protocol = static_cast<uint8_t>(IpProtocol::Icmp);
   ip.source = ip_of(2);
   ip.destination = ip_of(1);
-  ip.emit(frame.data() + 14, true);
+  ip.emit(frame.data() + EthernetHeader::kLength, true);
   IcmpHeader{IcmpHeader::kDestinationUnreachable, IcmpHeader::kFragmentationNeeded, 0, 1200}
-      .emit(frame.data() + 34, body);
-  std::memcpy(frame.data() + 42, quoted.data(), quoted.size());
+      .emit(frame.data() + kIcmpAt, body);
+  std::memcpy(frame.data() + kIcmpAt + IcmpHeader::kLength, quoted.data(), quoted.size());
   Packet p;
   p.data.append_copy(frame.data(), frame.size());
   hosts.a->receive(std::move(p));

@@ -55,12 +55,13 @@ void inject(InetStack& stack, const Bytes& frame) {
 // A Packet Too Big from b's address to a, quoting an IPv6/TCP header of a's connection `c`
 // with sequence number `seq` (RFC 4443 §3.2).
 Bytes packet_too_big(TwoHosts& hosts, const TcpConnection& c, SeqNumber seq, uint32_t mtu, uint16_t port_offset = 0) {
-  Bytes tcp(20);
-  store_be16(tcp.data(), static_cast<uint16_t>(c.tuple().local_port + port_offset));
-  store_be16(tcp.data() + 2, c.tuple().remote_port);
-  store_be32(tcp.data() + 4, seq.raw());
-  tcp[12] = 5 << 4;
-  tcp[13] = kTcpAck;
+  Bytes tcp(TcpHeader::kMinLength);
+  const TcpView view(tcp.data(), tcp.size());
+  view.set_src_port(static_cast<uint16_t>(c.tuple().local_port + port_offset));
+  view.set_dst_port(c.tuple().remote_port);
+  view.set_seq_number(seq);
+  view.set_header_length(TcpHeader::kMinLength);
+  view.set_flags(kTcpAck);
   tcp.resize(1200);  // a quote of a full-sized segment: header and the start of its payload
   const Ipv6Address& a = hosts.settings_a.ipv6.address;
   const Ipv6Address& b = hosts.settings_b.ipv6.address;
