@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <span>
 #include <type_traits>
 
 #include "stack/inet/wire/bytes.h"
@@ -50,7 +49,6 @@ struct Field {
 // Bits of an integer field: (field >> Shift) & Mask, e.g. IPv4's IHL in the low 4 bits of byte 0.
 template <typename Whole, unsigned Shift, uint32_t Mask>
 struct BitField {
-  using Container = Whole;
   static constexpr size_t kEnd = Whole::kEnd;
   static uint32_t get(const uint8_t* header) { return (uint32_t{Whole::get(header)} >> Shift) & Mask; }
   static void set(uint8_t* header, uint32_t value) {
@@ -66,7 +64,6 @@ template <typename Byte>
 class HeaderView {
  public:
   HeaderView(Byte* data, size_t size) : data_(data), size_(size) {}
-  explicit HeaderView(std::span<Byte> bytes) : data_(bytes.data()), size_(bytes.size()) {}
 
   Byte* data() const { return data_; }
   size_t size() const { return size_; }
