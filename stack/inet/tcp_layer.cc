@@ -379,12 +379,14 @@ void TcpLayer::on_closed(TcpConnection& connection) {
 
 void TcpLayer::on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quoted,
                               const uint8_t* l4, size_t l4_length) {
-  if (l4_length < 8) return;
-  FourTuple tuple{quoted.source, load_be16(l4), quoted.destination, load_be16(l4 + 2)};
+  // RFC 792: the quote holds at least the first 8 bytes of the segment: ports and sequence number.
+  if (l4_length < tcp_field::Seq::kEnd) return;
+  const TcpView quoted_tcp(l4, l4_length);
+  FourTuple tuple{quoted.source, quoted_tcp.src_port(), quoted.destination, quoted_tcp.dst_port()};
   auto connection = find(tuple);
   if (!connection) return;
   // RFC 5927 §4.1: act only when the quoted sequence number is in flight.
-  uint32_t seq = load_be32(l4 + 4);
+  const SeqNumber seq = quoted_tcp.seq_number();
   if (!seq_in(seq, connection->snd_una_, connection->snd_max_ + 1)) return;
   if (code == IcmpHeader::kFragmentationNeeded) {
     if (mtu >= 68) connection->on_path_mtu(mtu);  // RFC 1191 §4

@@ -33,25 +33,26 @@ void TcpSegmentOutput::send(const FourTuple& tuple, const TcpHeader& header, Buf
   BufferSegment head = BufferSegment::allocate(headroom + header_length);
   auto* tcp = reinterpret_cast<uint8_t*>(head.data()) + headroom;
   header.emit(tcp);
+  const TcpView view(tcp, header_length);
   size_t tcp_length = header_length + payload.length();
   Packet frame;
   if (segment_payload != 0) {
     // Cut by the device (TSO, or software below the stack), which sums each piece: the field
     // holds the pseudo-header sum without the length (DPDK's TSO convention, rte_ipv4_phdr_cksum
     // and rte_ipv6_phdr_cksum with RTE_MBUF_F_TX_TCP_SEG).
-    store_be16(tcp + 16, pseudo_header_sum(tuple, 0));
+    view.set_checksum(pseudo_header_sum(tuple, 0));
     frame.tx.tcp_checksum = true;
     frame.tx.segment_payload = segment_payload;
   } else if (device_.capabilities().tx_tcp_checksum) {
     // The NIC completes the sum; it expects the pseudo-header sum in the field (DPDK convention).
-    store_be16(tcp + 16, pseudo_header_sum(tuple, tcp_length));
+    view.set_checksum(pseudo_header_sum(tuple, tcp_length));
     frame.tx.tcp_checksum = true;
   } else {
     ChecksumAccumulator sum;
     sum.add_u16(pseudo_header_sum(tuple, tcp_length));
     sum.add(tcp, header_length);
     sum.add(payload, 0, payload.length());
-    store_be16(tcp + 16, sum.finish());
+    view.set_checksum(sum.finish());
   }
   frame.tx.l4_length = static_cast<uint8_t>(header_length);
   frame.data.append(std::move(head));
