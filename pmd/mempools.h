@@ -25,7 +25,9 @@ struct MempoolUsage {
 
 class MempoolSet {
  public:
-  MempoolSet(unsigned mbufs, unsigned cache_size, unsigned data_room);
+  // `ops`: the pool's backing store (rte_mempool ops name, "" for DPDK's default ring), see
+  // dpdk.mbuf_pool_ops.
+  MempoolSet(unsigned mbufs, unsigned cache_size, unsigned data_room, std::string ops = "");
   static std::unique_ptr<MempoolSet> from_config(const config::Config& config);
   ~MempoolSet();  // pools are freed; every mbuf must be back by then
   MempoolSet(const MempoolSet&) = delete;
@@ -39,6 +41,7 @@ class MempoolSet {
 
  private:
   unsigned mbufs_, cache_size_, data_room_;
+  std::string ops_;
   std::map<int, rte_mempool*> pools_;
 };
 
