@@ -9,7 +9,8 @@
 #
 #   tools/bench/connection-scaling.sh [BUILD_DIR]   (default build/release, built when missing)
 #   COUNTS="16 64 256 1024" DURATION=6s DEPTH=4 SIZE=4K ROUNDS=1 LINK=auto MESSENGERS=per-thread
-#   TRANSPORTS="posix dpdk"; KEEP=1 keeps the result files and logs and says where
+#   TRANSPORTS="posix dpdk"; SETS="--set dpdk.mbuf_pool_ops=stack" passes settings on to bypass-bench;
+#   KEEP=1 keeps the result files and logs and says where
 #
 # Instructions and simulated cache misses per message at two counts (what separates an algorithm
 # that grows with the connection count from memory stalls): docs/benchmarks.md, "Connection scaling".
@@ -26,6 +27,7 @@ rounds=${ROUNDS:-1}
 link=${LINK:-auto}
 messengers=${MESSENGERS:-per-thread}
 transports=${TRANSPORTS:-posix dpdk}
+read -r -a extra_sets <<<"${SETS:-}"
 
 if [ ! -x "$bench" ]; then
   echo "connection-scaling: building bypass-bench in $build (release)" >&2
@@ -52,7 +54,7 @@ for round in $(seq "$rounds"); do
     if ! "$bench" -c "$root/config/examples/default.yaml" --set "bench.transports=[$transport_list]" \
       --set bench.dpdk_link="$link" --set bench.connections="$c" --set bench.iodepth="$depth" \
       --set bench.message_size="$size" --set bench.messengers="$messengers" --set bench.duration="$duration" \
-      --set bench.progress=off --set bench.output="$out.json" run >"$out.log" 2>&1; then
+      --set bench.progress=off --set bench.output="$out.json" "${extra_sets[@]}" run >"$out.log" 2>&1; then
       echo "connection-scaling: the run at $c connections failed (its last lines):" >&2
       tail -5 "$out.log" >&2
     fi
@@ -82,7 +84,7 @@ def median(t, c):
     values = rates.get((t, c))
     return statistics.median(values) if values else None
 
-print(f"\nconnection scaling: {size} B request/reply, depth {depth} per connection, {messengers} messengers, "
+print(f"\nconnection scaling: {size} request/reply, depth {depth} per connection, {messengers} messengers, "
       f"{duration} per run, median of {rounds} round(s); ratio = rate / the same transport's rate at {counts[0]}")
 header = f"{'connections':>11}"
 for t in transports:
