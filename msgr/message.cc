@@ -1,5 +1,7 @@
 #include "msgr/message.h"
 
+#include "base/pool_allocator.h"
+
 namespace bypass::msgr {
 
 void MessageRegistry::add(uint16_t type, Factory factory) {
@@ -16,7 +18,11 @@ MessageRef MessageRegistry::create(uint16_t type, uint16_t version, uint16_t com
     auto it = table->find(type);
     if (it != table->end()) return it->second();
   }
-  return std::make_shared<Message>(type, version, compat);
+  return make_message(type, version, compat);
+}
+
+MessageRef make_message(uint16_t type, uint16_t version, uint16_t compat_version) {
+  return std::allocate_shared<Message>(PoolAllocator<Message>(), type, version, compat_version);
 }
 
 }  // namespace bypass::msgr

@@ -103,6 +103,16 @@ class Message {
 // Messages are shared between the application and the connection that sends or received them.
 using MessageRef = std::shared_ptr<Message>;
 
+// A new plain Message for the per-message path (a server's reply to each request, a client's
+// request per io, every received message of an unregistered type): the message and its reference
+// count share one block from the calling thread's block pools (base/pool_allocator.h) rather than
+// the heap, and the block goes back to the pool of the thread that drops the last reference. So a
+// request/reply loop makes no heap call per message once the pools are warm (malloc's own cache
+// holds 7 blocks of a size: a queue depth of 128 freed its replies to the heap's bins). A message
+// made on one thread and dropped on another (sent from outside the connection's worker) still
+// costs the maker a malloc: its pool never gets the block back.
+MessageRef make_message(uint16_t type, uint16_t version = 1, uint16_t compat_version = 1);
+
 // Factory of typed messages by type id. Unregistered types arrive as plain Message.
 // create() runs for every received message and takes no lock: add() publishes a new immutable
 // table (copy on write; types are registered at start-up, so the few old tables are simply kept

@@ -12,6 +12,10 @@
 # thread polled); the table shows each figure's median over the rounds, and fio / bypass-bench for
 # IOPS (msgs/s) and p50 latency (fio's clat: submission to completion, as bypass-bench times send
 # to reply).
+# The sender's fio options for like for like: iodepth_batch_complete_max=<iodepth> (fio's default, 1,
+# reaps one completion per getevents call where bypass-bench's client handles every reply its worker
+# read), disable_slat=1 and disable_lat=1 (bypass-bench keeps one latency sample per message, as
+# fio then does: clat, the figure compared, is kept for every io).
 # With posix it also runs fio writes the way Ceph published its ceph-msgr engine's loopback figures
 # (4 KiB at depth 1, 8 KiB at depth 128) and prints them beside Ceph's (other hardware).
 #
@@ -129,6 +133,7 @@ run_fio() {
   fi
   taskset -c "$client_cpu" fio --name=sender "${common[@]}" --bypass_set="$client_set" --hostname="$host" \
     --rw="$rw" --bs="$bs" --iodepth="$depth" --size=64m --time_based --ramp_time=1 --runtime="$seconds" \
+    --iodepth_batch_complete_max="$depth" --disable_slat=1 --disable_lat=1 \
     --bypass_timeout=60 --output-format=json --output="$work/fio.json" >"$work/sender.log" 2>&1 ||
     { cat "$work/sender.log" "$work/receiver.log" >&2; kill "$receiver" 2>/dev/null; echo "fio-vs-bench: fio failed ($transport $rw $depth)" >&2; exit 1; }
   local status=0
@@ -143,7 +148,7 @@ d = job[sys.argv[2]]
 # usr_cpu + sys_cpu of a thread job: the CPU time of its thread over its run, in percent.
 share = min(j["usr_cpu"] + j["sys_cpu"] for j in (job, json.load(open(sys.argv[3]))["jobs"][0]))
 cpu = f"{min(share, 100):.0f}" if sys.argv[4] == "yes" else "-"
-print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["lat_ns"]["mean"] / 1000, cpu)' \
+print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["clat_ns"]["mean"] / 1000, cpu)' \
     "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)" "$work/receiver.json" "$polled"
 }
 
@@ -218,7 +223,7 @@ ceph = {(1, "4k"): "13.0k IOPS, 71 us", (128, "8k"): "126k-154k IOPS"}
 rows = [(d, bs) for (t, d, bs) in runs if t == "ceph"]
 if rows:
     print("\nfio writes over posix on loopback beside Ceph's ceph-msgr engine (Ceph's figures: ceph/ceph PR 26932,")
-    print("other hardware; fio's lat = submission to completion, mean)")
+    print("other hardware; Bypass's mean: fio's clat, from submission to completion; Ceph's: fio's lat)")
     print(f"{'case':<14}{'Bypass IOPS':>12}{'p50 us':>8}{'mean us':>9}   Ceph async+posix")
     for depth, bs in sorted(rows):
         f = runs[("ceph", depth, bs)]

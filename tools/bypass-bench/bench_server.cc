@@ -35,7 +35,7 @@ class Responder : public msgr::Dispatcher {
   bool ms_can_fast_dispatch(const msgr::Message& m) const override { return m.type() != kStatsRequest; }
   void ms_fast_dispatch(const msgr::MessageRef& m) override {
     if (m->type() != kBenchRequest) return;  // kBenchStream: consumed
-    auto reply = std::make_shared<msgr::Message>(kBenchReply);
+    auto reply = msgr::make_message(kBenchReply);
     reply->set_tid(m->tid());
     // Shares the request's received buffers (a reply of the same size without a copy), or the
     // fixed reply's.

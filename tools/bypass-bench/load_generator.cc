@@ -129,7 +129,7 @@ bool LoadGenerator::finish_case(std::chrono::nanoseconds timeout) {
 
 void LoadGenerator::send_next(Window& window) {
   const uint64_t tid = ++window.sent;
-  auto m = std::make_shared<msgr::Message>(mode_ == BenchMode::RequestReply ? kBenchRequest : kBenchStream);
+  auto m = msgr::make_message(mode_ == BenchMode::RequestReply ? kBenchRequest : kBenchStream);
   m->set_tid(tid);
   m->data().append(payload_);  // shares the payload's storage: no copy per message
   if (mode_ == BenchMode::Stream) {

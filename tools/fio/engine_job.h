@@ -2,6 +2,7 @@
 // comes on the fio job's own thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -27,8 +28,11 @@ class EngineJob {
 
   // The job's first error (noted on any thread), once: fio prints it, and the many ios that fail
   // the same way after it add only fio's own line each. Empty when there is none to print.
+  // fio asks after every completed io: that costs one load unless an error is waiting.
   std::string take_error() {
+    if (!error_waiting_.load(std::memory_order_acquire)) return {};
     std::lock_guard guard(error_lock_);
+    error_waiting_.store(false, std::memory_order_relaxed);
     return std::exchange(error_, std::string());
   }
 
@@ -39,12 +43,14 @@ class EngineJob {
     if (noted_) return;
     noted_ = true;
     error_ = what;
+    error_waiting_.store(true, std::memory_order_release);
   }
 
  private:
   std::mutex error_lock_;
   bool noted_ = false;
   std::string error_;
+  std::atomic<bool> error_waiting_{false};  // error_ is set and not taken yet
 };
 
 }  // namespace bypass::fio

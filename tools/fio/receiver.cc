@@ -73,7 +73,7 @@ void Receiver::serve_open(const msgr::MessageRef& m) {
 }
 
 void Receiver::serve_io(const msgr::MessageRef& m) {
-  auto answer = std::make_shared<msgr::Message>(kIoReply);
+  auto answer = msgr::make_message(kIoReply);
   answer->set_tid(m->tid());
   int status = 0;
   uint64_t bytes = 0;
@@ -121,7 +121,8 @@ bool Receiver::senders_gone() {
 }
 
 int Receiver::queue(void*, int, void*, uint64_t, uint64_t, uint64_t, uint64_t* bytes, std::string*) {
-  const auto give_back = Clock::now() + kIdleReturn;
+  // Read the clock only once nothing is waiting: fio calls this once per served request.
+  Clock::time_point give_back{};
   for (;;) {
     const uint64_t requests = served_requests_.load(std::memory_order_acquire) - reported_requests_;
     if (requests > 0) {
@@ -134,7 +135,9 @@ int Receiver::queue(void*, int, void*, uint64_t, uint64_t, uint64_t, uint64_t* b
       return BYPASS_FIO_COMPLETED;
     }
     if (senders_gone()) return BYPASS_FIO_JOB_DONE;
-    if (Clock::now() >= give_back) return BYPASS_FIO_IDLE;
+    const auto now = Clock::now();
+    if (give_back == Clock::time_point{}) give_back = now + kIdleReturn;
+    if (now >= give_back) return BYPASS_FIO_IDLE;
     if (stack_->stack()->polled_here()) {
       // This thread runs the stack's loops (bypass_poll=job): it serves in here. The clock above
       // is read once per kPollsPerCheck polls (each poll reads it once already).

@@ -289,7 +289,7 @@ int Sender::queue(void* opaque, int op, void* buf, uint64_t length, uint64_t off
   io.in_flight = true;
   ++in_flight_;
 
-  auto m = std::make_shared<msgr::Message>(kIoRequest);
+  auto m = msgr::make_message(kIoRequest);
   m->set_tid(tid);
   IoRequest{io.op, object, offset, static_cast<uint32_t>(length)}.encode(m->front());
   if (io.op == IoOp::write)

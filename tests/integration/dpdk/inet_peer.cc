@@ -69,7 +69,9 @@ const char* kUsage =
     "      address from worker 0's ARP table, 'neigh IP MAC' or 'neigh IP unresolved' for each\n"
     "      --show-neigh address from its Neighbor Discovery cache, and for each --show-path-mtu\n"
     "      address 'path_mtu IP N' (worker 0's path MTU to it) and 'send_mss [IP]:PORT N\n"
-    "      bytes_acked=B' per TCP connection to it (ms.type=dpdk); IPv6 addresses print in canonical form (RFC 5952)\n";
+    "      bytes_acked=B' per TCP connection to it still in the stack, and 'completed_send_mss\n"
+    "      [IP]:PORT N bytes_acked=B' per data connection, read when its echo completed\n"
+    "      (ms.type=dpdk); IPv6 addresses print in canonical form (RFC 5952)\n";
 
 constexpr auto kPollInterval = 100ms;
 const char* kHelp = "inet_peer --help";
@@ -305,6 +307,7 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
   const size_t total = o.connections * o.targets.size();
   std::vector<ClientResult> results(total);
   std::vector<std::pair<size_t, size_t>> slices(total);  // [offset, length) of `data` per connection
+  std::vector<std::string> completed_mss(total);  // --show-path-mtu: written on the workers
   Completion done;
   RunningStack running(conf);
   if (o.inspects_stack() && !testing::is_dpdk_stack(running.stack())) {
@@ -336,6 +339,13 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
     spec.read_max = 1 << 20;
     spec.options = socket_options;
     Worker& w = *running.stack().worker(static_cast<unsigned>(i % running.stack().num_workers()));
+    if (!o.show_path_mtu.empty()) {
+      // The connection's SMSS while it still exists: once both ends closed it is gone from the
+      // stack, so the listing at the end may miss it.
+      spec.before_close = [&, i, worker = w.id()](const SocketAddress& local) {
+        completed_mss[i] = testing::send_mss_of(running.stack(), worker, local);
+      };
+    }
     const SocketAddress target = o.targets[i % o.targets.size()];
     testing::run_on(w, [&, i] {
       running.pool().spawn<StreamClient>(w, target, std::move(spec), &results[i], &done);
@@ -345,9 +355,10 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
   // Results are written on the workers: read them there (also when some are still running).
   std::vector<ClientResult> seen(total);
+  std::vector<std::string> seen_mss(total);
   for (size_t i = 0; i < total; ++i) {
     testing::run_on(*running.stack().worker(static_cast<unsigned>(i % running.stack().num_workers())),
-                    [&, i] { seen[i] = results[i]; });
+                    [&, i] { seen[i] = results[i]; seen_mss[i] = completed_mss[i]; });
   }
   int failures = 0;
   for (size_t i = 0; i < total; ++i) {
@@ -377,7 +388,12 @@ int run_echo_client(const config::Config& conf, const ClientOptions& o) {
   print_inet_stats(running.stack(), std::cout);
   if (!o.show_arp.empty()) print_arp_entries(running.stack(), o.show_arp, std::cout);
   if (!o.show_neigh.empty()) testing::print_neighbor_entries(running.stack(), o.show_neigh, std::cout);
-  if (!o.show_path_mtu.empty()) testing::print_path_mtu(running.stack(), o.show_path_mtu, std::cout);
+  if (!o.show_path_mtu.empty()) {
+    testing::print_path_mtu(running.stack(), o.show_path_mtu, std::cout);
+    for (const std::string& line : seen_mss)
+      if (!line.empty()) std::cout << "completed_" << line;
+    std::cout.flush();
+  }
   return 0;
 }
 

@@ -25,6 +25,12 @@ std::vector<inet::Ipv6Address> ipv6_addresses(const std::vector<std::string>& ip
   return addresses;
 }
 
+// "send_mss [IP]:PORT N bytes_acked=B" for one connection (print_path_mtu's line).
+std::string send_mss_line(const inet::TcpConnection& c) {
+  return "send_mss " + inet::endpoint_to_string(c.tuple().remote_ip, c.tuple().remote_port) + " " +
+         std::to_string(c.send_mss()) + " bytes_acked=" + std::to_string(c.bytes_acked()) + "\n";
+}
+
 }  // namespace
 
 bool is_dpdk_stack(NetworkStack& stack) { return dynamic_cast<DpdkStack*>(&stack) != nullptr; }
@@ -107,11 +113,20 @@ void print_path_mtu(NetworkStack& stack, const std::vector<std::string>& ips, st
       const inet::FourTuple& tuple = c.tuple();
       if (!tuple.is_v6()) return;
       if (std::find(addresses.begin(), addresses.end(), tuple.remote_ip.v6()) == addresses.end()) return;
-      out << "send_mss " << inet::endpoint_to_string(tuple.remote_ip, tuple.remote_port) << " " << c.send_mss()
-          << " bytes_acked=" << c.bytes_acked() << "\n";
+      out << send_mss_line(c);
     });
   });
   out.flush();
+}
+
+std::string send_mss_of(NetworkStack& stack, unsigned worker, const SocketAddress& local) {
+  auto* dpdk = dynamic_cast<DpdkStack*>(&stack);
+  if (dpdk == nullptr) return {};
+  std::string line;
+  dpdk->dpdk_worker(worker).inet().tcp().for_each_connection([&](const inet::TcpConnection& c) {
+    if (c.tuple().local_port == local.port()) line = send_mss_line(c);
+  });
+  return line;
 }
 
 }  // namespace bypass::testing

@@ -41,4 +41,9 @@ void print_neighbor_entries(NetworkStack& stack, const std::vector<std::string>&
 // acknowledged (0 for a connection that carried none, whose SMSS nothing had reason to lower).
 void print_path_mtu(NetworkStack& stack, const std::vector<std::string>& ips, std::ostream& out);
 
+// print_path_mtu's "send_mss" line for the TCP connection whose local port is `local`'s, read on
+// worker `worker`'s own thread (call it there, e.g. when a client completes, before its socket
+// closes and the connection may be gone); empty when there is none or the stack is not dpdk.
+std::string send_mss_of(NetworkStack& stack, unsigned worker, const SocketAddress& local);
+
 }  // namespace bypass::testing

@@ -127,6 +127,7 @@ void StreamClient::complete(int error) {
     result_->verified = result_->received == spec_.expected_length &&
                         (!spec_.wait_for_eof || result_->eof);
   }
+  if (error == 0 && spec_.before_close) spec_.before_close(socket_.local_address());
   done_->signal();
   if (spec_.wait_for_eof || error != 0 || spec_.connect_only) {
     finish();

@@ -1,6 +1,7 @@
 // Connection state machines used by the socket-interface suite.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -75,6 +76,9 @@ struct ClientSpec {
   bool zero_copy = false;         // read with zero_copy_read instead of read
   size_t read_max = 64 * 1024;    // max bytes per read call
   SocketOptions options;
+  // Runs on the worker when the client completes without error, before it closes its socket
+  // (given this end's address): a test reads the connection's state there while it still exists.
+  std::function<void(const SocketAddress& local)> before_close;
 };
 
 struct ClientResult {
