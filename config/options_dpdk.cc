@@ -94,12 +94,6 @@ void register_dpdk_options(Registry& r) {
          .min = 1023, .max = 16'777'215});
   r.add({.name = "dpdk.mbuf_cache", .type = OptionType::Int, .default_value = "256",
          .help = "Per-lcore mempool cache size.", .min = 0, .max = 512});
-  r.add({.name = "dpdk.mbuf_pool_ops", .type = OptionType::Enum, .default_value = "ring_mp_mc",
-         .help = "The mbuf pools' backing store (DPDK mempool ops): ring_mp_mc, DPDK's default, hands out "
-                 "the mbuf freed longest ago (FIFO); stack (librte_mempool_stack) the one freed last, whose "
-                 "lines are likely still cached when thousands of mbufs are in flight (docs/benchmarks.md, "
-                 "connection scaling).",
-         .enum_values = {"ring_mp_mc", "stack"}});
   r.add({.name = "dpdk.mbuf_size", .type = OptionType::Size, .default_value = "2176",
          .help = "Mbuf data room including the 128-byte headroom (2176 holds a 1518-byte frame).",
          .min = 512, .max = 65535});

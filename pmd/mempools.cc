@@ -12,14 +12,13 @@
 
 namespace bypass::pmd {
 
-MempoolSet::MempoolSet(unsigned mbufs, unsigned cache_size, unsigned data_room, std::string ops)
-    : mbufs_(mbufs), cache_size_(cache_size), data_room_(data_room), ops_(std::move(ops)) {}
+MempoolSet::MempoolSet(unsigned mbufs, unsigned cache_size, unsigned data_room)
+    : mbufs_(mbufs), cache_size_(cache_size), data_room_(data_room) {}
 
 std::unique_ptr<MempoolSet> MempoolSet::from_config(const config::Config& config) {
   return std::make_unique<MempoolSet>(static_cast<unsigned>(config.get_int("dpdk.mbufs")),
                     static_cast<unsigned>(config.get_int("dpdk.mbuf_cache")),
-                    static_cast<unsigned>(config.get_size("dpdk.mbuf_size")),
-                    config.get_string("dpdk.mbuf_pool_ops"));
+                    static_cast<unsigned>(config.get_size("dpdk.mbuf_size")));
 }
 
 MempoolSet::~MempoolSet() {
@@ -32,14 +31,12 @@ rte_mempool* MempoolSet::for_socket(int socket) {
   // Names are global in a DPDK process; a counter keeps two MempoolSets apart.
   static std::atomic<unsigned> generation{0};
   const std::string name = "bypass_s" + std::to_string(socket) + "_" + std::to_string(generation++);
-  // The default ops (nullptr) are DPDK's ring, or what the EAL's --mbuf-pool-ops-name says.
-  const char* ops = ops_.empty() ? nullptr : ops_.c_str();
-  rte_mempool* pool = rte_pktmbuf_pool_create_by_ops(name.c_str(), mbufs_, cache_size_, 0,
-                                                     static_cast<uint16_t>(data_room_), socket, ops);
+  rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), mbufs_, cache_size_, 0,
+                                              static_cast<uint16_t>(data_room_), socket);
   if (!pool && socket != 0) {
     // The port's node has no memory left: a pool elsewhere works, every mbuf crossing the interconnect.
-    pool = rte_pktmbuf_pool_create_by_ops(name.c_str(), mbufs_, cache_size_, 0, static_cast<uint16_t>(data_room_),
-                                          SOCKET_ID_ANY, ops);
+    pool = rte_pktmbuf_pool_create(name.c_str(), mbufs_, cache_size_, 0, static_cast<uint16_t>(data_room_),
+                                   SOCKET_ID_ANY);
     if (pool)
       BYPASS_LOG(Warn, "pmd", "mempool %s: no room on NUMA node %d (the port's), created on node %d instead; "
                  "reserve hugepages on node %d (dpdk-hugepages.py --node %d --reserve SIZE)", name.c_str(), socket,
@@ -48,9 +45,7 @@ rte_mempool* MempoolSet::for_socket(int socket) {
   if (!pool)
     throw PmdError("dpdk.mbufs: cannot create a pool of " + std::to_string(mbufs_) + " mbufs of " +
                    std::to_string(data_room_) + " bytes on socket " + std::to_string(socket) + ": " +
-                   rte_strerror(rte_errno) +
-                   (rte_errno == EINVAL && ops ? " (dpdk.mbuf_pool_ops: no mempool driver '" + ops_ + "' loaded)"
-                                               : " (lower dpdk.mbufs or raise dpdk.memory)"));
+                   rte_strerror(rte_errno) + " (lower dpdk.mbufs or raise dpdk.memory)");
   BYPASS_LOG(Debug, "pmd", "mempool %s: %u mbufs of %u bytes, cache %u", name.c_str(), mbufs_, data_room_,
              cache_size_);
   pools_.emplace(socket, pool);

@@ -25,9 +25,7 @@ struct MempoolUsage {
 
 class MempoolSet {
  public:
-  // `ops`: the pool's backing store (rte_mempool ops name, "" for DPDK's default ring), see
-  // dpdk.mbuf_pool_ops.
-  MempoolSet(unsigned mbufs, unsigned cache_size, unsigned data_room, std::string ops = "");
+  MempoolSet(unsigned mbufs, unsigned cache_size, unsigned data_room);
   static std::unique_ptr<MempoolSet> from_config(const config::Config& config);
   ~MempoolSet();  // pools are freed; every mbuf must be back by then
   MempoolSet(const MempoolSet&) = delete;
@@ -41,7 +39,6 @@ class MempoolSet {
 
  private:
   unsigned mbufs_, cache_size_, data_room_;
-  std::string ops_;
   std::map<int, rte_mempool*> pools_;
 };
 

@@ -428,31 +428,5 @@ TEST_F(RingPortTest, BadOptionsAreNamed) {
   }
 }
 
-// dpdk.mbuf_pool_ops: "stack" hands out the mbuf freed last (its lines likely still cached), the
-// default ring the one freed longest ago; an ops name no loaded driver registers is named in the error.
-TEST(MempoolOps, StackPoolReturnsTheMbufFreedLast) {
-  for (const char* ops : {"stack", "ring_mp_mc"}) {
-    MempoolSet pools(1023, 0, RTE_MBUF_DEFAULT_BUF_SIZE, ops);  // no per-lcore cache: the backing store decides
-    rte_mempool* pool = pools.for_socket(0);
-    EXPECT_STREQ(rte_mempool_get_ops(pool->ops_index)->name, ops);
-    rte_mbuf* first = rte_pktmbuf_alloc(pool);
-    rte_mbuf* second = rte_pktmbuf_alloc(pool);
-    ASSERT_NE(first, nullptr);
-    ASSERT_NE(second, nullptr);
-    rte_pktmbuf_free(first);
-    rte_mbuf* again = rte_pktmbuf_alloc(pool);
-    EXPECT_EQ(again == first, std::string(ops) == "stack") << ops;
-    rte_pktmbuf_free(again);
-    rte_pktmbuf_free(second);
-  }
-  MempoolSet unknown(1023, 0, RTE_MBUF_DEFAULT_BUF_SIZE, "no_such_ops");
-  try {
-    unknown.for_socket(0);
-    FAIL() << "a pool with unknown ops was created";
-  } catch (const PmdError& e) {
-    EXPECT_NE(std::string(e.what()).find("dpdk.mbuf_pool_ops"), std::string::npos) << e.what();
-  }
-}
-
 }  // namespace
 }  // namespace bypass::pmd
