@@ -13,7 +13,8 @@
 #   KEEP=1 keeps the result files and logs and says where
 #
 # Instructions and simulated cache misses per message at two counts (what separates an algorithm
-# that grows with the connection count from memory stalls): docs/benchmarks.md, "Connection scaling".
+# that grows with the connection count from memory stalls): tools/bench/connection-cachegrind.sh;
+# what they showed: docs/benchmarks.md, "Connection scaling".
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
