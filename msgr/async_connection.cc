@@ -1,33 +1,15 @@
+// AsyncConnection: the msgr2 session. Ceph's msgr2 protocol document (doc/dev/msgr2.rst,
+// "Message flow handshake" and "Message frames") states the rules kept here: every MESSAGE
+// carries the next seq and the highest seq received (ack_seq); an ACK frame acknowledges too; on
+// a lossless session the sender keeps what the peer has not acknowledged and, after
+// SESSION_RECONNECT, drops what SESSION_RECONNECT_OK's msg_seq covers and resends the rest with
+// their original seqs; a lossy session ends at its first fault. The link's events are in
+// async_connection_io.cc.
 #include "msgr/async_connection.h"
-
-#include <algorithm>
-#include <bit>
-#include <ctime>
 
 #include "base/log.h"
 
 namespace bypass::msgr {
-
-using wire::Tag;
-using Clock = EventCenter::Clock;
-
-namespace {
-// Bytes asked of the socket per read. A transport that reads into fresh buffers sizes them by
-// this (and copies a read that fills only a small part into a tight buffer), so the ask follows
-// what the last read brought: about twice that, within these bounds, or what the frame being
-// read still needs when that is more.
-constexpr size_t kMinReadSize = 16 * 1024;
-constexpr size_t kMaxReadSize = 256 * 1024;
-constexpr int kMaxReadsPerEvent = 16;
-constexpr int kMaxFramesPerEvent = 256;
-constexpr auto kThrottleRetry = std::chrono::milliseconds(1);
-
-wire::WireTime wire_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return {static_cast<uint32_t>(ts.tv_sec), static_cast<uint32_t>(ts.tv_nsec)};
-}
-}  // namespace
 
 void AsyncConnection::complete(const MessageRef& m, bool delivered) {
   if (m->completion_) {
@@ -36,31 +18,6 @@ void AsyncConnection::complete(const MessageRef& m, bool delivered) {
     hook(delivered);
   }
 }
-
-struct AsyncConnection::Link : std::enable_shared_from_this<AsyncConnection::Link> {
-  uint64_t serial = 0;
-  Worker* worker = nullptr;
-  ConnectedSocket socket;
-  int fd = -1;
-  bool connecting = false;
-  bool read_armed = false;
-  bool write_armed = false;
-  bool open = false;
-  bool dead = false;
-  bool stalled = false;  // a MESSAGE waits for throttle budget; reading is paused
-  std::unique_ptr<Handshake> handshake;
-  std::unique_ptr<wire::FrameReader> reader;
-  std::unique_ptr<wire::FrameAssembler> assembler;
-  BufferList inbuf;
-  BufferList outbuf;
-  size_t read_size = kMaxReadSize / 4;  // next read's ask (on_readable adapts it)
-  wire::Frame rx_frame;  // reused for every frame read on this link
-  wire::Frame stalled_frame;
-  std::optional<EventCenter::TimerId> keepalive_timer;
-  Clock::time_point last_rx = Clock::now();
-  std::shared_ptr<AsyncConnection> reconnect_target;  // server: the session SESSION_RECONNECT named
-  std::string peer_text;
-};
 
 AsyncConnection::AsyncConnection(AsyncMessenger& msgr, Worker* worker, Policy policy, EntityType peer_type,
                                  bool client_side)
@@ -109,19 +66,6 @@ auth::CephxMonSession cephx_mon_session_of(const Connection& connection) {
   return async ? async->cephx_mon_session() : auth::CephxMonSession{};
 }
 
-// The EventCenter copies a callback each time it runs it. Two raw pointers fit std::function's
-// inline storage, so that copy allocates nothing (a lambda holding two shared_ptrs did, on every
-// event). They are safe: a link's file events are deleted (drop_link, handshake_done) before the
-// link or its connection can go away, and the EventCenter never runs a deleted event; for the
-// run itself the callback holds strong references.
-template <void (AsyncConnection::*handler)(const AsyncConnection::LinkRef&)>
-EventCenter::FileCallback AsyncConnection::link_event(Link* link) {
-  return [con = this, link](int, int) {
-    auto self = con->shared_from_this();
-    (con->*handler)(link->shared_from_this());
-  };
-}
-
 void AsyncConnection::run_on_worker(std::function<void()> fn) {
   Worker* w = worker();
   auto self = shared_from_this();
@@ -143,7 +87,7 @@ bool AsyncConnection::send_message(MessageRef m) {
     // On our own worker: straight to the output path.
     if (handovers_.load(std::memory_order_relaxed)) take_handovers();
     queue_or_write(std::move(m));
-    if (!in_input_ && link_ && link_->open) flush_output(link_);
+    if (!in_input_ && link_ && link_->open()) flush_output(link_);
     return true;
   }
   // Another thread: one lock-free push; the push onto an empty stack schedules the drain. The
@@ -163,7 +107,7 @@ bool AsyncConnection::send_message(MessageRef m) {
     auto self = shared_from_this();
     run_on_worker([self] {
       self->take_handovers();
-      if (self->link_ && self->link_->open) self->flush_output(self->link_);
+      if (self->link_ && self->link_->open()) self->flush_output(self->link_);
     });
   }
   return true;
@@ -199,7 +143,7 @@ void AsyncConnection::queue_or_write(MessageRef m) {
     drop_unsent(std::move(m));
     return;
   }
-  if (!link_ || !link_->open || link_->dead || !out_queue_.empty()) {
+  if (!link_ || !link_->open() || link_->dead() || !out_queue_.empty()) {
     out_queue_.push_back(std::move(m));
     queued_for_admin_.store(out_queue_.size(), std::memory_order_relaxed);
     return;
@@ -212,51 +156,12 @@ void AsyncConnection::queue_or_write(MessageRef m) {
   }
 }
 
-void AsyncConnection::send_keepalive() {
-  auto self = shared_from_this();
-  run_on_worker([self] {
-    if (self->link_ && self->link_->open) {
-      BufferList payload;
-      wire::encode(wire::Keepalive2Frame{wire_now()}, payload);
-      self->send_control(self->link_, Tag::Keepalive2, payload);
-      bump(self->msgr_.perf().keepalives_sent);
-      if (self->link_) self->flush_output(self->link_);
-    }
-  });
-}
-
 void AsyncConnection::mark_down() {
   auto self = shared_from_this();
   run_on_worker([self] { self->close("marked down", false); });
 }
 
-// ---- link lifecycle -------------------------------------------------------------------------
-
-void AsyncConnection::open_link(LinkRef link) {
-  link_ = link;
-  link->worker = worker();
-  auto self = shared_from_this();
-  EventCenter& center = link->worker->center();
-  if (!link->connecting) {
-    center.create_file_event(link->fd, kEventReadable, link_event<&AsyncConnection::on_readable>(link.get()));
-    link->read_armed = true;
-  }
-  auto interval = msgr_.timings().keepalive_interval;
-  auto timeout = msgr_.timings().keepalive_timeout;
-  if (interval.count() > 0 || timeout.count() > 0) {
-    auto period = interval.count() > 0 ? interval : timeout / 4;
-    if (timeout.count() > 0 && timeout / 4 < period) period = timeout / 4;
-    if (period < std::chrono::milliseconds(1)) period = std::chrono::milliseconds(1);
-    std::weak_ptr<AsyncConnection> weak = self;
-    std::weak_ptr<Link> weak_link = link;
-    std::function<void()> tick;
-    link->keepalive_timer = center.create_timer(period, [weak, weak_link] {
-      auto con = weak.lock();
-      auto l = weak_link.lock();
-      if (con && l) con->keepalive_tick(l);
-    });
-  }
-}
+// ---- session lifecycle ----------------------------------------------------------------------
 
 void AsyncConnection::start_connect(const EntityAddrVec& addrs) {
   const EntityAddr* addr = addrs.msgr2_addr();
@@ -276,21 +181,17 @@ void AsyncConnection::start_connect(const EntityAddrVec& addrs) {
 void AsyncConnection::reconnect() {
   reconnect_timer_.reset();
   if (closed_.load(std::memory_order_relaxed)) return;
-  auto link = std::make_shared<Link>();
-  link->serial = ++link_serial_;
-  link->peer_text = target_.to_string();
   Worker* w = worker();
+  auto link = std::make_shared<ConnectionLink>(w, ++link_serial_, target_.to_string());
   SocketAddress sa = SocketAddress::from_sockaddr(target_.sockaddr_ptr(), target_.sockaddr_len());
   int r = w->connect(sa, msgr_.socket_options(), &link->socket);
-  link->worker = w;
   if (r < 0) {
     link_ = link;
-    link->dead = false;
     fault(link, std::string("connect to ") + target_.to_string() + " failed: " + socket_error_name(r));
     return;
   }
   link->fd = link->socket.fd();
-  link->connecting = true;
+  link->set_state(ConnectionLink::State::Connecting);
   ClientSession session;
   session.client_cookie = client_cookie_;
   session.server_cookie = session_established_ ? server_cookie_ : 0;
@@ -302,11 +203,7 @@ void AsyncConnection::reconnect() {
     // The server lost our session: what it had not acknowledged is lost with it.
     BYPASS_LOG(Info, "msgr", "%s: server reset the session; dropping %zu unacknowledged messages",
                describe().c_str(), sent_.size());
-    for (size_t i = 0; i < sent_.size(); ++i) {
-      bump(msgr_.perf().msgs_dropped);
-      complete(sent_[i], false);
-    }
-    sent_.clear();
+    drop_unacknowledged();
     out_seq_ = in_seq_ = acked_in_seq_ = 0;
     in_seq_atomic_ = 0;
     session_established_ = false;
@@ -316,40 +213,16 @@ void AsyncConnection::reconnect() {
   hooks.next_global_seq = [this](uint64_t at_least) { return msgr_.next_global_seq(at_least); };
   link->handshake = Handshake::client(msgr_.handshake_settings(policy_.lossy), target_, session, std::move(hooks));
   open_link(link);
-  auto self = shared_from_this();
-  w->center().create_file_event(link->fd, kEventWritable, link_event<&AsyncConnection::on_connected>(link.get()));
-  link->write_armed = true;
-}
-
-void AsyncConnection::on_connected(const LinkRef& link) {
-  if (link->dead) return;
-  int r = link->socket.is_connected();
-  if (r == 0) return;
-  if (r < 0) {
-    if (r == -ECONNREFUSED) msgr_.notify(AsyncMessenger::Event::Refused, shared_from_this());
-    fault(link, std::string("connect to ") + target_.to_string() + " failed: " + socket_error_name(r));
-    return;
-  }
-  link->connecting = false;
-  EventCenter& center = link->worker->center();
-  center.delete_file_event(link->fd, kEventWritable);
-  link->write_armed = false;
-  center.create_file_event(link->fd, kEventReadable, link_event<&AsyncConnection::on_readable>(link.get()));
-  link->read_armed = true;
-  link->last_rx = Clock::now();
-  link->handshake->start(link->outbuf);
-  flush_output(link);
+  watch_connect(link);
 }
 
 void AsyncConnection::start_accept(ConnectedSocket socket, const SocketAddress& peer) {
-  auto link = std::make_shared<Link>();
-  link->serial = ++link_serial_;
+  auto link = std::make_shared<ConnectionLink>(worker(), ++link_serial_, peer.to_string());
   link->socket = std::move(socket);
   link->fd = link->socket.fd();
-  link->peer_text = peer.to_string();
   EntityAddr peer_addr = EntityAddr::msgr2(peer.sockaddr_ptr(), peer.sockaddr_len(), 0);
   Handshake::ServerHooks hooks;
-  std::weak_ptr<Link> weak_link = link;
+  std::weak_ptr<ConnectionLink> weak_link = link;
   hooks.accept_session = [this](const wire::ClientIdentFrame& ident, const HandshakeResult& result,
                                 std::string* why) -> std::optional<uint64_t> {
     policy_ = msgr_.policy_for(result.peer_name.type);
@@ -383,102 +256,9 @@ void AsyncConnection::start_accept(ConnectedSocket socket, const SocketAddress& 
   flush_output(link);
 }
 
-// ---- I/O ------------------------------------------------------------------------------------
-
-void AsyncConnection::on_readable(const LinkRef& link) {
-  if (link->dead || link->stalled) return;
-  for (int i = 0; i < kMaxReadsPerEvent; ++i) {
-    const size_t want = std::max(link->read_size, link->reader ? link->reader->wanted() : size_t{0});
-    ssize_t n = link->socket.zero_copy_read(link->inbuf, want);
-    if (n > 0) {
-      // The loop's reading of the clock for this iteration: no clock_gettime per read.
-      link->last_rx = link->worker->center().now();
-      bump(msgr_.perf().bytes_received, static_cast<uint64_t>(n));
-      link->read_size = std::clamp(std::bit_ceil(static_cast<size_t>(n)) * 2, kMinReadSize, kMaxReadSize);
-      if (static_cast<size_t>(n) < want) break;
-      continue;
-    }
-    if (n == 0) {
-      fault(link, "peer closed the connection");
-      return;
-    }
-    if (n == -EAGAIN) break;
-    fault(link, std::string("read failed: ") + socket_error_name(static_cast<int>(n)));
-    return;
-  }
-  process_input(link);
-}
-
-void AsyncConnection::on_writable(const LinkRef& link) {
-  if (!link->dead) flush_output(link);
-}
-
-void AsyncConnection::flush_output(const LinkRef& link) {
-  if (link->dead || link->connecting) return;
-  for (int i = 0; i < 64 && !link->outbuf.empty(); ++i) {
-    ssize_t n = link->socket.send(link->outbuf, false);
-    if (n == -EAGAIN || n == 0) break;
-    if (n < 0) {
-      fault(link, std::string("send failed: ") + socket_error_name(static_cast<int>(n)));
-      return;
-    }
-  }
-  EventCenter& center = link->worker->center();
-  if (!link->outbuf.empty() && !link->write_armed) {
-    center.create_file_event(link->fd, kEventWritable, link_event<&AsyncConnection::on_writable>(link.get()));
-    link->write_armed = true;
-  } else if (link->outbuf.empty() && link->write_armed) {
-    center.delete_file_event(link->fd, kEventWritable);
-    link->write_armed = false;
-  }
-}
-
-void AsyncConnection::process_input(const LinkRef& link) {
-  if (link->dead) return;
-  if (link->handshake) {
-    Handshake::Status st = link->handshake->feed(link->inbuf, link->outbuf);
-    if (st == Handshake::Status::Failed) {
-      bump(msgr_.perf().handshake_failures);
-      std::string why = "handshake failed " + link->handshake->error();
-      flush_output(link);  // best effort: e.g. IDENT_MISSING_FEATURES
-      if (!link->dead) fault(link, why);
-      return;
-    }
-    flush_output(link);
-    if (link->dead || st != Handshake::Status::Done) return;
-    handshake_done(link);
-    if (link->dead || link_ != link || !link->open) return;
-  }
-  if (!link->open) return;
-  // Messages sent while frames are handled (replies from fast dispatch, refills from completion
-  // hooks) are only framed; the flush below sends them together.
-  in_input_ = true;
-  try {
-    for (int i = 0; i < kMaxFramesPerEvent && !link->stalled; ++i) {
-      if (!link->reader->read(link->inbuf, &link->rx_frame)) break;
-      if (!handle_frame(link, link->rx_frame) || link->dead) break;
-    }
-  } catch (const std::exception& e) {
-    in_input_ = false;
-    fault(link, std::string("bad frame: ") + e.what());
-    return;
-  }
-  in_input_ = false;
-  if (link->dead) return;
-  maybe_send_ack(link);
-  flush_output(link);
-  // More complete frames may be buffered than one event handles: continue on the next loop turn.
-  if (!link->dead && !link->stalled && link->inbuf.length() >= link->reader->wanted() && link->reader->wanted() > 0) {
-    auto self = shared_from_this();
-    link->worker->center().dispatch_external([self, link] { self->process_input(link); });
-  }
-}
-
 void AsyncConnection::handshake_done(const LinkRef& link) {
   HandshakeResult result = link->handshake->result();
-  link->reader = link->handshake->take_reader();
-  link->assembler = link->handshake->take_assembler();
-  link->handshake.reset();
+  link->take_framing_from_handshake();
   if (client_side_ || !result.reconnected) {
     session_ready(link, result);
     return;
@@ -486,12 +266,7 @@ void AsyncConnection::handshake_done(const LinkRef& link) {
   // Server: the client resumed an existing session. Hand this link (and its socket, which lives
   // on this worker) to that session, which moves here if it lived elsewhere.
   auto target = std::move(link->reconnect_target);
-  EventCenter& center = link->worker->center();
-  if (link->read_armed) center.delete_file_event(link->fd, kEventReadable);
-  if (link->write_armed) center.delete_file_event(link->fd, kEventWritable);
-  link->read_armed = link->write_armed = false;
-  if (link->keepalive_timer) center.cancel_timer(*link->keepalive_timer);
-  link->keepalive_timer.reset();
+  link->stop_events();
   link_ = nullptr;
   closed_.store(true, std::memory_order_release);
   msgr_.forget(this);
@@ -509,8 +284,7 @@ void AsyncConnection::handshake_done(const LinkRef& link) {
 
 void AsyncConnection::adopt_reconnected_link(LinkRef link, HandshakeResult result) {
   if (closed_.load(std::memory_order_relaxed)) {
-    link->dead = true;
-    link->socket.close();
+    link->drop();
     return;
   }
   open_link(link);
@@ -519,7 +293,7 @@ void AsyncConnection::adopt_reconnected_link(LinkRef link, HandshakeResult resul
 }
 
 void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& result) {
-  link->open = true;
+  link->set_state(ConnectionLink::State::Open);
   link_ = link;
   {
     std::lock_guard<std::mutex> guard(peer_lock_);
@@ -536,24 +310,10 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
   if (result.peer_features) peer_features_ = result.peer_features;
   backoff_ = std::chrono::nanoseconds(0);
   if (result.reconnected) {
-    // Drop what the peer already has and resend the rest, in order, with their original seqs.
-    while (!sent_.empty() && sent_.front()->seq_ <= result.peer_in_seq) {
-      bump(msgr_.perf().msgs_acked);
-      complete(sent_.front(), true);
-      sent_.pop_front();
-    }
     connect_seq_ = result.connect_seq;
     bump(msgr_.perf().sessions_reconnected);
-    BYPASS_LOG(Debug, "msgr", "%s: session resumed, replaying %zu messages", describe().c_str(), sent_.size());
-    try {
-      for (size_t i = 0; i < sent_.size(); ++i) {
-        write_message(link, sent_[i], true);
-        bump(msgr_.perf().msgs_replayed);
-      }
-    } catch (const std::exception& e) {
-      fault(link, std::string("replay failed: ") + e.what());
-      return;
-    }
+    replay_unacknowledged(link, result.peer_in_seq);
+    if (link->dead()) return;
   } else {
     server_cookie_ = result.server_cookie;
     client_cookie_ = result.client_cookie;
@@ -572,11 +332,27 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
   flush_queue();
 }
 
+// msgr2 reconnect (SESSION_RECONNECT_OK carries msg_seq, the last of our messages the peer
+// received): drop what the peer already has and resend the rest, in order, with their original
+// seqs; the peer drops duplicates by seq.
+void AsyncConnection::replay_unacknowledged(const LinkRef& link, uint64_t peer_in_seq) {
+  handle_ack(peer_in_seq);
+  BYPASS_LOG(Debug, "msgr", "%s: session resumed, replaying %zu messages", describe().c_str(), sent_.size());
+  try {
+    for (size_t i = 0; i < sent_.size(); ++i) {
+      write_message(link, sent_[i], true);
+      bump(msgr_.perf().msgs_replayed);
+    }
+  } catch (const std::exception& e) {
+    fault(link, std::string("replay failed: ") + e.what());
+  }
+}
+
 void AsyncConnection::flush_queue() {
-  if (!link_ || !link_->open || link_->dead) return;
+  if (!link_ || !link_->open() || link_->dead()) return;
   LinkRef link = link_;
   try {
-    while (!out_queue_.empty() && !link->dead) {
+    while (!out_queue_.empty() && !link->dead()) {
       MessageRef m = std::move(out_queue_.front());
       out_queue_.pop_front();
       queued_for_admin_.store(out_queue_.size(), std::memory_order_relaxed);
@@ -586,7 +362,7 @@ void AsyncConnection::flush_queue() {
     fault(link, std::string("cannot send: ") + e.what());  // the message is in sent_: replayed
     return;
   }
-  if (link->dead) return;
+  if (link->dead()) return;
   take_handovers();
   if (link_ == link) flush_output(link);
 }
@@ -613,32 +389,23 @@ void AsyncConnection::write_message(const LinkRef& link, const MessageRef& m, bo
   acked_in_seq_ = in_seq_;
   char header[wire::kMessageHeader2Size];
   h.encode_to(header);
-  size_t before = link->outbuf.length();
-  link->assembler->assemble_message({header, sizeof(header)}, m->front_, m->middle_, m->data_, link->outbuf);
-  bump(msgr_.perf().bytes_sent, link->outbuf.length() - before);
+  bump(msgr_.perf().bytes_sent, link->frame_message({header, sizeof(header)}, *m));
   bump(msgr_.perf().msgs_sent);
 }
 
-void AsyncConnection::send_control(const LinkRef& link, Tag tag, const BufferList& payload) {
-  try {
-    link->assembler->assemble_control(tag, payload, link->outbuf);
-  } catch (const std::exception& e) {
-    fault(link, std::string("cannot send ") + wire::tag_name(tag) + ": " + e.what());
-  }
-}
-
 void AsyncConnection::maybe_send_ack(const LinkRef& link) {
-  if (in_seq_ <= acked_in_seq_ || !link->open) return;
+  if (in_seq_ <= acked_in_seq_ || !link->open()) return;
   // Encoded on the stack: an ACK goes out per input event.
   const auto payload = wire::encode_flat(wire::AckFrame{in_seq_});
   acked_in_seq_ = in_seq_;
   try {
-    link->assembler->assemble_control(Tag::Ack, std::string_view(payload.data(), payload.size()), link->outbuf);
+    link->frame_control(wire::Tag::Ack, std::string_view(payload.data(), payload.size()));
   } catch (const std::exception& e) {
     fault(link, std::string("cannot send ACK: ") + e.what());
   }
 }
 
+// An ACK frame, or a MESSAGE's ack_seq: the peer has every message up to `seq`.
 void AsyncConnection::handle_ack(uint64_t seq) {
   while (!sent_.empty() && sent_.front()->seq_ <= seq) {
     bump(msgr_.perf().msgs_acked);
@@ -647,30 +414,12 @@ void AsyncConnection::handle_ack(uint64_t seq) {
   }
 }
 
-bool AsyncConnection::handle_frame(const LinkRef& link, wire::Frame& frame) {
-  if (frame.aborted) return true;
-  std::string payload;
-  switch (frame.tag) {
-    case Tag::Message:
-      return handle_message(link, frame);
-    case Tag::Ack:
-      handle_ack(wire::decode_control<wire::AckFrame>(frame.segments[0]).seq);
-      return true;
-    case Tag::Keepalive2: {
-      auto ka = wire::decode_control<wire::Keepalive2Frame>(frame.segments[0]);
-      BufferList reply;
-      wire::encode(wire::Keepalive2AckFrame{ka.timestamp}, reply);
-      send_control(link, Tag::Keepalive2Ack, reply);
-      return true;
-    }
-    case Tag::Keepalive2Ack:
-      wire::decode_control<wire::Keepalive2AckFrame>(frame.segments[0]);
-      bump(msgr_.perf().keepalive_acks_received);
-      return true;
-    default:
-      fault(link, std::string("unexpected ") + wire::tag_name(frame.tag) + " frame on an open session");
-      return false;
+void AsyncConnection::drop_unacknowledged() {
+  for (size_t i = 0; i < sent_.size(); ++i) {
+    bump(msgr_.perf().msgs_dropped);
+    complete(sent_[i], false);
   }
+  sent_.clear();
 }
 
 bool AsyncConnection::handle_message(const LinkRef& link, wire::Frame& frame) {
@@ -702,17 +451,7 @@ bool AsyncConnection::handle_message(const LinkRef& link, wire::Frame& frame) {
             take(policy_.throttle_messages.get(), 1);
   if (!ok) {
     for (int i = 0; i < ntaken; ++i) taken[i]->put(taken[i] == policy_.throttle_messages.get() ? 1 : size);
-    bump(msgr_.perf().throttle_stalls);
-    link->stalled = true;
-    link->stalled_frame = std::move(frame);
-    if (link->read_armed) {
-      link->worker->center().delete_file_event(link->fd, kEventReadable);
-      link->read_armed = false;
-    }
-    std::weak_ptr<AsyncConnection> weak = shared_from_this();
-    link->worker->center().create_timer(kThrottleRetry, [weak, link] {
-      if (auto con = weak.lock()) con->resume_reading(link);
-    });
+    stall_reading(link, frame);
     return false;
   }
   in_seq_ = h.seq;
@@ -740,80 +479,12 @@ bool AsyncConnection::handle_message(const LinkRef& link, wire::Frame& frame) {
   return true;
 }
 
-void AsyncConnection::resume_reading(const LinkRef& link) {
-  if (link->dead || !link->stalled) return;
-  link->stalled = false;
-  wire::Frame frame = std::move(link->stalled_frame);
-  try {
-    if (!handle_message(link, frame)) return;  // still short of budget (re-parked) or faulted
-  } catch (const std::exception& e) {
-    fault(link, std::string("bad frame: ") + e.what());
-    return;
-  }
-  if (!link->read_armed && !link->dead) {
-    link->worker->center().create_file_event(link->fd, kEventReadable,
-                                             link_event<&AsyncConnection::on_readable>(link.get()));
-    link->read_armed = true;
-  }
-  process_input(link);
-}
-
-void AsyncConnection::keepalive_tick(const LinkRef& link) {
-  link->keepalive_timer.reset();
-  if (link->dead) return;
-  auto now = Clock::now();
-  auto timeout = msgr_.timings().keepalive_timeout;
-  auto interval = msgr_.timings().keepalive_interval;
-  if (timeout.count() > 0 && !link->stalled && now - link->last_rx > timeout) {
-    bump(msgr_.perf().keepalive_timeouts);
-    fault(link, "nothing received from the peer for " +
-                    std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - link->last_rx).count()) +
-                    " ms (ms.keepalive_timeout)");
-    return;
-  }
-  if (interval.count() > 0 && link->open) {
-    BufferList payload;
-    wire::encode(wire::Keepalive2Frame{wire_now()}, payload);
-    send_control(link, Tag::Keepalive2, payload);
-    bump(msgr_.perf().keepalives_sent);
-    if (link->dead) return;
-    flush_output(link);
-    if (link->dead) return;
-  }
-  auto period = interval.count() > 0 ? interval : timeout / 4;
-  if (timeout.count() > 0 && timeout / 4 < period) period = timeout / 4;
-  if (period < std::chrono::milliseconds(1)) period = std::chrono::milliseconds(1);
-  std::weak_ptr<AsyncConnection> weak = shared_from_this();
-  std::weak_ptr<Link> weak_link = link;
-  link->keepalive_timer = link->worker->center().create_timer(period, [weak, weak_link] {
-    auto con = weak.lock();
-    auto l = weak_link.lock();
-    if (con && l) con->keepalive_tick(l);
-  });
-}
-
 // ---- faults ---------------------------------------------------------------------------------
 
-void AsyncConnection::drop_link(const LinkRef& link) {
-  if (link->dead) return;
-  link->dead = true;
-  EventCenter& center = link->worker->center();
-  if (link->fd >= 0) {
-    if (link->read_armed) center.delete_file_event(link->fd, kEventReadable);
-    if (link->write_armed) center.delete_file_event(link->fd, kEventWritable);
-  }
-  link->read_armed = link->write_armed = false;
-  if (link->keepalive_timer) center.cancel_timer(*link->keepalive_timer);
-  link->keepalive_timer.reset();
-  if (link->socket) link->socket.close();
-  link->reconnect_target.reset();
-  if (link_ == link) link_ = nullptr;
-}
-
 void AsyncConnection::fault(const LinkRef& link, const std::string& why) {
-  if (link->dead) return;
+  if (link->dead()) return;
   bool attached = link_ == link;
-  bool was_open = link->open;
+  bool was_open = link->open();
   bump(msgr_.perf().faults);
   BYPASS_LOG(Info, "msgr", "%s: fault: %s", describe().c_str(), why.c_str());
   {
@@ -863,7 +534,7 @@ void AsyncConnection::cancel_standby_expiry() {
 bool AsyncConnection::awaiting_acknowledgement() {
   if (closed_.load(std::memory_order_relaxed)) return false;
   take_handovers();
-  if (link_ && link_->open && !link_->dead) flush_output(link_);
+  if (link_ && link_->open() && !link_->dead()) flush_output(link_);
   return !out_queue_.empty() || !sent_.empty() || (link_ && !link_->outbuf.empty());
 }
 
@@ -891,11 +562,7 @@ void AsyncConnection::close(const std::string& why, bool notify_reset) {
   if (reconnect_timer_) worker()->center().cancel_timer(*reconnect_timer_);
   reconnect_timer_.reset();
   cancel_standby_expiry();
-  for (size_t i = 0; i < sent_.size(); ++i) {
-    bump(msgr_.perf().msgs_dropped);
-    complete(sent_[i], false);
-  }
-  sent_.clear();
+  drop_unacknowledged();
   for (auto& m : queued) drop_unsent(std::move(m));
   take_handovers();  // closed_ is set: whatever other threads pushed is dropped
   auto self = shared_from_this();

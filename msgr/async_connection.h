@@ -1,6 +1,9 @@
-// AsyncConnection (internal): one session plus the link (socket + msgr2 framing) it currently
-// runs over. All session state is touched only on the thread of the worker the session belongs
-// to; other threads reach it through the worker's external queue.
+// AsyncConnection (internal): one msgr2 session (sequence numbers, the sent-but-unacknowledged
+// messages and their replay, reconnect with backoff, the lossy/lossless policy) and the link it
+// currently runs over (msgr/connection_link.h: socket, framing, keepalive). async_connection.cc
+// holds the session's rules, async_connection_io.cc the link's events as the session handles
+// them. All session state is touched only on the thread of the worker the session belongs to;
+// other threads reach it through the worker's external queue.
 //
 // send_message() on the connection's own worker frames the message straight into the link's
 // output (flushed at the end of the current input event, or at once outside one): no lock, no
@@ -18,6 +21,7 @@
 
 #include "msgr/async_messenger.h"
 #include "msgr/connection.h"
+#include "msgr/connection_link.h"
 #include "msgr/handshake.h"
 #include "msgr/message_ring.h"
 #include "msgr/wire/frame.h"
@@ -62,43 +66,51 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   void write_admin_json(Json& out) const;
 
  private:
-  struct Link;
-  using LinkRef = std::shared_ptr<Link>;
+  using LinkRef = ConnectionLinkRef;
 
   void run_on_worker(std::function<void()> fn);
+
+  // ---- the link's events (async_connection_io.cc) ----
   // A file-event callback for `link` that runs `handler` (see the .cc for why raw pointers).
   template <void (AsyncConnection::*handler)(const LinkRef&)>
-  EventCenter::FileCallback link_event(Link* link);
+  EventCenter::FileCallback link_event(ConnectionLink* link);
   void open_link(LinkRef link);
+  void watch_connect(const LinkRef& link);
   void on_readable(const LinkRef& link);
   void on_writable(const LinkRef& link);
   void on_connected(const LinkRef& link);
   void process_input(const LinkRef& link);
+  bool handle_frame(const LinkRef& link, wire::Frame& frame);
+  void send_control(const LinkRef& link, wire::Tag tag, const BufferList& payload);
+  void flush_output(const LinkRef& link);
+  void arm_keepalive(const LinkRef& link);
+  void keepalive_tick(const LinkRef& link);
+  void stall_reading(const LinkRef& link, wire::Frame& frame);
+  void resume_reading(const LinkRef& link);
+  void drop_link(const LinkRef& link);
+
+  // ---- the session (async_connection.cc) ----
   void handshake_done(const LinkRef& link);
   void session_ready(const LinkRef& link, const HandshakeResult& result);
+  void replay_unacknowledged(const LinkRef& link, uint64_t peer_in_seq);
   void adopt_reconnected_link(LinkRef link, HandshakeResult result);
-  bool handle_frame(const LinkRef& link, wire::Frame& frame);
   bool handle_message(const LinkRef& link, wire::Frame& frame);
   void handle_ack(uint64_t seq);
   void write_message(const LinkRef& link, const MessageRef& m, bool replay);
   static void complete(const MessageRef& m, bool delivered);
-  void send_control(const LinkRef& link, wire::Tag tag, const BufferList& payload);
+  void drop_unacknowledged();            // completes all of sent_ as not delivered
   void flush_queue();
   void take_handovers();          // worker: everything other threads pushed, in order
   void queue_or_write(MessageRef m);
   void drop_unsent(MessageRef m);
-  void flush_output(const LinkRef& link);
   void maybe_send_ack(const LinkRef& link);
-  void keepalive_tick(const LinkRef& link);
   void fault(const LinkRef& link, const std::string& why);
-  void drop_link(const LinkRef& link);
   void schedule_reconnect();
   // A lossless server session without a link waits for its client at most
   // ms.connection_idle_timeout (Ceph's standby), then closes and lets go of what it held.
   void arm_standby_expiry();
   void cancel_standby_expiry();
   void reconnect();
-  void resume_reading(const LinkRef& link);
   std::string describe() const;
 
   AsyncMessenger& msgr_;

@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "base/log.h"
+#include "msgr/handshake_auth.h"
 
 namespace bypass::msgr {
 
@@ -19,9 +20,6 @@ std::array<uint8_t, 32> transcript_signature(const std::string& key, const Buffe
   return auth::hmac_sha256(key, std::string_view(copy.c_str(), copy.length()));
 }
 
-bool method_supported(uint32_t method) {
-  return method == wire::kAuthNone || method == wire::kAuthSharedSecret || method == wire::kAuthCephx;
-}
 }  // namespace
 
 Handshake::Handshake(Role role, HandshakeSettings settings)
@@ -29,6 +27,8 @@ Handshake::Handshake(Role role, HandshakeSettings settings)
   reader_ = std::make_unique<wire::FrameReader>(settings_.limits);
   assembler_ = std::make_unique<wire::FrameAssembler>();
 }
+
+Handshake::~Handshake() = default;
 
 std::unique_ptr<Handshake> Handshake::client(HandshakeSettings settings, EntityAddr target,
                                              ClientSession session, ClientHooks hooks) {
@@ -132,22 +132,8 @@ void Handshake::send_auth_request(BufferList& out) {
   wire::AuthRequestFrame req;
   req.method = settings_.auth.method;
   req.preferred_modes = client_modes();
-  if (settings_.auth.method == wire::kAuthNone) {
-    // Ceph's auth-none payload: the entity name and global id (AuthNoneClientHandler):
-    // __u8 struct_v=1, EntityName {__le32 type, string id}, __le64 global_id.
-    BufferList payload;
-    wire::Encoder enc(payload);
-    enc.u8(1);
-    enc.u32(static_cast<uint32_t>(settings_.my_name.type));
-    enc.blob(std::to_string(settings_.my_name.num));
-    enc.u64(0);
-    req.auth_payload = payload.to_string();
-  } else if (settings_.auth.method == wire::kAuthCephx) {
-    send_cephx_request(req);
-  } else {
-    ss_client_ = std::make_unique<auth::SharedSecretClient>(settings_.auth.secret, settings_.my_name.to_string());
-    req.auth_payload = ss_client_->request_payload();
-  }
+  client_auth_ = make_client_auth(settings_.auth, settings_.my_name, result_.peer_name.type, peer_label());
+  req.auth_payload = client_auth_->request_payload();
   send_frame(req, out);
 }
 
@@ -161,48 +147,7 @@ std::string Handshake::peer_label() const {
   }
 }
 
-// A monitor gets the cephx exchange proper; any other service the authorizer built from the
-// ticket the monitor gave us for it.
-void Handshake::send_cephx_request(wire::AuthRequestFrame& req) {
-  const AuthSettings& a = settings_.auth;
-  const std::string me = a.cephx_name.to_string();
-  const auth::CephxKey* key = a.keyring ? a.keyring->find(a.cephx_name) : nullptr;
-  const uint32_t service = static_cast<uint32_t>(result_.peer_name.type);
-  std::optional<auth::CephxTicket> ticket =
-      result_.peer_name.type == EntityType::Mon || !a.tickets ? std::nullopt : a.tickets->get(service);
-  // Monitor-style with our own key: to a monitor, and to any other service we hold no ticket for
-  // (a Bypass server with a keyring authenticates every peer type that way; a Ceph daemon refuses,
-  // and fail_bad_method says to get a ticket from a monitor first).
-  if (result_.peer_name.type == EntityType::Mon || (!ticket && key != nullptr)) {
-    if (key == nullptr)
-      fail("cephx: keyring '" + (a.keyring ? a.keyring->path() : std::string("(none)")) + "' has no key for " + me +
-           " (ms.keyring, ms.auth_name)");
-    cx_mon_ = std::make_unique<auth::CephxMonClient>(a.cephx_name, *key, a.cephx_want);
-    req.auth_payload = cx_mon_->request_payload(0);  // a new global id: we present no old ticket
-    return;
-  }
-  if (!ticket)
-    fail("cephx: " + me + " has no ticket for " + peer_label() +
-         "; authenticate with a monitor first (it hands out the service tickets)");
-  const auto now = std::chrono::system_clock::now();
-  if (ticket->expires != std::chrono::system_clock::time_point{} && ticket->expires <= now) {
-    auto ago = std::chrono::duration_cast<std::chrono::seconds>(now - ticket->expires).count();
-    fail("cephx: " + me + "'s ticket for " + peer_label() + " expired " + std::to_string(ago) +
-         " s ago; authenticate with a monitor again for a new one");
-  }
-  cx_authorizer_ = std::make_unique<auth::CephxAuthorizerClient>(*ticket, a.tickets->global_id());
-  req.auth_payload = cx_authorizer_->request_payload();
-}
-
 namespace {
-std::string method_name(uint32_t method) {
-  switch (method) {
-    case wire::kAuthNone: return "none";
-    case wire::kAuthCephx: return "cephx";
-    case wire::kAuthSharedSecret: return "shared_secret";
-    default: return "method " + std::to_string(method);
-  }
-}
 std::string mode_name(uint32_t mode) {
   return mode == wire::kConModeCrc ? "crc" : mode == wire::kConModeSecure ? "secure" : "mode " + std::to_string(mode);
 }
@@ -230,23 +175,16 @@ void Handshake::fail_bad_method(const wire::AuthBadMethodFrame& bad) {
   const bool method_allowed = std::find(bad.allowed_methods.begin(), bad.allowed_methods.end(), ours) !=
                               bad.allowed_methods.end();
   if (!method_allowed) {
-    std::string wants = join(bad.allowed_methods, method_name);
-    fail(peer + " requires " + wants + "; Bypass was configured with " + method_name(ours) +
+    std::string wants = join(bad.allowed_methods, auth_method_name);
+    fail(peer + " requires " + wants + "; Bypass was configured with " + auth_method_name(ours) +
          " (ms.auth)" + (bad.allowed_methods.size() > 1 ? " [it accepts " + wants + "]" : ""));
   }
-  const std::string me = settings_.auth.cephx_name.to_string();
-  if (cx_mon_ && !cx_answered_ && result_.peer_name.type != EntityType::Mon)
-    fail("cephx: " + peer + " refused a monitor-style exchange (" + errno_name(bad.result) + "): it takes tickets only, and " +
-         me + " has no ticket for it; authenticate with a monitor first (it hands out the service tickets)");
-  if (cx_mon_ && cx_answered_)
-    fail("cephx: " + peer + " rejected " + me + "'s key (" + errno_name(bad.result) + "): either it does not know " +
-         me + " or its key differs from the one in '" +
-         (settings_.auth.keyring ? settings_.auth.keyring->path() : std::string()) + "'");
-  if (cx_authorizer_)
-    fail("cephx: " + peer + " rejected " + me + "'s ticket (" + errno_name(bad.result) +
-         "): it may have expired or the service's keys rotated; authenticate with a monitor again");
+  if (client_auth_) {
+    std::string why = client_auth_->explain_refusal(peer, errno_name(bad.result));
+    if (!why.empty()) fail(why);
+  }
   // The method suits the peer, so the refusal is about the modes.
-  fail(peer + " refused " + method_name(ours) + " (" + errno_name(bad.result) + "); it allows modes [" +
+  fail(peer + " refused " + auth_method_name(ours) + " (" + errno_name(bad.result) + "); it allows modes [" +
        join(bad.allowed_modes, mode_name) + "] and Bypass offered [" + join(client_modes(), mode_name) + "] (" +
        (result_.peer_name.type == EntityType::Mon ? "ms.mon_client_mode" : "ms.client_mode") + ", ms.mode)");
 }
@@ -319,13 +257,9 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
     case State::Auth: {
       if (tag == Tag::AuthBadMethod) fail_bad_method(wire::decode_control<wire::AuthBadMethodFrame>(payload));
       if (tag == Tag::AuthReplyMore) {
-        expect(ss_client_ || cx_mon_ || cx_authorizer_, "AUTH_REPLY_MORE for an auth method without rounds");
         expect(++auth_attempts_ <= kMaxAuthAttempts, "too many auth rounds");
         auto more = wire::decode_control<wire::AuthReplyMoreFrame>(payload);
-        std::string answer = ss_client_ ? ss_client_->answer_challenge(more.auth_payload)
-                             : cx_mon_  ? cx_mon_->answer_challenge(more.auth_payload)
-                                        : cx_authorizer_->answer_challenge(more.auth_payload);
-        cx_answered_ = true;
+        std::string answer = client_auth_->answer_challenge(more.auth_payload);
         send_frame(wire::AuthRequestMoreFrame{answer}, out);
         return;
       }
@@ -334,25 +268,7 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
       expect(done.con_mode == wire::kConModeCrc || done.con_mode == wire::kConModeSecure,
              "server chose unknown connection mode " + std::to_string(done.con_mode));
       result_.con_mode = done.con_mode;
-      const bool secure = done.con_mode == wire::kConModeSecure;
-      if (ss_client_) {
-        install_keys(ss_client_->finish(done.auth_payload));
-      } else if (cx_mon_) {
-        install_keys(cx_mon_->finish(done.auth_payload, secure));
-        result_.auth_global_id = done.global_id;
-        result_.cephx_mon_session = {cx_mon_->server_challenge(), done.global_id, settings_.auth.cephx_name};
-        // Only a monitor's tickets are for the cluster's services; another Bypass server that
-        // authenticated us with our key sealed them with secrets no other service holds.
-        if (settings_.auth.tickets && result_.peer_name.type == EntityType::Mon) {
-          for (const auto& t : cx_mon_->tickets()) settings_.auth.tickets->put(t);
-          settings_.auth.tickets->set_global_id(done.global_id);
-        }
-      } else if (cx_authorizer_) {
-        install_keys(cx_authorizer_->finish(done.auth_payload, secure));
-        result_.auth_global_id = settings_.auth.tickets->global_id();
-      } else {
-        expect(done.con_mode == wire::kConModeCrc, "secure mode without an auth key");
-      }
+      install_keys(client_auth_->finish(done, result_));
       finish_auth(out);
       return;
     }
@@ -440,7 +356,7 @@ void Handshake::client_frame(Tag tag, std::string_view payload, BufferList& out)
 std::vector<uint32_t> Handshake::server_modes() const {
   std::vector<uint32_t> modes = settings_.auth.service_modes;
   if (modes.empty()) modes = {wire::kConModeCrc, wire::kConModeSecure};
-  if (settings_.auth.method == wire::kAuthNone) std::erase(modes, wire::kConModeSecure);
+  if (!find_auth_method(settings_.auth.method)->yields_key) std::erase(modes, wire::kConModeSecure);
   return modes;
 }
 
@@ -451,13 +367,14 @@ std::vector<uint32_t> Handshake::client_modes() const {
   if (modes.empty()) {
     modes = {a.mode, a.mode == wire::kConModeSecure ? wire::kConModeCrc : wire::kConModeSecure};
   }
-  if (a.method == wire::kAuthNone) std::erase(modes, wire::kConModeSecure);
+  const AuthMethodInfo* method = find_auth_method(a.method);
+  if (method && !method->yields_key) std::erase(modes, wire::kConModeSecure);
   return modes;
 }
 
 void Handshake::server_auth_request(const wire::AuthRequestFrame& req, BufferList& out) {
   const std::vector<uint32_t> modes = server_modes();
-  if (req.method != settings_.auth.method || !method_supported(req.method)) {
+  if (req.method != settings_.auth.method || find_auth_method(req.method) == nullptr) {
     send_frame(wire::AuthBadMethodFrame{req.method, -EOPNOTSUPP, {settings_.auth.method}, modes}, out);
     return;
   }
@@ -474,59 +391,39 @@ void Handshake::server_auth_request(const wire::AuthRequestFrame& req, BufferLis
     return;
   }
   result_.con_mode = mode;
-  if (req.method == wire::kAuthNone) {
-    send_frame(wire::AuthDoneFrame{0, mode, ""}, out);
-    finish_auth(out);
-  } else if (req.method == wire::kAuthCephx) {
-    const AuthSettings& a = settings_.auth;
-    expect(a.keyring && a.cephx_secrets, "cephx server without a keyring");
-    try {
-      // The first byte is the auth mode: a ticket (authorizer) or the monitor-style exchange.
-      if (!req.auth_payload.empty() && static_cast<uint8_t>(req.auth_payload[0]) == auth::kAuthModeAuthorizer) {
-        cx_authorizer_server_ = std::make_unique<auth::CephxAuthorizerServer>(
-            a.cephx_secrets, static_cast<uint32_t>(settings_.my_name.type));
-        send_frame(wire::AuthReplyMoreFrame{cx_authorizer_server_->start(req.auth_payload)}, out);
-      } else {
-        cx_server_ = std::make_unique<auth::CephxMonServer>(a.keyring, a.cephx_secrets, a.cephx_ticket_ttl);
-        send_frame(wire::AuthReplyMoreFrame{cx_server_->start(req.auth_payload)}, out);
-      }
-    } catch (const auth::AuthError& e) {
-      send_frame(wire::AuthBadMethodFrame{req.method, -EACCES, {settings_.auth.method}, modes}, out);
-      fail(e.what());
-    }
-  } else {
-    ss_server_ = std::make_unique<auth::SharedSecretServer>(settings_.auth.secret);
-    send_frame(wire::AuthReplyMoreFrame{ss_server_->handle_request(req.auth_payload)}, out);
+  server_auth_ = make_server_auth(req.method, settings_.auth, settings_.my_name);
+  std::optional<std::string> challenge;
+  try {
+    challenge = server_auth_->start(req.auth_payload);
+  } catch (const auth::AuthError& e) {
+    refuse(server_auth_->refusal_at_start(), e.what(), out);
   }
-}
-
-void Handshake::server_auth_more(std::string_view payload, BufferList& out) {
-  expect(ss_server_ != nullptr || cx_server_ != nullptr || cx_authorizer_server_ != nullptr,
-         "AUTH_REQUEST_MORE before AUTH_REQUEST");
-  if (cx_server_ || cx_authorizer_server_) {
-    auth::SessionKeys keys;
-    std::string done;
-    const bool secure = result_.con_mode == wire::kConModeSecure;
-    try {
-      done = cx_server_ ? cx_server_->authenticate(payload, secure, &keys)
-                        : cx_authorizer_server_->authenticate(payload, secure, &keys);
-    } catch (const auth::AuthError& e) {
-      // Like a Ceph monitor: EPERM for an unknown name or a wrong key alike.
-      send_frame(wire::AuthBadMethodFrame{wire::kAuthCephx, -EPERM, {wire::kAuthCephx}, server_modes()}, out);
-      fail(e.what());
-    }
-    result_.auth_global_id = cx_server_ ? cx_server_->global_id() : cx_authorizer_server_->global_id();
-    if (cx_server_)
-      result_.cephx_mon_session = {cx_server_->server_challenge(), cx_server_->global_id(), cx_server_->peer()};
-    send_frame(wire::AuthDoneFrame{result_.auth_global_id, result_.con_mode, done}, out);
-    install_keys(keys);
+  if (!challenge) {
+    // A method without rounds (none): done at once, without a key.
+    send_frame(wire::AuthDoneFrame{0, mode, ""}, out);
     finish_auth(out);
     return;
   }
-  std::string proof = ss_server_->handle_proof(payload);  // throws on a bad proof
-  auto keys = ss_server_->keys();
-  send_frame(wire::AuthDoneFrame{static_cast<uint64_t>(std::max<int64_t>(0, result_.peer_name.num)),
-                                 result_.con_mode, proof}, out);
+  send_frame(wire::AuthReplyMoreFrame{*challenge}, out);
+}
+
+// An auth::AuthError ends the handshake; `error` non-zero tells the client in AUTH_BAD_METHOD.
+void Handshake::refuse(int32_t error, const std::string& why, BufferList& out) {
+  if (error != 0)
+    send_frame(wire::AuthBadMethodFrame{settings_.auth.method, error, {settings_.auth.method}, server_modes()}, out);
+  fail(why);
+}
+
+void Handshake::server_auth_more(std::string_view payload, BufferList& out) {
+  expect(server_auth_ != nullptr, "AUTH_REQUEST_MORE before AUTH_REQUEST");
+  auth::SessionKeys keys;
+  ServerAuth::Done done;
+  try {
+    done = server_auth_->authenticate(payload, result_.con_mode == wire::kConModeSecure, &keys, result_);
+  } catch (const auth::AuthError& e) {
+    refuse(server_auth_->refusal_at_proof(), e.what(), out);
+  }
+  send_frame(wire::AuthDoneFrame{done.global_id, result_.con_mode, done.payload}, out);
   install_keys(keys);
   finish_auth(out);
 }

@@ -25,6 +25,9 @@
 
 namespace bypass::msgr {
 
+class ClientAuth;
+class ServerAuth;
+
 // Ceph feature bits we advertise in CLIENT_IDENT/SERVER_IDENT (CEPH_FEATURES_ALL of pacific) and
 // those we insist on: MSG_ADDR2 (bit 59, entity_addrvec_t encoding) and SERVER_NAUTILUS (bit 61)
 // are what msgr2 frames assume.
@@ -127,6 +130,8 @@ class Handshake {
   static std::unique_ptr<Handshake> server(HandshakeSettings settings, EntityAddr peer,
                                            ServerHooks hooks);
 
+  ~Handshake();
+
   // Appends our banner to `out`.
   void start(BufferList& out);
   // Consumes bytes from `in`, appends what to send to `out`.
@@ -154,13 +159,13 @@ class Handshake {
     send(wire::frame_tag<F>, payload, out);
   }
   void send_auth_request(BufferList& out);
-  void send_cephx_request(wire::AuthRequestFrame& req);
   [[noreturn]] void fail_bad_method(const wire::AuthBadMethodFrame& bad);
   std::string peer_label() const;
   std::vector<uint32_t> server_modes() const;
   std::vector<uint32_t> client_modes() const;
   void server_auth_request(const wire::AuthRequestFrame& req, BufferList& out);
   void server_auth_more(std::string_view payload, BufferList& out);
+  [[noreturn]] void refuse(int32_t error, const std::string& why, BufferList& out);
   void finish_auth(BufferList& out);
   void send_client_session(BufferList& out);
   void install_keys(const auth::SessionKeys& keys);
@@ -182,13 +187,9 @@ class Handshake {
   wire::BannerReader banner_reader_;
   std::unique_ptr<wire::FrameReader> reader_;
   std::unique_ptr<wire::FrameAssembler> assembler_;
-  std::unique_ptr<auth::SharedSecretClient> ss_client_;
-  std::unique_ptr<auth::SharedSecretServer> ss_server_;
-  std::unique_ptr<auth::CephxMonClient> cx_mon_;
-  std::unique_ptr<auth::CephxAuthorizerClient> cx_authorizer_;
-  std::unique_ptr<auth::CephxMonServer> cx_server_;
-  std::unique_ptr<auth::CephxAuthorizerServer> cx_authorizer_server_;
-  bool cx_answered_ = false;  // cephx: we sent our proof (AUTH_REQUEST_MORE)
+  // The AUTH phase's method (msgr/handshake_auth.h), chosen when it begins.
+  std::unique_ptr<ClientAuth> client_auth_;
+  std::unique_ptr<ServerAuth> server_auth_;
   bool recording_ = true;  // pre-auth transcript, signed in AUTH_SIGNATURE
   BufferList sent_transcript_;
   BufferList received_transcript_;

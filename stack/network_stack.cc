@@ -1,5 +1,6 @@
 // Transport-independent parts of the socket interface: socket owners, Worker, NetworkStack
-// lifecycle (threads, CPU pinning) and the factory that picks a transport by `ms.type`.
+// lifecycle (threads, CPU pinning) and the choice of a transport by `ms.type` among those
+// registered (stack/transport_registry.h).
 #include "stack/network_stack.h"
 
 #include <pthread.h>
@@ -10,10 +11,7 @@
 #include <stdexcept>
 
 #include "base/log.h"
-#include "stack/dpdk/dpdk_stack.h"
-#include "stack/posix/posix_stack.h"
-#include "stack/rdma/rdma_stack.h"
-#include "stack/rsocket/rsocket_stack.h"
+#include "stack/transport_registry.h"
 
 namespace bypass {
 
@@ -81,11 +79,10 @@ std::shared_ptr<NetworkStack> NetworkStack::create(const config::Config& conf) {
 
 std::shared_ptr<NetworkStack> NetworkStack::create(const config::Config& conf,
                                                    const std::string& type) {
-  if (type == "posix") return make_posix_stack(conf);
-  if (type == "rdma") return make_rdma_stack(conf);
-  if (type == "dpdk") return make_dpdk_stack(conf);
-  if (type == "rsocket") return make_rsocket_stack(conf);
-  throw std::runtime_error("ms.type: unknown transport '" + type + "' (expected posix, dpdk, rdma or rsocket)");
+  const TransportRegistry& transports = TransportRegistry::compiled_in();
+  if (auto factory = transports.find(type)) return factory(conf);
+  throw std::runtime_error("ms.type: unknown transport '" + type + "' (this build has " + transports.describe_names() +
+                           ")");
 }
 
 NetworkStack::NetworkStack(const config::Config& conf, std::string type)

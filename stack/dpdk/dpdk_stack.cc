@@ -645,4 +645,6 @@ void release_dpdk_ports() {
   if (shared.ports.use_count() == 1) shared.ports.reset();
 }
 
+void register_dpdk_transport(TransportRegistry& registry) { registry.add("dpdk", make_dpdk_stack); }
+
 }  // namespace bypass

@@ -23,6 +23,7 @@
 #include "stack/inet/inet_stack.h"
 #include "stack/dpdk/event_center_timer_service.h"
 #include "stack/network_stack.h"
+#include "stack/transport_registry.h"
 
 namespace bypass {
 
@@ -152,6 +153,8 @@ void apply_dpdk_ipv6_options(const config::Config& conf, inet::InetSettings& set
 // Reads the dpdk.* options (dpdk.host_ip is required) and tcp.*; throws std::runtime_error with
 // the option name when the transport cannot run (no port, no memory, bad address).
 std::shared_ptr<NetworkStack> make_dpdk_stack(const config::Config& conf);
+// Registers make_dpdk_stack as ms.type=dpdk (called from the generated compiled_transports.cc).
+void register_dpdk_transport(TransportRegistry& registry);
 
 // Closes the process's DPDK port set (kept open for later stacks, see SharedPorts) once no stack
 // uses it any more; a tool calls it before pmd::stop_eal() so that exit frees every port and pool.

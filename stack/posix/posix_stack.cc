@@ -10,4 +10,6 @@ std::shared_ptr<NetworkStack> make_posix_stack(const config::Config& conf) {
   return std::make_shared<PosixNetworkStack>(conf);
 }
 
+void register_posix_transport(TransportRegistry& registry) { registry.add("posix", make_posix_stack); }
+
 }  // namespace bypass

@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "stack/network_stack.h"
+#include "stack/transport_registry.h"
 #include "stack/posix/socket_calls.h"
 
 namespace bypass {
@@ -62,5 +63,7 @@ extern template class StreamWorker<KernelSocketCalls>;
 extern template class StreamNetworkStack<KernelSocketCalls>;
 
 std::shared_ptr<NetworkStack> make_posix_stack(const config::Config& conf);
+// Registers make_posix_stack as ms.type=posix (called from the generated compiled_transports.cc).
+void register_posix_transport(TransportRegistry& registry);
 
 }  // namespace bypass

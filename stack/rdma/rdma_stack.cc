@@ -81,4 +81,6 @@ std::shared_ptr<NetworkStack> make_rdma_stack(const config::Config& conf) {
   return std::make_shared<rdma::RdmaNetworkStack>(conf);
 }
 
+void register_rdma_transport(TransportRegistry& registry) { registry.add("rdma", make_rdma_stack); }
+
 }  // namespace bypass

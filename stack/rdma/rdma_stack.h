@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "stack/network_stack.h"
+#include "stack/transport_registry.h"
 #include "stack/rdma/rdma_worker.h"
 #include "stack/rdma/registered_memory.h"
 
@@ -43,5 +44,7 @@ class RdmaNetworkStack final : public NetworkStack {
 }  // namespace rdma
 
 std::shared_ptr<NetworkStack> make_rdma_stack(const config::Config& conf);
+// Registers make_rdma_stack as ms.type=rdma (called from the generated compiled_transports.cc).
+void register_rdma_transport(TransportRegistry& registry);
 
 }  // namespace bypass

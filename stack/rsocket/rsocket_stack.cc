@@ -35,4 +35,6 @@ std::shared_ptr<NetworkStack> make_rsocket_stack(const config::Config& conf) {
   return std::make_shared<StreamNetworkStack<RsocketCalls>>(conf);
 }
 
+void register_rsocket_transport(TransportRegistry& registry) { registry.add("rsocket", make_rsocket_stack); }
+
 }  // namespace bypass

@@ -8,10 +8,13 @@
 
 #include "config/config.h"
 #include "stack/network_stack.h"
+#include "stack/transport_registry.h"
 
 namespace bypass {
 
 // Throws std::runtime_error when this machine has no RDMA device.
 std::shared_ptr<NetworkStack> make_rsocket_stack(const config::Config& conf);
+// Registers make_rsocket_stack as ms.type=rsocket (called from the generated compiled_transports.cc).
+void register_rsocket_transport(TransportRegistry& registry);
 
 }  // namespace bypass

@@ -97,6 +97,19 @@ TEST(Handshake, AuthNoneCrc) {
   EXPECT_EQ(run.client->result().my_addr_seen_by_peer.to_string(), "v2:127.0.0.1:40000/0");
 }
 
+// Auth none yields no key (the method table in handshake_auth.cc): a client preferring secure
+// mode offers crc only, and the server keeps secure out of what it accepts.
+TEST(Handshake, AuthNoneWithSecurePreferredSettlesOnCrc) {
+  AuthSettings secure_first = none();
+  secure_first.mode = wire::kConModeSecure;
+  Pair run(secure_first, secure_first);
+  run.pump();
+  ASSERT_EQ(run.client->status(), Handshake::Status::Done) << run.client->error();
+  ASSERT_EQ(run.server->status(), Handshake::Status::Done) << run.server->error();
+  EXPECT_EQ(run.client->result().con_mode, wire::kConModeCrc);
+  EXPECT_TRUE(run.client->result().session_key.empty());
+}
+
 TEST(Handshake, SharedSecretSecureByteByByte) {
   Pair run(shared("k", wire::kConModeSecure), shared("k", wire::kConModeCrc));
   run.pump(1);

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <set>
 
+#include "stack/transport_registry.h"
 #include "tests/unit/socket/socket_test_harness.h"
 
 namespace bypass::testing {
@@ -104,7 +105,24 @@ TEST(NetworkStackTest, LeastLoadedWorkerTakesTiesInTurn) {
 
 TEST(NetworkStackTest, UnknownTransportIsRejected) {
   auto conf = make_test_config();
-  EXPECT_THROW(NetworkStack::create(conf, "carrier-pigeon"), std::runtime_error);
+  try {
+    NetworkStack::create(conf, "carrier-pigeon");
+    FAIL() << "an unknown transport was accepted";
+  } catch (const std::runtime_error& e) {
+    // The error names the bad value and every transport the build registered.
+    EXPECT_STREQ(e.what(), "ms.type: unknown transport 'carrier-pigeon' (this build has posix, dpdk, rdma or rsocket)");
+  }
+}
+
+TEST(NetworkStackTest, TransportRegistryFindsWhatWasRegistered) {
+  TransportRegistry registry;
+  EXPECT_EQ(registry.describe_names(), "none (this build has no transport)");
+  EXPECT_EQ(registry.find("posix"), nullptr);
+  register_compiled_transports(registry);
+  EXPECT_NE(registry.find("posix"), nullptr);
+  EXPECT_NE(registry.find("rsocket"), nullptr);
+  EXPECT_EQ(registry.find("pos"), nullptr);
+  EXPECT_THROW(registry.add("posix", registry.find("posix")), std::logic_error);
 }
 
 }  // namespace
