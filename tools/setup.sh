@@ -17,7 +17,7 @@ case "$profile" in build|test) ;; *) echo "usage: $0 build|test" >&2; exit 2 ;; 
 build_packages=(
   g++ meson ninja-build pkg-config
   libdpdk-dev dpdk libyaml-cpp-dev nlohmann-json3-dev libisal-dev libibverbs-dev librdmacm-dev
-  libedit-dev libssl-dev libgtest-dev
+  libedit-dev libssl-dev libgtest-dev libpcap-dev
   # the fio engine: Debian's fio, dpkg-source for apt-get source, and the -dev packages whose
   # presence decides fio's struct layout (tools/fio/prepare-headers.sh checks them)
   fio dpkg-dev libaio-dev libnuma-dev zlib1g-dev

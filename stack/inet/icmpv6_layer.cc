@@ -13,6 +13,8 @@ namespace {
 // the extension headers in its first bytes: a first fragment's Fragment header included, so a
 // fragmented error whose reassembly failed is recognised too. A packet whose ICMPv6 header lies
 // beyond them, or in a later fragment, reads as no error.
+namespace extension = ipv6_extension_field;
+
 bool carries_icmpv6_error(const Ipv6Header& header, const BufferList& packet) {
   uint8_t bytes[Icmpv6Layer::kQuotedBytes];
   const size_t length = std::min(packet.length(), sizeof(bytes));
@@ -22,17 +24,18 @@ bool carries_icmpv6_error(const Ipv6Header& header, const BufferList& packet) {
   for (size_t headers = 0; headers <= Ipv6Extensions::kMaxHeaders && at + 8 <= length; ++headers) {
     switch (next) {
       case kIpv6Icmpv6:
-        return bytes[at] < Icmpv6Header::kEchoRequest;  // RFC 4443 §2.1: types 0-127 are errors
+        // RFC 4443 §2.1: types 0-127 are errors
+        return icmp_field::Type::get(bytes + at) < Icmpv6Header::kEchoRequest;
       case kIpv6Fragment:
-        if ((load_be16(bytes + at + 2) & Ipv6FragmentHeader::kOffsetMask) != 0) return false;
-        next = bytes[at];
+        if ((extension::FragmentOffsetFlags::get(bytes + at) & Ipv6FragmentHeader::kOffsetMask) != 0) return false;
+        next = extension::NextHeader::get(bytes + at);
         at += Ipv6FragmentHeader::kLength;
         break;
       case kIpv6HopByHop:
       case kIpv6DestinationOptions:
       case kIpv6Routing:
-        next = bytes[at];
-        at += (size_t{bytes[at + 1]} + 1) * 8;
+        next = extension::NextHeader::get(bytes + at);
+        at += (size_t{extension::HeaderExtLength::get(bytes + at)} + 1) * 8;
         break;
       default:
         return false;

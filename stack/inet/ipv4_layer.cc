@@ -176,19 +176,18 @@ void Ipv4Layer::receive_icmp(const Ipv4Header& header, Packet&& packet) {
     uint8_t quoted[Ipv4Header::kMaxLength + 8];
     size_t copy = std::min(body_length, sizeof(quoted));
     packet.data.copy_out(IcmpHeader::kLength, copy, quoted);
-    Ipv4Header inner;
-    // The quoted total length refers to the original datagram, which is not all here; parse with
-    // a generous length and check only what we need.
-    if (copy < Ipv4Header::kMinLength || (quoted[0] >> 4) != 4 ||
-        size_t{(quoted[0] & 0x0fu) * 4u} + 8 > copy) {
+    // The quoted total length refers to the original datagram, which is not all here: only the
+    // fields needed are read, after the header and 8 bytes of its payload are known to be in.
+    const Ipv4View quoted_ip(quoted, copy);
+    if (quoted_ip.check_len() != nullptr || quoted_ip.header_length() + 8 > copy) {
       ++stats_.rx_malformed_icmp;
       return;
     }
-    Ipv4Header::parse(quoted, 65535, false, inner);
-    inner.header_length = static_cast<uint8_t>((quoted[0] & 0x0f) * 4);
-    inner.protocol = quoted[9];
-    inner.source.value = load_be32(quoted + 12);
-    inner.destination.value = load_be32(quoted + 16);
+    Ipv4Header inner;
+    inner.header_length = static_cast<uint8_t>(quoted_ip.header_length());
+    inner.protocol = quoted_ip.protocol();
+    inner.source = quoted_ip.source();
+    inner.destination = quoted_ip.destination();
     if (inner.source != settings_.address) return;
     if (unreachable_ && inner.protocol == static_cast<uint8_t>(IpProtocol::Tcp))
       unreachable_(icmp.code, static_cast<uint16_t>(icmp.rest & 0xffff), inner,

@@ -43,8 +43,8 @@ bool holds_header_chain(uint8_t next_header, const BufferList& data) {
       case kIpv6Routing:
         if (at + 8 > data.length()) return false;
         if (at + 8 > length) return true;
-        next_header = bytes[at];
-        at += (size_t{bytes[at + 1]} + 1) * 8;
+        next_header = ipv6_extension_field::NextHeader::get(bytes + at);
+        at += (size_t{ipv6_extension_field::HeaderExtLength::get(bytes + at)} + 1) * 8;
         break;
       case kIpv6Tcp:
         return at + kTcpMinimumHeader <= data.length();

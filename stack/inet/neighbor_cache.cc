@@ -46,7 +46,7 @@ Ipv6Address NeighborCache::solicitation_source(const Ipv6Address& target, const 
   // queued frame is that packet; its IPv6 source sits after the Ethernet header at offset 8.
   if (!entry.pending.empty()) {
     const BufferList& frame = entry.pending.front().data;
-    constexpr size_t kSourceAt = EthernetHeader::kLength + 8;
+    constexpr size_t kSourceAt = EthernetHeader::kLength + ipv6_field::Source::kOffset;
     if (frame.length() >= kSourceAt + Ipv6Address::kLength) {
       uint8_t raw[Ipv6Address::kLength];
       frame.copy_out(kSourceAt, sizeof(raw), raw);

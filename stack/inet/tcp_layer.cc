@@ -185,25 +185,26 @@ void TcpLayer::send_segment(const FourTuple& tuple, const TcpHeader& header, Buf
   BufferSegment head = BufferSegment::allocate(headroom + header_length);
   auto* tcp = reinterpret_cast<uint8_t*>(head.data()) + headroom;
   header.emit(tcp);
+  const TcpView view(tcp, header_length);
   size_t tcp_length = header_length + payload.length();
   Packet frame;
   if (segment_payload != 0) {
     // Cut by the device (TSO, or software below the stack), which sums each piece: the field
     // holds the pseudo-header sum without the length (DPDK's TSO convention, rte_ipv4_phdr_cksum
     // and rte_ipv6_phdr_cksum with RTE_MBUF_F_TX_TCP_SEG).
-    store_be16(tcp + 16, pseudo_header_sum(tuple, 0));
+    view.set_checksum(pseudo_header_sum(tuple, 0));
     frame.tx.tcp_checksum = true;
     frame.tx.segment_payload = segment_payload;
   } else if (device_.capabilities().tx_tcp_checksum) {
     // The NIC completes the sum; it expects the pseudo-header sum in the field (DPDK convention).
-    store_be16(tcp + 16, pseudo_header_sum(tuple, tcp_length));
+    view.set_checksum(pseudo_header_sum(tuple, tcp_length));
     frame.tx.tcp_checksum = true;
   } else {
     ChecksumAccumulator sum;
     sum.add_u16(pseudo_header_sum(tuple, tcp_length));
     sum.add(tcp, header_length);
     sum.add(payload, 0, payload.length());
-    store_be16(tcp + 16, sum.finish());
+    view.set_checksum(sum.finish());
   }
   frame.tx.l4_length = static_cast<uint8_t>(header_length);
   frame.data.append(std::move(head));
@@ -436,12 +437,14 @@ void TcpLayer::on_closed(TcpConnection& connection) {
 
 void TcpLayer::on_unreachable(uint8_t code, uint16_t mtu, const Ipv4Header& quoted,
                               const uint8_t* l4, size_t l4_length) {
-  if (l4_length < 8) return;
-  FourTuple tuple{quoted.source, load_be16(l4), quoted.destination, load_be16(l4 + 2)};
+  // RFC 792: the quote holds at least the first 8 bytes of the segment: ports and sequence number.
+  if (l4_length < tcp_field::Seq::kEnd) return;
+  const TcpView quoted_tcp(l4, l4_length);
+  FourTuple tuple{quoted.source, quoted_tcp.src_port(), quoted.destination, quoted_tcp.dst_port()};
   auto connection = find(tuple);
   if (!connection) return;
   // RFC 5927 §4.1: act only when the quoted sequence number is in flight.
-  uint32_t seq = load_be32(l4 + 4);
+  const SeqNumber seq = quoted_tcp.seq_number();
   if (!seq_in(seq, connection->snd_una_, connection->snd_max_ + 1)) return;
   if (code == IcmpHeader::kFragmentationNeeded) {
     if (mtu >= 68) connection->on_path_mtu(mtu);  // RFC 1191 §4

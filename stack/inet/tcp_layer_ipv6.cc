@@ -39,13 +39,14 @@ std::shared_ptr<TcpConnection> TcpLayer::quoted_connection(const Ipv6Header& quo
                                                            size_t length) const {
   // Our segments never carry extension headers, so a quote of one has TCP right after the fixed
   // header; anything else is not about a segment of ours.
-  if (quoted.next_header != kIpv6Tcp || length < 8) return nullptr;
-  const FourTuple tuple{quoted.source, load_be16(after_header), quoted.destination, load_be16(after_header + 2)};
+  if (quoted.next_header != kIpv6Tcp || length < tcp_field::Seq::kEnd) return nullptr;
+  const TcpView quoted_tcp(after_header, length);
+  const FourTuple tuple{quoted.source, quoted_tcp.src_port(), quoted.destination, quoted_tcp.dst_port()};
   auto connection = find(tuple);
   if (!connection) return nullptr;
   // RFC 5927 §4.1 (as Linux's tcp_v6_err): act only when the quoted sequence number is in flight,
   // which a blind attacker must guess.
-  const uint32_t seq = load_be32(after_header + 4);
+  const SeqNumber seq = quoted_tcp.seq_number();
   if (!seq_in(seq, connection->snd_una_, connection->snd_max_ + 1)) return nullptr;
   return connection;
 }

@@ -19,18 +19,20 @@ std::string Ipv4Address::to_string() const {
 }
 
 const char* EthernetHeader::parse(const uint8_t* data, size_t len, EthernetHeader& out) {
-  if (len < kLength) return "ethernet: frame shorter than the 14-byte header";
-  std::memcpy(out.destination.bytes.data(), data, 6);
-  std::memcpy(out.source.bytes.data(), data + 6, 6);
-  out.ethertype = load_be16(data + 12);
+  const EthernetView view(data, len);
+  if (const char* error = view.check_len()) return error;
+  out.destination = view.destination();
+  out.source = view.source();
+  out.ethertype = view.ethertype();
   if (out.ethertype < 0x0600) return "ethernet: 802.3 length field instead of an EtherType";
   return nullptr;
 }
 
 void EthernetHeader::emit(uint8_t* out) const {
-  std::memcpy(out, destination.bytes.data(), 6);
-  std::memcpy(out + 6, source.bytes.data(), 6);
-  store_be16(out + 12, ethertype);
+  const EthernetView view(out, kLength);
+  view.set_destination(destination);
+  view.set_source(source);
+  view.set_ethertype(ethertype);
 }
 
 }  // namespace bypass::inet

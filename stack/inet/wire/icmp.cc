@@ -11,22 +11,24 @@ const char* IcmpHeader::parse(const BufferList& message, IcmpHeader& out) {
   ChecksumAccumulator sum;
   sum.add(message, 0, message.length());
   if (sum.finish() != 0) return "icmp: bad checksum";
-  out.type = raw[0];
-  out.code = raw[1];
-  out.checksum = load_be16(raw + 2);
-  out.rest = load_be32(raw + 4);
+  const IcmpView view(raw, kLength);
+  out.type = view.type();
+  out.code = view.code();
+  out.checksum = view.checksum();
+  out.rest = view.rest();
   return nullptr;
 }
 
 void IcmpHeader::emit(uint8_t* out, const BufferList& body) const {
-  out[0] = type;
-  out[1] = code;
-  store_be16(out + 2, 0);
-  store_be32(out + 4, rest);
+  const IcmpView view(out, kLength);
+  view.set_type(type);
+  view.set_code(code);
+  view.set_checksum(0);
+  view.set_rest(rest);
   ChecksumAccumulator sum;
   sum.add(out, kLength);
   sum.add(body, 0, body.length());
-  store_be16(out + 2, sum.finish());
+  view.set_checksum(sum.finish());
 }
 
 }  // namespace bypass::inet

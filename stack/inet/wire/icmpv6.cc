@@ -37,24 +37,26 @@ const char* Icmpv6Header::parse(const BufferList& message, const Ipv6Address& so
   add_ipv6_pseudo_header(sum, source, destination, static_cast<uint32_t>(message.length()), kIpv6Icmpv6);
   sum.add(message, 0, message.length());
   if (sum.finish() != 0) return "icmpv6: bad checksum";
-  out.type = raw[0];
-  out.code = raw[1];
-  out.checksum = load_be16(raw + 2);
-  out.rest = load_be32(raw + 4);
+  const IcmpView view(raw, kLength);
+  out.type = view.type();
+  out.code = view.code();
+  out.checksum = view.checksum();
+  out.rest = view.rest();
   return nullptr;
 }
 
 void Icmpv6Header::emit(uint8_t* out, const Ipv6Address& source, const Ipv6Address& destination,
                         const BufferList& body) const {
-  out[0] = type;
-  out[1] = code;
-  store_be16(out + 2, 0);
-  store_be32(out + 4, rest);
+  const IcmpView view(out, kLength);
+  view.set_type(type);
+  view.set_code(code);
+  view.set_checksum(0);
+  view.set_rest(rest);
   ChecksumAccumulator sum;
   add_ipv6_pseudo_header(sum, source, destination, static_cast<uint32_t>(kLength + body.length()), kIpv6Icmpv6);
   sum.add(out, kLength);
   sum.add(body, 0, body.length());
-  store_be16(out + 2, sum.finish());
+  view.set_checksum(sum.finish());
 }
 
 const char* NdOptions::parse(const uint8_t* data, size_t len, NdOptions& out) {
@@ -62,33 +64,32 @@ const char* NdOptions::parse(const uint8_t* data, size_t len, NdOptions& out) {
   size_t at = 0;
   while (at < len) {
     if (len - at < 2) return "nd: option truncated";
-    const uint8_t type = data[at];
-    const size_t units = data[at + 1];
+    const uint8_t* o = data + at;
+    const uint8_t type = nd_option_field::Type::get(o);
+    const size_t units = nd_option_field::Length::get(o);
     // §4.6: "Nodes MUST silently discard an ND packet that contains an option with length zero"
     // (it would also never advance this loop).
     if (units == 0) return "nd: option length zero";
     const size_t bytes = units * kUnit;
     if (bytes > len - at) return "nd: option runs past the end of the message";
-    const uint8_t* o = data + at;
     switch (type) {
       case kSourceLinkLayerAddress:
       case kTargetLinkLayerAddress: {
         if (units != kLinkLayerOptionUnits) return "nd: link-layer address option length is not 1";
-        MacAddress mac;
-        std::memcpy(mac.bytes.data(), o + 2, mac.bytes.size());
-        (type == kSourceLinkLayerAddress ? out.source_link_layer : out.target_link_layer) = mac;
+        (type == kSourceLinkLayerAddress ? out.source_link_layer : out.target_link_layer) =
+            nd_option_field::LinkLayerAddress::get(o);
         break;
       }
       case kPrefixInformation: {
         if (units != kPrefixOptionUnits) return "nd: prefix information option length is not 4";
         NdPrefixInformation p;
-        p.prefix_length = o[2];
+        p.prefix_length = nd_option_field::PrefixLength::get(o);
         if (p.prefix_length > kMaxPrefixLength) return "nd: prefix length above 128";
-        p.on_link = o[3] & kPrefixOnLink;
-        p.autonomous = o[3] & kPrefixAutonomous;
-        p.valid_lifetime = load_be32(o + 4);
-        p.preferred_lifetime = load_be32(o + 8);
-        p.prefix = Ipv6Address::from_bytes(o + 16);  // after 4 reserved bytes
+        p.on_link = nd_option_field::PrefixFlags::get(o) & kPrefixOnLink;
+        p.autonomous = nd_option_field::PrefixFlags::get(o) & kPrefixAutonomous;
+        p.valid_lifetime = nd_option_field::ValidLifetime::get(o);
+        p.preferred_lifetime = nd_option_field::PreferredLifetime::get(o);
+        p.prefix = nd_option_field::Prefix::get(o);
         if (out.prefix_count < kMaxPrefixes)
           out.prefixes[out.prefix_count++] = p;
         else if (out.prefixes_ignored < 255)
@@ -97,7 +98,7 @@ const char* NdOptions::parse(const uint8_t* data, size_t len, NdOptions& out) {
       }
       case kMtu:
         if (units != kMtuOptionUnits) return "nd: MTU option length is not 1";
-        out.mtu = load_be32(o + 4);  // after 2 reserved bytes
+        out.mtu = nd_option_field::Mtu::get(o);
         break;
       default:
         break;  // unrecognized (Redirected Header among them): skipped by its length
@@ -108,72 +109,78 @@ const char* NdOptions::parse(const uint8_t* data, size_t len, NdOptions& out) {
 }
 
 void NdOptions::emit_link_layer(uint8_t* out, Type type, const MacAddress& mac) {
-  out[0] = type;
-  out[1] = kLinkLayerOptionUnits;
-  std::memcpy(out + 2, mac.bytes.data(), mac.bytes.size());
+  nd_option_field::Type::set(out, type);
+  nd_option_field::Length::set(out, kLinkLayerOptionUnits);
+  nd_option_field::LinkLayerAddress::set(out, mac);
 }
 
 const char* RouterSolicitation::parse(const uint8_t* data, size_t len, RouterSolicitation& out) {
   if (len < kLength) return "nd: router solicitation shorter than 8 bytes";
-  if (data[0] != Icmpv6Header::kRouterSolicitation) return "nd: not a router solicitation";
-  out.code = data[1];
+  const IcmpView view(data, len);
+  if (view.type() != Icmpv6Header::kRouterSolicitation) return "nd: not a router solicitation";
+  out.code = view.code();
   return NdOptions::parse(data + kLength, len - kLength, out.options);
 }
 
 const char* RouterAdvertisement::parse(const uint8_t* data, size_t len, RouterAdvertisement& out) {
   if (len < kLength) return "nd: router advertisement shorter than 16 bytes";
-  if (data[0] != Icmpv6Header::kRouterAdvertisement) return "nd: not a router advertisement";
-  out.code = data[1];
-  out.current_hop_limit = data[4];
-  out.managed = data[5] & kRaManaged;
-  out.other = data[5] & kRaOther;
-  out.router_lifetime = load_be16(data + 6);
-  out.reachable_time = load_be32(data + 8);
-  out.retrans_timer = load_be32(data + 12);
+  const IcmpView view(data, len);
+  if (view.type() != Icmpv6Header::kRouterAdvertisement) return "nd: not a router advertisement";
+  out.code = view.code();
+  out.current_hop_limit = nd_field::CurrentHopLimit::get(data);
+  out.managed = nd_field::RouterFlags::get(data) & kRaManaged;
+  out.other = nd_field::RouterFlags::get(data) & kRaOther;
+  out.router_lifetime = nd_field::RouterLifetime::get(data);
+  out.reachable_time = nd_field::ReachableTime::get(data);
+  out.retrans_timer = nd_field::RetransTimer::get(data);
   return NdOptions::parse(data + kLength, len - kLength, out.options);
 }
 
 const char* NeighborSolicitation::parse(const uint8_t* data, size_t len, NeighborSolicitation& out) {
   if (len < kLength) return "nd: neighbor solicitation shorter than 24 bytes";
-  if (data[0] != Icmpv6Header::kNeighborSolicitation) return "nd: not a neighbor solicitation";
-  out.code = data[1];
-  out.target = Ipv6Address::from_bytes(data + 8);  // after 4 reserved bytes
+  const IcmpView view(data, len);
+  if (view.type() != Icmpv6Header::kNeighborSolicitation) return "nd: not a neighbor solicitation";
+  out.code = view.code();
+  out.target = nd_field::Target::get(data);  // after 4 reserved bytes
   return NdOptions::parse(data + kLength, len - kLength, out.options);
 }
 
 void NeighborSolicitation::emit(uint8_t* out, const Ipv6Address& source, const Ipv6Address& destination) const {
-  out[0] = Icmpv6Header::kNeighborSolicitation;
-  out[1] = code;
-  store_be16(out + 2, 0);
-  store_be32(out + 4, 0);
-  target.store(out + 8);
+  const IcmpView view(out, emitted_length());
+  view.set_type(Icmpv6Header::kNeighborSolicitation);
+  view.set_code(code);
+  view.set_checksum(0);
+  view.set_rest(0);  // reserved
+  nd_field::Target::set(out, target);
   if (options.source_link_layer)
     NdOptions::emit_link_layer(out + kLength, NdOptions::kSourceLinkLayerAddress, *options.source_link_layer);
-  store_be16(out + 2, icmpv6_checksum(source, destination, out, emitted_length()));
+  view.set_checksum(icmpv6_checksum(source, destination, out, emitted_length()));
 }
 
 const char* NeighborAdvertisement::parse(const uint8_t* data, size_t len, NeighborAdvertisement& out) {
   if (len < kLength) return "nd: neighbor advertisement shorter than 24 bytes";
-  if (data[0] != Icmpv6Header::kNeighborAdvertisement) return "nd: not a neighbor advertisement";
-  out.code = data[1];
-  const uint32_t flags = load_be32(data + 4);  // the rest of the word is reserved, ignored
+  const IcmpView view(data, len);
+  if (view.type() != Icmpv6Header::kNeighborAdvertisement) return "nd: not a neighbor advertisement";
+  out.code = view.code();
+  const uint32_t flags = nd_field::NeighborFlags::get(data);  // the rest of the word is reserved, ignored
   out.router = flags & kFlagRouter;
   out.solicited = flags & kFlagSolicited;
   out.override_flag = flags & kFlagOverride;
-  out.target = Ipv6Address::from_bytes(data + 8);
+  out.target = nd_field::Target::get(data);
   return NdOptions::parse(data + kLength, len - kLength, out.options);
 }
 
 void NeighborAdvertisement::emit(uint8_t* out, const Ipv6Address& source, const Ipv6Address& destination) const {
-  out[0] = Icmpv6Header::kNeighborAdvertisement;
-  out[1] = code;
-  store_be16(out + 2, 0);
-  store_be32(out + 4, (router ? kFlagRouter : 0) | (solicited ? kFlagSolicited : 0) |
-                          (override_flag ? kFlagOverride : 0));
-  target.store(out + 8);
+  const IcmpView view(out, emitted_length());
+  view.set_type(Icmpv6Header::kNeighborAdvertisement);
+  view.set_code(code);
+  view.set_checksum(0);
+  nd_field::NeighborFlags::set(out, (router ? kFlagRouter : 0) | (solicited ? kFlagSolicited : 0) |
+                                        (override_flag ? kFlagOverride : 0));
+  nd_field::Target::set(out, target);
   if (options.target_link_layer)
     NdOptions::emit_link_layer(out + kLength, NdOptions::kTargetLinkLayerAddress, *options.target_link_layer);
-  store_be16(out + 2, icmpv6_checksum(source, destination, out, emitted_length()));
+  view.set_checksum(icmpv6_checksum(source, destination, out, emitted_length()));
 }
 
 const char* validate_router_solicitation(const Ipv6Header& ip, size_t icmp_length, const RouterSolicitation& rs) {

@@ -7,9 +7,33 @@
 
 #include "base/buffer_list.h"
 #include "stack/inet/wire/bytes.h"
+#include "stack/inet/wire/icmp.h"
 #include "stack/inet/wire/ipv6.h"
 
 namespace bypass::inet {
+
+// The Neighbor Discovery messages' fields after ICMPv6's type, code and checksum (RFC 4861 §4),
+// and those of its options (§4.6). The first four bytes are read with IcmpView.
+namespace nd_field {
+using CurrentHopLimit = Field<4, 1>;  // Router Advertisement (§4.2)
+using RouterFlags = Field<5, 1>;
+using RouterLifetime = Field<6, 2>;
+using ReachableTime = Field<8, 4>;
+using RetransTimer = Field<12, 4>;
+using NeighborFlags = Field<4, 4>;    // Neighbor Advertisement (§4.4): R, S, O, then reserved
+using Target = Field<8, 16>;          // Neighbor Solicitation and Advertisement (§4.3, §4.4)
+}  // namespace nd_field
+namespace nd_option_field {
+using Type = Field<0, 1>;
+using Length = Field<1, 1>;            // in 8-octet units, type and length included
+using LinkLayerAddress = Field<2, 6>;  // Source/Target Link-Layer Address on Ethernet (RFC 2464 §8)
+using PrefixLength = Field<2, 1>;      // Prefix Information (§4.6.2)
+using PrefixFlags = Field<3, 1>;
+using ValidLifetime = Field<4, 4>;
+using PreferredLifetime = Field<8, 4>;
+using Prefix = Field<16, 16>;          // after 4 reserved bytes
+using Mtu = Field<4, 4>;               // MTU (§4.6.4), after 2 reserved bytes
+}  // namespace nd_option_field
 
 struct Icmpv6Header {
   static constexpr size_t kLength = 8;

@@ -6,8 +6,8 @@ namespace bypass::inet {
 
 namespace {
 
-constexpr size_t kPayloadLengthField = 4;  // offset of Payload Length in the fixed header
-constexpr size_t kNextHeaderField = 6;     // offset of Next Header in the fixed header
+namespace extension = ipv6_extension_field;
+constexpr size_t kPayloadLengthField = ipv6_field::PayloadLength::kOffset;  // a Parameter Problem pointer
 constexpr size_t kExtensionUnit = 8;       // Hdr Ext Len counts 8-octet units after the first 8
 constexpr size_t kMaxPacket = 65535;       // largest payload without jumbograms (RFC 8200 §4.5)
 
@@ -20,7 +20,7 @@ enum OptionAction : uint8_t { kSkip = 0, kDiscard = 1, kDiscardAndTell = 2, kDis
 
 // Length in bytes of the extension header at `at` from its Hdr Ext Len (RFC 8200 §4.3, §4.4, §4.6).
 size_t extension_length(const uint8_t* packet, size_t at) {
-  return (static_cast<size_t>(packet[at + 1]) + 1) * kExtensionUnit;
+  return (size_t{extension::HeaderExtLength::get(packet + at)} + 1) * kExtensionUnit;
 }
 
 // The TLV-encoded options of a Hop-by-Hop or Destination Options header (RFC 8200 §4.2), at
@@ -30,13 +30,13 @@ const char* walk_options(const uint8_t* packet, size_t begin, size_t end, const 
                          Ipv6Extensions& out) {
   size_t at = begin;
   while (at < end) {
-    const uint8_t type = packet[at];
+    const uint8_t type = extension::OptionType::get(packet + at);
     if (type == kOptionPad1) {  // the one option without length or data
       ++at;
       continue;
     }
     if (end - at < 2) return "ipv6: option without a length byte";
-    const size_t data_length = packet[at + 1];
+    const size_t data_length = extension::OptionDataLength::get(packet + at);
     if (data_length > end - at - 2) return "ipv6: option runs past its header";
     if (type != kOptionPadN) {
       switch (type >> 6) {
@@ -78,46 +78,45 @@ std::string Ipv6Address::to_string() const {
 }
 
 const char* Ipv6Header::parse(const uint8_t* data, size_t len, Ipv6Header& out) {
-  if (len < kLength) return "ipv6: packet shorter than the 40-byte header";
-  const uint32_t first = load_be32(data);
-  if (first >> 28 != kVersion) return "ipv6: version is not 6";
-  out.traffic_class = static_cast<uint8_t>(first >> 20);
-  out.flow_label = first & kFlowLabelMask;
-  out.payload_length = load_be16(data + kPayloadLengthField);
+  const Ipv6View view(data, len);
+  if (const char* error = view.check_len()) return error;
+  out.traffic_class = view.traffic_class();
+  out.flow_label = view.flow_label();
+  out.payload_length = view.payload_length();
   if (out.payload_length > len - kLength) return "ipv6: payload length beyond the end of the frame";
-  out.next_header = data[kNextHeaderField];
-  out.hop_limit = data[7];
-  out.source = Ipv6Address::from_bytes(data + 8);
-  out.destination = Ipv6Address::from_bytes(data + 24);
+  out.next_header = view.next_header();
+  out.hop_limit = view.hop_limit();
+  out.source = view.source();
+  out.destination = view.destination();
   return nullptr;
 }
 
 void Ipv6Header::emit(uint8_t* out) const {
-  store_be32(out, static_cast<uint32_t>(kVersion) << 28 | static_cast<uint32_t>(traffic_class) << 20 |
-                      (flow_label & kFlowLabelMask));
-  store_be16(out + kPayloadLengthField, payload_length);
-  out[kNextHeaderField] = next_header;
-  out[7] = hop_limit;
-  source.store(out + 8);
-  destination.store(out + 24);
+  const Ipv6View view(out, kLength);
+  view.set_version_class_flow(traffic_class, flow_label);
+  view.set_payload_length(payload_length);
+  view.set_next_header(next_header);
+  view.set_hop_limit(hop_limit);
+  view.set_source(source);
+  view.set_destination(destination);
 }
 
 const char* Ipv6FragmentHeader::parse(const uint8_t* data, size_t len, Ipv6FragmentHeader& out) {
   if (len < kLength) return "ipv6: fragment header truncated";
   // RFC 8200 §4.5: both reserved fields are ignored on reception.
-  out.next_header = data[0];
-  const uint16_t offset_flags = load_be16(data + 2);
+  out.next_header = extension::NextHeader::get(data);
+  const uint16_t offset_flags = extension::FragmentOffsetFlags::get(data);
   out.offset_bytes = offset_flags & kOffsetMask;  // 13-bit count of 8-byte units, already times 8
   out.more_fragments = offset_flags & kMoreFragments;
-  out.identification = load_be32(data + 4);
+  out.identification = extension::FragmentIdentification::get(data);
   return nullptr;
 }
 
 void Ipv6FragmentHeader::emit(uint8_t* out) const {
-  out[0] = next_header;
-  out[1] = 0;
-  store_be16(out + 2, static_cast<uint16_t>((offset_bytes & kOffsetMask) | (more_fragments ? kMoreFragments : 0)));
-  store_be32(out + 4, identification);
+  extension::NextHeader::set(out, next_header);
+  extension::HeaderExtLength::set(out, 0);  // reserved in a Fragment header
+  extension::FragmentOffsetFlags::set(out, (offset_bytes & kOffsetMask) | (more_fragments ? kMoreFragments : 0));
+  extension::FragmentIdentification::set(out, identification);
 }
 
 const char* walk_ipv6_extensions(const uint8_t* packet, size_t len, const Ipv6Header& header,
@@ -147,15 +146,16 @@ const char* walk_ipv6_extensions(const uint8_t* packet, size_t len, const Ipv6He
         if (out.header_count != 0) return "ipv6: hop-by-hop options header not first";
         [[fallthrough]];
       case kIpv6DestinationOptions:
-        if (const char* e = walk_options(packet, at + 2, at + length, header.destination, out)) return e;
+        if (const char* e = walk_options(packet, at + extension::kOptions, at + length, header.destination, out)) return e;
         break;
       case kIpv6Routing:
         // RFC 8200 §4.4: no Routing Type is implemented here (type 0 is deprecated, RFC 5095). An
         // unrecognized type is ignored when Segments Left is 0; otherwise the packet is discarded
         // and the source told, pointing at the Routing Type.
-        if (packet[at + 3] != 0) {
+        if (extension::SegmentsLeft::get(packet + at) != 0) {
           out.has_parameter_problem = true;
-          out.parameter_problem = {Ipv6ParameterProblem::kErroneousHeaderField, static_cast<uint32_t>(at + 2)};
+          out.parameter_problem = {Ipv6ParameterProblem::kErroneousHeaderField,
+                                   static_cast<uint32_t>(at + extension::RoutingType::kOffset)};
           return "ipv6: routing header of an unrecognized type with segments left";
         }
         break;
@@ -178,7 +178,8 @@ const char* walk_ipv6_extensions(const uint8_t* packet, size_t len, const Ipv6He
         // The reassembled payload: the unfragmentable part (without this header), then the data.
         if (at - Ipv6Header::kLength + f.offset_bytes + fragment_bytes > kMaxPacket) {
           out.has_parameter_problem = true;
-          out.parameter_problem = {Ipv6ParameterProblem::kErroneousHeaderField, static_cast<uint32_t>(at + 2)};
+          out.parameter_problem = {Ipv6ParameterProblem::kErroneousHeaderField,
+                                   static_cast<uint32_t>(at + extension::FragmentOffsetFlags::kOffset)};
           return "ipv6: fragment extends beyond 65535 bytes";
         }
         ++out.header_count;
@@ -197,7 +198,7 @@ const char* walk_ipv6_extensions(const uint8_t* packet, size_t len, const Ipv6He
       }
     }
     ++out.header_count;
-    next = packet[at];
+    next = extension::NextHeader::get(packet + at);
     out.upper_protocol_field = at;  // every extension header's Next Header is its first octet
     at += length;
   }

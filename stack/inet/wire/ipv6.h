@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "stack/inet/wire/bytes.h"
+#include "stack/inet/wire/field.h"
 
 namespace bypass::inet {
 
@@ -23,8 +23,71 @@ enum Ipv6NextHeader : uint8_t {
   kIpv6DestinationOptions = 60,
 };
 
+// RFC 8200 §3: where each field of the fixed header lies.
+namespace ipv6_field {
+using VersionClassFlow = Field<0, 4>;
+using Version = BitField<VersionClassFlow, 28, 0xf>;
+using TrafficClass = BitField<VersionClassFlow, 20, 0xff>;
+using FlowLabel = BitField<VersionClassFlow, 0, 0xfffff>;
+using PayloadLength = Field<4, 2>;
+using NextHeader = Field<6, 1>;
+using HopLimit = Field<7, 1>;
+using Source = Field<8, 16>;
+using Destination = Field<24, 16>;
+}  // namespace ipv6_field
+
+// The two octets every extension header starts with (RFC 8200 §4.3-§4.6; the Fragment header's
+// second octet is reserved) and the fields of those this stack reads.
+namespace ipv6_extension_field {
+using NextHeader = Field<0, 1>;
+using HeaderExtLength = Field<1, 1>;  // 8-octet units after the first 8 (not in a Fragment header)
+using RoutingType = Field<2, 1>;      // Routing header (§4.4)
+using SegmentsLeft = Field<3, 1>;
+using FragmentOffsetFlags = Field<2, 2>;  // Fragment header (§4.5): offset in the top 13 bits, M last
+using FragmentIdentification = Field<4, 4>;
+// An option in Hop-by-Hop or Destination Options (§4.2): type, then (but for Pad1) data length.
+constexpr size_t kOptions = 2;  // where a Hop-by-Hop or Destination Options header's options start
+using OptionType = Field<0, 1>;
+using OptionDataLength = Field<1, 1>;
+}  // namespace ipv6_extension_field
+
+template <typename Byte>
+class Ipv6View : public HeaderView<Byte> {
+ public:
+  static constexpr size_t kHeaderLength = ipv6_field::Destination::kEnd;
+  Ipv6View(Byte* data, size_t size) : HeaderView<Byte>(data, size) {}
+
+  // nullptr when the bytes hold an IPv6 header, otherwise what is wrong (the payload length is
+  // checked by Ipv6Header::parse, which knows whether link padding may follow).
+  const char* check_len() const {
+    if (this->size() < kHeaderLength) return "ipv6: packet shorter than the 40-byte header";
+    if (version() != 6) return "ipv6: version is not 6";
+    return nullptr;
+  }
+  uint8_t version() const { return static_cast<uint8_t>(this->template get<ipv6_field::Version>()); }
+  uint8_t traffic_class() const { return static_cast<uint8_t>(this->template get<ipv6_field::TrafficClass>()); }
+  uint32_t flow_label() const { return this->template get<ipv6_field::FlowLabel>(); }
+  uint16_t payload_length() const { return this->template get<ipv6_field::PayloadLength>(); }
+  uint8_t next_header() const { return this->template get<ipv6_field::NextHeader>(); }
+  uint8_t hop_limit() const { return this->template get<ipv6_field::HopLimit>(); }
+  Ipv6Address source() const { return this->template get<ipv6_field::Source>(); }
+  Ipv6Address destination() const { return this->template get<ipv6_field::Destination>(); }
+  Byte* payload() const { return this->data() + kHeaderLength; }
+
+  // Version 6 with this traffic class and flow label (the first 32-bit word).
+  void set_version_class_flow(uint8_t traffic_class, uint32_t flow_label) const {
+    this->template set<ipv6_field::VersionClassFlow>(uint32_t{6} << 28 | uint32_t{traffic_class} << 20 |
+                                                     (flow_label & 0xfffff));
+  }
+  void set_payload_length(uint16_t v) const { this->template set<ipv6_field::PayloadLength>(v); }
+  void set_next_header(uint8_t v) const { this->template set<ipv6_field::NextHeader>(v); }
+  void set_hop_limit(uint8_t v) const { this->template set<ipv6_field::HopLimit>(v); }
+  void set_source(const Ipv6Address& v) const { this->template set<ipv6_field::Source>(v); }
+  void set_destination(const Ipv6Address& v) const { this->template set<ipv6_field::Destination>(v); }
+};
+
 struct Ipv6Header {
-  static constexpr size_t kLength = 40;
+  static constexpr size_t kLength = Ipv6View<const uint8_t>::kHeaderLength;
   static constexpr uint8_t kVersion = 6;
   static constexpr uint32_t kFlowLabelMask = 0xfffff;
   // RFC 8200 §5: every link an IPv6 packet crosses carries at least 1280 bytes.
@@ -85,7 +148,7 @@ struct Ipv6Extensions {
   size_t upper_offset = 0;     // where that protocol's bytes start, from the start of the IPv6 header
   // Where the octet holding upper_protocol is, from the start of the IPv6 header: the Parameter
   // Problem pointer for an unrecognized Next Header (RFC 8200 §4, code 1).
-  size_t upper_protocol_field = 6;
+  size_t upper_protocol_field = ipv6_field::NextHeader::kOffset;
   uint8_t header_count = 0;    // extension headers walked
   bool has_fragment = false;
   Ipv6FragmentHeader fragment;     // valid with has_fragment

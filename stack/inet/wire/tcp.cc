@@ -11,6 +11,7 @@ enum OptionKind : uint8_t {
 // NOP, NOP, kind 8 (timestamps), length 10: the 12 option bytes RFC 7323 Appendix A recommends.
 constexpr size_t kTimestampOnlyLength = 12;
 constexpr uint32_t kTimestampOnlyLead = uint32_t{kNop} << 24 | uint32_t{kNop} << 16 | uint32_t{kTimestamp} << 8 | 10;
+constexpr size_t kSackBlockLength = 8;  // RFC 2018 §3: left and right edge, 4 bytes each
 // TCP's number as IPv6 Next Header in the pseudo-header (the same as IPv4's Protocol).
 constexpr uint8_t kTcpProtocol = 6;
 }  // namespace
@@ -26,46 +27,48 @@ size_t TcpOptions::emitted_length() const {
 }
 
 const char* TcpHeader::parse(const uint8_t* data, size_t len, TcpHeader& out) {
-  if (len < kMinLength) return "tcp: segment shorter than the 20-byte header";
-  out.source_port = load_be16(data);
-  out.destination_port = load_be16(data + 2);
-  out.seq = load_be32(data + 4);
-  out.ack = load_be32(data + 8);
-  out.header_length = static_cast<uint8_t>((data[12] >> 4) * 4);
-  if (out.header_length < kMinLength) return "tcp: data offset below 5";
-  if (out.header_length > len) return "tcp: data offset beyond the end of the segment";
-  out.flags = data[13];
-  out.window = load_be16(data + 14);
-  out.checksum = load_be16(data + 16);
-  out.urgent = load_be16(data + 18);
+  namespace option = tcp_option_field;
+  const TcpView view(data, len);
+  if (const char* error = view.check_len()) return error;
+  // Before any store to `out` (which may alias `data`), so check_len()'s reading of it is reused.
+  out.header_length = static_cast<uint8_t>(view.header_length());
+  out.source_port = view.src_port();
+  out.destination_port = view.dst_port();
+  out.seq = view.seq_number();
+  out.ack = view.ack_number();
+  out.flags = view.flags();
+  out.window = view.window();
+  out.checksum = view.checksum();
+  out.urgent = view.urgent();
   out.options = TcpOptions{};
   // The layout nearly every established segment has, Linux's and ours: NOP, NOP, timestamps
-  // (RFC 7323 Appendix A) and nothing else, read without walking the option list.
-  if (out.header_length == kMinLength + kTimestampOnlyLength && load_be32(data + kMinLength) == kTimestampOnlyLead) {
-    out.options.timestamp = std::make_pair(load_be32(data + kMinLength + 4), load_be32(data + kMinLength + 8));
+  // (RFC 7323 Appendix A) and nothing else, read without walking the option list. The NOPs put
+  // the timestamp option 2 bytes in.
+  const uint8_t* p = view.options();
+  if (out.header_length == kMinLength + kTimestampOnlyLength && load_be32(p) == kTimestampOnlyLead) {
+    out.options.timestamp = std::make_pair(option::TimestampValue::get(p + 2), option::TimestampEcho::get(p + 2));
     return nullptr;
   }
-  const uint8_t* p = data + kMinLength;
   const uint8_t* end = data + out.header_length;
   while (p < end) {
-    uint8_t kind = p[0];
+    uint8_t kind = option::Kind::get(p);
     if (kind == kEnd) break;
     if (kind == kNop) {
       ++p;
       continue;
     }
     if (end - p < 2) return "tcp: option kind without a length byte";
-    uint8_t olen = p[1];
+    uint8_t olen = option::Length::get(p);
     if (olen < 2) return "tcp: option length below 2";
     if (olen > end - p) return "tcp: option runs past the header";
     switch (kind) {
       case kMss:
         if (olen != 4) return "tcp: MSS option length is not 4";
-        out.options.mss = load_be16(p + 2);
+        out.options.mss = option::Mss::get(p);
         break;
       case kWindowScale:
         if (olen != 3) return "tcp: window scale option length is not 3";
-        out.options.window_scale = p[2];
+        out.options.window_scale = option::WindowScale::get(p);
         break;
       case kSackPermitted:
         if (olen != 2) return "tcp: SACK-permitted option length is not 2";
@@ -77,14 +80,15 @@ const char* TcpHeader::parse(const uint8_t* data, size_t len, TcpHeader& out) {
         if (count > 4) return "tcp: more than 4 SACK blocks";
         out.options.sack_count = static_cast<uint8_t>(count);
         for (size_t i = 0; i < count; ++i) {
-          out.options.sack_blocks[i].left = load_be32(p + 2 + 8 * i);
-          out.options.sack_blocks[i].right = load_be32(p + 6 + 8 * i);
+          const uint8_t* block = p + option::kSackBlocks + kSackBlockLength * i;
+          out.options.sack_blocks[i].left = option::SackLeft::get(block);
+          out.options.sack_blocks[i].right = option::SackRight::get(block);
         }
         break;
       }
       case kTimestamp:
         if (olen != 10) return "tcp: timestamp option length is not 10";
-        out.options.timestamp = std::make_pair(load_be32(p + 2), load_be32(p + 6));
+        out.options.timestamp = std::make_pair(option::TimestampValue::get(p), option::TimestampEcho::get(p));
         break;
       default:
         break;  // RFC 9293 §3.1: unknown options are skipped using their length
@@ -95,43 +99,52 @@ const char* TcpHeader::parse(const uint8_t* data, size_t len, TcpHeader& out) {
 }
 
 void TcpHeader::emit(uint8_t* out) const {
-  size_t hlen = emitted_length();
-  store_be16(out, source_port);
-  store_be16(out + 2, destination_port);
-  store_be32(out + 4, seq.raw());
-  store_be32(out + 8, ack.raw());
-  out[12] = static_cast<uint8_t>((hlen / 4) << 4);
-  out[13] = flags;
-  store_be16(out + 14, window);
-  store_be16(out + 16, 0);
-  store_be16(out + 18, urgent);
-  uint8_t* p = out + kMinLength;
+  namespace option = tcp_option_field;
+  const size_t hlen = emitted_length();
+  const TcpView view(out, hlen);
+  view.set_src_port(source_port);
+  view.set_dst_port(destination_port);
+  view.set_seq_number(seq);
+  view.set_ack_number(ack);
+  view.set_header_length(hlen);
+  view.set_flags(flags);
+  view.set_window(window);
+  view.set_checksum(0);
+  view.set_urgent(urgent);
+  // Each option is padded with leading NOPs to a 4-byte boundary (RFC 7323 Appendix A's layout).
+  uint8_t* p = view.options();
+  auto begin_option = [&p](size_t nops, uint8_t kind, size_t length) {
+    for (size_t i = 0; i < nops; ++i) *p++ = kNop;
+    option::Kind::set(p, kind);
+    option::Length::set(p, length);
+  };
   if (options.mss) {
-    p[0] = kMss; p[1] = 4;
-    store_be16(p + 2, *options.mss);
+    begin_option(0, kMss, 4);
+    option::Mss::set(p, *options.mss);
     p += 4;
   }
   if (options.window_scale) {
-    p[0] = kNop; p[1] = kWindowScale; p[2] = 3; p[3] = *options.window_scale;
-    p += 4;
+    begin_option(1, kWindowScale, 3);
+    option::WindowScale::set(p, *options.window_scale);
+    p += 3;
   }
   if (options.sack_permitted) {
-    p[0] = kNop; p[1] = kNop; p[2] = kSackPermitted; p[3] = 2;
-    p += 4;
+    begin_option(2, kSackPermitted, 2);
+    p += 2;
   }
   if (options.timestamp) {
-    p[0] = kNop; p[1] = kNop; p[2] = kTimestamp; p[3] = 10;
-    store_be32(p + 4, options.timestamp->first);
-    store_be32(p + 8, options.timestamp->second);
-    p += 12;
+    begin_option(2, kTimestamp, 10);
+    option::TimestampValue::set(p, options.timestamp->first);
+    option::TimestampEcho::set(p, options.timestamp->second);
+    p += 10;
   }
   if (options.sack_count) {
-    p[0] = kNop; p[1] = kNop; p[2] = kSack; p[3] = static_cast<uint8_t>(2 + 8 * options.sack_count);
-    p += 4;
+    begin_option(2, kSack, 2 + kSackBlockLength * options.sack_count);
+    p += option::kSackBlocks;
     for (size_t i = 0; i < options.sack_count; ++i) {
-      store_be32(p, options.sack_blocks[i].left.raw());
-      store_be32(p + 4, options.sack_blocks[i].right.raw());
-      p += 8;
+      option::SackLeft::set(p, options.sack_blocks[i].left.raw());
+      option::SackRight::set(p, options.sack_blocks[i].right.raw());
+      p += kSackBlockLength;
     }
   }
 }

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "base/buffer_list.h"
-#include "stack/inet/wire/bytes.h"
+#include "stack/inet/wire/field.h"
 #include "stack/inet/wire/seq_number.h"
 
 namespace bypass::inet {
@@ -34,8 +34,74 @@ struct TcpOptions {
   size_t emitted_length() const;
 };
 
+// RFC 9293 §3.1: where each field of the fixed header lies.
+namespace tcp_field {
+using SourcePort = Field<0, 2>;
+using DestinationPort = Field<2, 2>;
+using Seq = Field<4, 4>;
+using Ack = Field<8, 4>;
+using DataOffsetByte = Field<12, 1>;
+using DataOffset = BitField<DataOffsetByte, 4, 0xf>;  // header length in 32-bit words
+using Flags = Field<13, 1>;
+using Window = Field<14, 2>;
+using Checksum = Field<16, 2>;
+using Urgent = Field<18, 2>;
+}  // namespace tcp_field
+
+// An option other than End and NOP: kind, length (of the whole option), then its data
+// (RFC 9293 §3.1, RFC 7323 §2.2 and §3.2, RFC 2018 §2 and §3).
+namespace tcp_option_field {
+using Kind = Field<0, 1>;
+using Length = Field<1, 1>;
+using Mss = Field<2, 2>;
+using WindowScale = Field<2, 1>;
+using TimestampValue = Field<2, 4>;
+using TimestampEcho = Field<6, 4>;
+constexpr size_t kSackBlocks = 2;  // the first SACK block's offset; each is 8 bytes
+using SackLeft = Field<0, 4>;      // within a SACK block
+using SackRight = Field<4, 4>;
+}  // namespace tcp_option_field
+
+template <typename Byte>
+class TcpView : public HeaderView<Byte> {
+ public:
+  static constexpr size_t kFixedLength = tcp_field::Urgent::kEnd;
+  TcpView(Byte* data, size_t size) : HeaderView<Byte>(data, size) {}
+
+  // nullptr when the bytes hold the header its data offset announces, otherwise what is wrong.
+  const char* check_len() const {
+    if (this->size() < kFixedLength) return "tcp: segment shorter than the 20-byte header";
+    if (header_length() < kFixedLength) return "tcp: data offset below 5";
+    if (header_length() > this->size()) return "tcp: data offset beyond the end of the segment";
+    return nullptr;
+  }
+  uint16_t src_port() const { return this->template get<tcp_field::SourcePort>(); }
+  uint16_t dst_port() const { return this->template get<tcp_field::DestinationPort>(); }
+  SeqNumber seq_number() const { return SeqNumber(this->template get<tcp_field::Seq>()); }
+  SeqNumber ack_number() const { return SeqNumber(this->template get<tcp_field::Ack>()); }
+  size_t header_length() const { return size_t{this->template get<tcp_field::DataOffset>()} * 4; }
+  uint8_t flags() const { return this->template get<tcp_field::Flags>(); }
+  bool has(uint8_t flag) const { return flags() & flag; }
+  uint16_t window() const { return this->template get<tcp_field::Window>(); }
+  uint16_t checksum() const { return this->template get<tcp_field::Checksum>(); }
+  uint16_t urgent() const { return this->template get<tcp_field::Urgent>(); }
+  Byte* options() const { return this->data() + kFixedLength; }
+  Byte* payload() const { return this->data() + header_length(); }
+
+  void set_src_port(uint16_t v) const { this->template set<tcp_field::SourcePort>(v); }
+  void set_dst_port(uint16_t v) const { this->template set<tcp_field::DestinationPort>(v); }
+  void set_seq_number(SeqNumber v) const { this->template set<tcp_field::Seq>(v.raw()); }
+  void set_ack_number(SeqNumber v) const { this->template set<tcp_field::Ack>(v.raw()); }
+  // `length` in bytes, a multiple of 4; the reserved bits after it are cleared.
+  void set_header_length(size_t length) const { this->template set<tcp_field::DataOffsetByte>(length / 4 << 4); }
+  void set_flags(uint8_t v) const { this->template set<tcp_field::Flags>(v); }
+  void set_window(uint16_t v) const { this->template set<tcp_field::Window>(v); }
+  void set_checksum(uint16_t v) const { this->template set<tcp_field::Checksum>(v); }
+  void set_urgent(uint16_t v) const { this->template set<tcp_field::Urgent>(v); }
+};
+
 struct TcpHeader {
-  static constexpr size_t kMinLength = 20;
+  static constexpr size_t kMinLength = TcpView<const uint8_t>::kFixedLength;
   static constexpr size_t kMaxLength = 60;
   uint16_t source_port = 0;
   uint16_t destination_port = 0;

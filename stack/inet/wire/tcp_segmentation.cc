@@ -16,7 +16,7 @@ TcpSegmentCutter::TcpSegmentCutter(const uint8_t* headers, const TxOffload& tx, 
   if (tx.segment_payload == 0 || l3_ < Ipv4Header::kMinLength || l4_ < TcpHeader::kMinLength ||
       header_length_ > kMaxHeaderLength)
     return;
-  ipv6_ = headers[l2_] >> 4 == 6;  // the version field, first in both headers
+  ipv6_ = Ipv6View(headers + l2_, l3_).version() == 6;  // the version field, first in both headers
   if (ipv6_ && l3_ < Ipv6Header::kLength) return;
   segment_ = tx.segment_payload;
   frames_ = std::max<size_t>(1, (payload_length + segment_ - 1) / segment_);
@@ -32,23 +32,23 @@ void TcpSegmentCutter::write_headers(size_t index, uint8_t* out) const {
   const size_t length = payload_length(index);
   const bool last = index + 1 == frames_;
   uint8_t* ip = out + l2_;
-  uint8_t* tcp = ip + l3_;
-  store_be32(tcp + 4, static_cast<uint32_t>(load_be32(tcp + 4) + payload_offset(index)));
-  if (!last) tcp[13] = static_cast<uint8_t>(tcp[13] & ~(kTcpFin | kTcpPsh));
+  const TcpView tcp(ip + l3_, l4_);
+  tcp.set_seq_number(tcp.seq_number() + static_cast<uint32_t>(payload_offset(index)));
+  if (!last) tcp.set_flags(static_cast<uint8_t>(tcp.flags() & ~(kTcpFin | kTcpPsh)));
   if (ipv6_) {
     // RFC 8200 §3: the Payload Length counts what follows the fixed header (extension headers
     // too); there is no identification nor header checksum to patch.
-    store_be16(ip + 4, static_cast<uint16_t>(l3_ - Ipv6Header::kLength + l4_ + length));
-    store_be16(tcp + 16, tcp_pseudo_header_sum(Ipv6Address::from_bytes(ip + 8), Ipv6Address::from_bytes(ip + 24),
-                                               l4_ + length));
+    const Ipv6View ipv6(ip, l3_);
+    ipv6.set_payload_length(static_cast<uint16_t>(l3_ - Ipv6Header::kLength + l4_ + length));
+    tcp.set_checksum(tcp_pseudo_header_sum(ipv6.source(), ipv6.destination(), l4_ + length));
     return;
   }
-  store_be16(ip + 2, static_cast<uint16_t>(l3_ + l4_ + length));
-  store_be16(ip + 4, static_cast<uint16_t>(load_be16(ip + 4) + index));  // identification
-  store_be16(ip + 10, 0);
-  store_be16(ip + 10, internet_checksum(ip, l3_));
-  store_be16(tcp + 16, tcp_pseudo_header_sum(Ipv4Address{load_be32(ip + 12)}, Ipv4Address{load_be32(ip + 16)},
-                                             l4_ + length));
+  const Ipv4View ipv4(ip, l3_);
+  ipv4.set_total_length(static_cast<uint16_t>(l3_ + l4_ + length));
+  ipv4.set_identification(static_cast<uint16_t>(ipv4.identification() + index));
+  ipv4.set_checksum(0);
+  ipv4.set_checksum(internet_checksum(ip, l3_));
+  tcp.set_checksum(tcp_pseudo_header_sum(ipv4.source(), ipv4.destination(), l4_ + length));
 }
 
 }  // namespace bypass::inet

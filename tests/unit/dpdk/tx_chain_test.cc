@@ -256,8 +256,8 @@ TEST_F(TxChainTest, Ipv6FramesGetIpv6OffloadFlags) {
   TxChainBuilder builder(pool_, TxChainOptions{});
   constexpr size_t kIpv6Headers = 14 + 40 + 20;
   std::string headers = pattern(kIpv6Headers, 'H');
-  headers[12] = static_cast<char>(0x86);
-  headers[13] = static_cast<char>(0xdd);
+  inet::EthernetView(reinterpret_cast<uint8_t*>(headers.data()), headers.size())
+      .set_ethertype(static_cast<uint16_t>(inet::EtherType::Ipv6));
   inet::Packet p;
   p.data.append(BufferSegment::copy_of(headers.data(), headers.size()));
   p.data.append(BufferSegment::copy_of(pattern(1000, 'a').data(), 1000));
@@ -474,7 +474,7 @@ struct LargeSegment {
       ip.emit(h + 14, true);
     }
     tcp.emit(h + 14 + l3);
-    inet::store_be16(h + 14 + l3 + 16, pseudo_header_sum(0));
+    inet::tcp_field::Checksum::set(h + 14 + l3, pseudo_header_sum(0));
     packet.data.append(BufferSegment::copy_of(headers.data(), headers.size()));
     size_t at = 0;
     for (size_t n : pieces) {
@@ -563,7 +563,7 @@ TEST_F(TxChainTest, SoftwareSegmentationCutsWhileCopying) {
           EXPECT_EQ(frames[i]->ol_flags & (RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IP_CKSUM), 0u);
           EXPECT_EQ(frames[i]->l3_len, large.l3);
           EXPECT_EQ(frames[i]->l4_len, large.packet.tx.l4_length);
-          EXPECT_EQ(inet::load_be16(b + l4_offset + 16), large.pseudo_header_sum(bytes.size() - l4_offset));
+          EXPECT_EQ(inet::tcp_field::Checksum::get(b + l4_offset), large.pseudo_header_sum(bytes.size() - l4_offset));
         } else {
           BufferList segment;
           segment.append(BufferSegment::copy_of(bytes.data() + l4_offset, bytes.size() - l4_offset));
@@ -607,7 +607,7 @@ TEST_F(TxChainTest, TsoPortsGetTheSegmentMarked) {
     EXPECT_EQ(m->pkt_len, large.header_length + 60000);
     const std::string bytes = chain_bytes(m);
     EXPECT_EQ(bytes, large.packet.data.to_string());
-    EXPECT_EQ(inet::load_be16(reinterpret_cast<const uint8_t*>(bytes.data()) + 14 + large.l3 + 16),
+    EXPECT_EQ(inet::tcp_field::Checksum::get(reinterpret_cast<const uint8_t*>(bytes.data()) + 14 + large.l3),
               large.pseudo_header_sum(0));
     EXPECT_EQ(builder.counters().tso_segments, 1u);
     rte_pktmbuf_free(m);

@@ -81,8 +81,9 @@ class AnsweringDevice : public PacketDevice {
   void transmit(Packet&& frame) override {
     std::string bytes = frame.data.to_string();
     sent.push_back(bytes);
-    if (!stack || bytes.size() < EthernetHeader::kLength + ArpPacket::kLength || bytes[12] != 0x08 ||
-        bytes[13] != 0x06)
+    if (!stack || bytes.size() < EthernetHeader::kLength + ArpPacket::kLength ||
+        EthernetView(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()).ethertype() !=
+            static_cast<uint16_t>(EtherType::Arp))
       return;
     ArpPacket request;
     ASSERT_EQ(ArpPacket::parse(reinterpret_cast<const uint8_t*>(bytes.data()) + EthernetHeader::kLength,

@@ -1,5 +1,9 @@
 #include "tests/unit/inet/harness.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
 namespace bypass::inet::test {
 
 void PipeDevice::transmit(Packet&& frame) {
@@ -17,8 +21,9 @@ void PipeDevice::transmit(Packet&& frame) {
       auto* out = reinterpret_cast<uint8_t*>(piece.data());
       cutter.write_headers(i, out);
       std::memcpy(out + header_length, p + header_length + cutter.payload_offset(i), cutter.payload_length(i));
-      uint8_t* tcp = out + frame.tx.l2_length + frame.tx.l3_length;
-      store_be16(tcp + 16, internet_checksum(tcp, piece.size() - frame.tx.l2_length - frame.tx.l3_length));
+      const TcpView tcp(out + frame.tx.l2_length + frame.tx.l3_length,
+                        piece.size() - frame.tx.l2_length - frame.tx.l3_length);
+      tcp.set_checksum(internet_checksum(tcp.data(), tcp.size()));
       EXPECT_LE(piece.size() - frame.tx.l2_length, mtu_);
       Packet cut;
       cut.data.append_copy(piece);
@@ -31,16 +36,19 @@ void PipeDevice::transmit(Packet&& frame) {
     std::string bytes = frame.data.to_string();
     auto* p = reinterpret_cast<uint8_t*>(bytes.data());
     uint8_t* ip = p + frame.tx.l2_length;
-    if (frame.tx.ipv4_checksum) store_be16(ip + 10, internet_checksum(ip, frame.tx.l3_length));
+    const size_t ip_size = bytes.size() - frame.tx.l2_length;
+    const Ipv4View ipv4(ip, ip_size);
+    if (frame.tx.ipv4_checksum) ipv4.set_checksum(internet_checksum(ip, frame.tx.l3_length));
     if (frame.tx.tcp_checksum) {
-      uint8_t* tcp = ip + frame.tx.l3_length;
       // IPv4's total length counts its header; IPv6's payload length all past the fixed one.
-      const bool ipv6 = ip[0] >> 4 == 6;
-      size_t tcp_length = ipv6 ? load_be16(ip + 4) + Ipv6Header::kLength - frame.tx.l3_length
-                               : load_be16(ip + 2) - frame.tx.l3_length;
+      const Ipv6View ipv6(ip, ip_size);
+      const size_t tcp_length = ipv6.version() == 6
+                                    ? ipv6.payload_length() + Ipv6Header::kLength - frame.tx.l3_length
+                                    : ipv4.total_length() - frame.tx.l3_length;
       // The field holds the pseudo-header sum, so the checksum over the segment as it stands is
       // the complete one.
-      store_be16(tcp + 16, internet_checksum(tcp, tcp_length));
+      const TcpView tcp(ip + frame.tx.l3_length, tcp_length);
+      tcp.set_checksum(internet_checksum(tcp.data(), tcp_length));
     }
     frame.data.clear();
     frame.data.append_copy(bytes);
@@ -48,10 +56,16 @@ void PipeDevice::transmit(Packet&& frame) {
   wire_.send(side_, std::move(frame));
 }
 
+bool Wire::record_pcap(const std::string& path) {
+  pcap_ = std::make_unique<bypass::test::PcapWriter>(path);
+  return pcap_->ok();
+}
+
 void Wire::send(int from_side, Packet&& frame) {
   ++frames[from_side];
   std::vector<uint8_t> bytes(frame.data.length());
   frame.data.copy_out(0, bytes.size(), bytes.data());
+  if (pcap_) pcap_->write(timers_.now(), bytes.data(), bytes.size());
   if (tap && !tap(from_side, bytes)) return;
   if (cut) return;
   const Faults& f = faults[from_side];
@@ -124,6 +138,7 @@ TwoHosts::TwoHosts(uint64_t seed, InetSettings base) : wire(timers, seed) {
   b = std::make_unique<InetStack>(settings_b, *dev_b, timers, seed * 31 + 2);
   wire.attach(0, a.get());
   wire.attach(1, b.get());
+  record_test_pcap();
   if (!base.ipv6.address.is_unspecified()) {
     // IPv6 addresses are tentative until Duplicate Address Detection (RFC 4862 §5.4) has passed:
     // start both and run the clock through it (and the announcements' delivery), so tests begin
@@ -133,6 +148,18 @@ TwoHosts::TwoHosts(uint64_t seed, InetSettings base) : wire(timers, seed) {
     timers.advance(base.ipv6.nd_retrans_timer * base.ipv6.dad_transmits + 1ms);
     wire.frames[0] = wire.frames[1] = 0;
   }
+}
+
+void TwoHosts::record_test_pcap() {
+  const char* dir = std::getenv("BYPASS_TEST_PCAP");
+  if (dir == nullptr || *dir == '\0') return;
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = test ? std::string(test->test_suite_name()) + "." + test->name() : "hosts";
+  std::replace(name.begin(), name.end(), '/', '_');  // parameterized tests' names hold slashes
+  static std::map<std::string, int> hosts_per_test;   // a test with several TwoHosts gets a file each
+  const int n = hosts_per_test[name]++;
+  const std::string path = std::string(dir) + "/" + name + (n ? "-" + std::to_string(n) : "") + ".pcap";
+  if (!wire.record_pcap(path)) ADD_FAILURE() << "BYPASS_TEST_PCAP: " << wire.pcap_error();
 }
 
 TwoHosts::~TwoHosts() {
@@ -209,38 +236,40 @@ TransferResult transfer(TwoHosts& hosts, const std::shared_ptr<TcpConnection>& s
 
 Packet craft_tcp(Ipv4Address src, MacAddress src_mac, Ipv4Address dst, MacAddress dst_mac,
                  const TcpHeader& h, const std::string& payload) {
-  size_t hl = h.emitted_length();
-  std::vector<uint8_t> frame(14 + 20 + hl + payload.size());
-  EthernetHeader{dst_mac, src_mac, 0x0800}.emit(frame.data());
+  const size_t hl = h.emitted_length();
+  constexpr size_t kTcpAt = EthernetHeader::kLength + Ipv4Header::kMinLength;
+  std::vector<uint8_t> frame(kTcpAt + hl + payload.size());
+  EthernetHeader{dst_mac, src_mac, static_cast<uint16_t>(EtherType::Ipv4)}.emit(frame.data());
   Ipv4Header ip;
-  ip.total_length = static_cast<uint16_t>(20 + hl + payload.size());
-  ip.protocol = 6;
+  ip.total_length = static_cast<uint16_t>(Ipv4Header::kMinLength + hl + payload.size());
+  ip.protocol = static_cast<uint8_t>(IpProtocol::Tcp);
   ip.source = src;
   ip.destination = dst;
-  ip.emit(frame.data() + 14, true);
-  h.emit(frame.data() + 34);
-  std::memcpy(frame.data() + 34 + hl, payload.data(), payload.size());
+  ip.emit(frame.data() + EthernetHeader::kLength, true);
+  const TcpView tcp(frame.data() + kTcpAt, hl + payload.size());
+  h.emit(tcp.data());
+  std::memcpy(tcp.payload(), payload.data(), payload.size());
   BufferList segment;
-  segment.append_copy(frame.data() + 34, hl + payload.size());
-  store_be16(frame.data() + 34 + 16, tcp_checksum(src, dst, segment));
+  segment.append_copy(tcp.data(), tcp.size());
+  tcp.set_checksum(tcp_checksum(src, dst, segment));
   Packet p;
   p.data.append_copy(frame.data(), frame.size());
   return p;
 }
 
-void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
-                     std::function<bool(const SeenSegment&)> drop) {
-  hosts.wire.tap = [&hosts, &out, drop](int from, std::vector<uint8_t>& bytes) {
-    if (bytes.size() < 54 || load_be16(bytes.data() + 12) != 0x0800 || bytes[14 + 9] != 6) return true;
-    size_t ihl = (bytes[14] & 0xf) * 4u;
-    size_t total = load_be16(bytes.data() + 16);
-    SeenSegment s{from, {}, 0, hosts.timers.now()};
-    if (TcpHeader::parse(bytes.data() + 14 + ihl, total - ihl, s.header)) return true;
-    s.payload = total - ihl - s.header.header_length;
-    out.push_back(s);
+SegmentRecorder::SegmentRecorder(TwoHosts& hosts, Drop drop) : wire_(hosts.wire), previous_(hosts.wire.tap) {
+  wire_.tap = [this, &timers = hosts.timers, drop = std::move(drop)](int from, std::vector<uint8_t>& bytes) {
+    if (previous_ && !previous_(from, bytes)) return false;
+    TcpFrame frame;
+    if (parse_tcp_frame(bytes.data(), bytes.size(), frame) != nullptr) return true;
+    SeenSegment s{from,         frame.header, frame.payload_length(), timers.now(),
+                  frame.ipv6,   frame.source, frame.destination,      frame.ip_length()};
+    segments_.push_back(s);
     return !(drop && drop(s));
   };
 }
+
+SegmentRecorder::~SegmentRecorder() { wire_.tap = std::move(previous_); }
 
 std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(
     TwoHosts& hosts, uint16_t port) {

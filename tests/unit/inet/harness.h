@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -17,6 +18,8 @@
 #include "stack/inet/wire/ipv4.h"
 #include "stack/inet/wire/tcp.h"
 #include "stack/inet/wire/tcp_segmentation.h"
+#include "tests/support/pcap_writer.h"
+#include "tests/support/tcp_frame.h"
 
 namespace bypass::inet {
 // gtest prints a sequence number as its value.
@@ -71,6 +74,13 @@ class Wire {
   // are received in bursts of up to N (InetStack::begin_burst/end_burst), in the order sent.
   size_t burst = 0;
   uint64_t bursts[2] = {0, 0};  // bursts received, by receiving side
+  // Writes every frame handed to the wire from now on to `path` (a pcap file stamped with the
+  // virtual clock), before the tap and the faults act on it. False (and the reason in
+  // pcap_error()) if the file cannot be written. TwoHosts does this for every test when
+  // BYPASS_TEST_PCAP names a directory.
+  bool record_pcap(const std::string& path);
+  std::string pcap_error() const { return pcap_ ? pcap_->error() : std::string(); }
+  void flush_pcap() { if (pcap_) pcap_->flush(); }
 
  private:
   struct Arrival {
@@ -80,6 +90,7 @@ class Wire {
   void deliver(int to_side, std::vector<uint8_t> bytes, Duration delay);
   void deliver_due(int to_side);
   std::deque<Arrival> arrivals_[2];
+  std::unique_ptr<bypass::test::PcapWriter> pcap_;
   VirtualTimerService& timers_;
   std::mt19937_64 rng_;
   InetStack* ends_[2] = {nullptr, nullptr};
@@ -105,6 +116,10 @@ class TwoHosts {
   std::unique_ptr<PipeDevice> dev_a, dev_b;
   InetSettings settings_a, settings_b;
   std::unique_ptr<InetStack> a, b;
+
+ private:
+  // With BYPASS_TEST_PCAP=dir: the wire's frames go to dir/<suite>.<test>[-n].pcap.
+  void record_test_pcap();
 };
 
 // A deterministic byte pattern so received data can be checked at any offset.
@@ -139,11 +154,30 @@ struct SeenSegment {
   TcpHeader header;
   size_t payload;
   TimePoint at;
+  bool ipv6 = false;
+  IpAddress source, destination;
+  size_t ip_length = 0;  // the IP packet's length, its header included
 };
 
-// Parses every TCP segment crossing the wire into `out` (through Wire::tap); `drop` may drop some.
-void record_segments(TwoHosts& hosts, std::vector<SeenSegment>& out,
-                     std::function<bool(const SeenSegment&)> drop = nullptr);
+// Records every TCP segment, IPv4 or IPv6, crossing the wire while it lives (through Wire::tap,
+// after the tap that was there, which it puts back when destroyed); `drop`, if given, is asked
+// about each one and drops it from the wire when it says so.
+class SegmentRecorder {
+ public:
+  using Drop = std::function<bool(const SeenSegment&)>;
+  explicit SegmentRecorder(TwoHosts& hosts, Drop drop = nullptr);
+  ~SegmentRecorder();
+  SegmentRecorder(const SegmentRecorder&) = delete;
+  SegmentRecorder& operator=(const SegmentRecorder&) = delete;
+
+  std::vector<SeenSegment>& segments() { return segments_; }
+  const std::vector<SeenSegment>& segments() const { return segments_; }
+
+ private:
+  Wire& wire_;
+  Wire::Tap previous_;
+  std::vector<SeenSegment> segments_;
+};
 
 // Connect a (client) to b (server, `port`); returns {client, server} once both are established.
 std::pair<std::shared_ptr<TcpConnection>, std::shared_ptr<TcpConnection>> connect_pair(

@@ -25,8 +25,11 @@ struct Completions {
 };
 
 bool is_echo(const std::vector<uint8_t>& frame, uint8_t type) {
-  return frame.size() >= kEth + kIp + IcmpHeader::kLength && frame[12] == 0x08 && frame[13] == 0x00 &&
-         frame[kEth + 9] == 1 && frame[kEth + kIp] == type;
+  if (frame.size() < kEth + kIp + IcmpHeader::kLength) return false;
+  const EthernetView ethernet(frame.data(), frame.size());
+  const Ipv4View ip(ethernet.payload(), frame.size() - kEth);
+  return ethernet.ethertype() == static_cast<uint16_t>(EtherType::Ipv4) &&
+         ip.protocol() == static_cast<uint8_t>(IpProtocol::Icmp) && IcmpView(ip.payload(), IcmpHeader::kLength).type() == type;
 }
 
 TEST(IcmpEchoTest, ReplyIsMatchedTimedAndChecked) {
@@ -72,9 +75,10 @@ TEST(IcmpEchoTest, RequestCarriesIdentifierSequenceAndPingPattern) {
   ASSERT_TRUE(hosts.run_until([&] { return !done.results.empty(); }, 5s));
   ASSERT_TRUE(request.has_value());
   const uint8_t* icmp = request->data() + kEth + kIp;
-  EXPECT_EQ(icmp[1], 0);  // code
-  EXPECT_EQ(load_be16(icmp + 4), 0xbeef);
-  EXPECT_EQ(load_be16(icmp + 6), 0x0102);
+  const IcmpView view(icmp, request->size() - kEth - kIp);
+  EXPECT_EQ(view.code(), 0);
+  EXPECT_EQ(view.echo_identifier(), 0xbeef);
+  EXPECT_EQ(view.echo_sequence(), 0x0102);
   ASSERT_EQ(request->size(), kEth + kIp + IcmpHeader::kLength + 20);
   EXPECT_EQ(internet_checksum(icmp, IcmpHeader::kLength + 20), 0);
   for (size_t i = 0; i < 20; ++i) EXPECT_EQ(icmp[IcmpHeader::kLength + i], i + 8) << "data byte " << i;
@@ -137,11 +141,10 @@ TEST(IcmpEchoTest, AlteredReplyDataIsReported) {
   TwoHosts hosts;
   hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
     if (from == 1 && is_echo(bytes, IcmpHeader::kEchoReply) && bytes.size() > kEth + kIp + 8) {
-      uint8_t* icmp = bytes.data() + kEth + kIp;
-      const size_t length = bytes.size() - kEth - kIp;
-      icmp[IcmpHeader::kLength] ^= 0xff;  // a peer that garbles the data but gets the checksum right
-      store_be16(icmp + 2, 0);
-      store_be16(icmp + 2, internet_checksum(icmp, length));
+      const IcmpView icmp(bytes.data() + kEth + kIp, bytes.size() - kEth - kIp);
+      icmp.payload()[0] ^= 0xff;  // a peer that garbles the data but gets the checksum right
+      icmp.set_checksum(0);
+      icmp.set_checksum(internet_checksum(icmp.data(), icmp.size()));
     }
     return true;
   };

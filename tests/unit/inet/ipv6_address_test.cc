@@ -23,7 +23,7 @@ class Ipv6AddressTest : public Ipv6StackTest {
   std::vector<SentFrame> ipv6_sent() const {
     std::vector<SentFrame> out;
     for (const Bytes& frame : device_.sent)
-      if (load_be16(frame.data() + 12) == static_cast<uint16_t>(EtherType::Ipv6)) out.push_back(SentFrame::parse(frame));
+      if (EthernetView(frame.data(), frame.size()).ethertype() == static_cast<uint16_t>(EtherType::Ipv6)) out.push_back(SentFrame::parse(frame));
     return out;
   }
   // Another node's Duplicate Address Detection probe for `target` (RFC 4862 §5.4.2), sent from
@@ -455,7 +455,7 @@ TEST_F(StartedStackTest, WithoutDuplicateAddressDetectionStartAnnouncesAtOnce) {
   stack_->start();
   std::vector<Ipv6Address> announced;
   for (const Bytes& frame : device_.sent) {
-    if (load_be16(frame.data() + 12) != static_cast<uint16_t>(EtherType::Ipv6)) continue;
+    if (EthernetView(frame.data(), frame.size()).ethertype() != static_cast<uint16_t>(EtherType::Ipv6)) continue;
     SentFrame f = SentFrame::parse(frame);
     EXPECT_EQ(f.ip.destination, Ipv6Address::all_nodes());
     ASSERT_EQ(f.icmp.type, Icmpv6Header::kNeighborAdvertisement);

@@ -183,7 +183,9 @@ TEST_F(Ipv6LayerTest, NoErrorAboutAnError) {
   EXPECT_EQ(stack_->stats().ipv6_reassembly_timeouts, 2u);
   ASSERT_EQ(device_.sent.size(), 1u);
   EXPECT_EQ(last().icmp.type, Icmpv6Header::kTimeExceeded);
-  EXPECT_EQ(load_be32(last().l4.data() + Icmpv6Header::kLength + Ipv6Header::kLength + 4), 42u);  // quoted id
+  EXPECT_EQ(ipv6_extension_field::FragmentIdentification::get(last().l4.data() + Icmpv6Header::kLength +
+                                                               Ipv6Header::kLength),
+            42u);  // the quoted fragment header's
 }
 
 TEST_F(Ipv6LayerTest, FragmentsAreReassembledInAnyOrder) {

@@ -10,11 +10,16 @@
 #include "stack/inet/wire/ethernet.h"
 #include "stack/inet/wire/icmp.h"
 #include "stack/inet/wire/ipv4.h"
+#include "tests/support/tcp_frame.h"
 
 namespace bypass::inet {
 namespace {
 
 using namespace std::chrono_literals;
+using test::parse_tcp_frame;
+using test::TcpFrame;
+// Where an IPv4 packet's payload starts in a frame: after Ethernet and a header without options.
+constexpr size_t kIpv4Headers = EthernetHeader::kLength + Ipv4Header::kMinLength;
 
 const MacAddress kOurMac{{2, 0, 0, 0, 0, 1}};
 const MacAddress kPeerMac{{2, 0, 0, 0, 0, 2}};
@@ -99,8 +104,8 @@ class NetTest : public ::testing::Test {
   }
   ArpPacket arp_of(size_t i) {
     ArpPacket p;
-    EXPECT_EQ(ArpPacket::parse(reinterpret_cast<const uint8_t*>(device_.sent.at(i).data()) + 14,
-                               device_.sent.at(i).size() - 14, p), nullptr);
+    EXPECT_EQ(ArpPacket::parse(reinterpret_cast<const uint8_t*>(device_.sent.at(i).data()) + EthernetHeader::kLength,
+                               device_.sent.at(i).size() - EthernetHeader::kLength, p), nullptr);
     return p;
   }
 
@@ -174,8 +179,10 @@ TEST_F(NetTest, PendingQueueIsBoundedAndFlushedInOrder) {
   ASSERT_EQ(device_.sent.size(), 5u);
   for (size_t i = 1; i < 5; ++i) {
     EXPECT_EQ(eth_of(i).destination, kPeerMac);
-    auto* ip = reinterpret_cast<const uint8_t*>(device_.sent[i].data()) + 14;
-    EXPECT_EQ(load_be16(ip + 20), i);  // TCP source ports 1..4, in order
+    TcpFrame tcp;
+    ASSERT_EQ(parse_tcp_frame(reinterpret_cast<const uint8_t*>(device_.sent[i].data()), device_.sent[i].size(), tcp),
+              nullptr);
+    EXPECT_EQ(tcp.header.source_port, i);  // TCP source ports 1..4, in order
   }
   EXPECT_EQ(stack_->arp().pending_packets(), 0u);
 }
@@ -235,12 +242,12 @@ TEST_F(NetTest, EchoReplyMirrorsRequest) {
   inject(ethernet(kOurMac, kPeerMac, EtherType::Ipv4, ipv4(kPeerIp, kOurIp, 1, icmp_echo(0x77770005, data))));
   ASSERT_EQ(device_.sent.size(), 1u);
   const std::string& frame = device_.sent[0];
-  auto* ip = reinterpret_cast<const uint8_t*>(frame.data()) + 14;
+  auto* ip = reinterpret_cast<const uint8_t*>(frame.data()) + EthernetHeader::kLength;
   Ipv4Header h;
-  ASSERT_EQ(Ipv4Header::parse(ip, frame.size() - 14, true, h), nullptr);
+  ASSERT_EQ(Ipv4Header::parse(ip, frame.size() - EthernetHeader::kLength, true, h), nullptr);
   EXPECT_EQ(h.destination, kPeerIp);
   BufferList message;
-  message.append_copy(frame.data() + 34, frame.size() - 34);
+  message.append_copy(frame.data() + kIpv4Headers, frame.size() - kIpv4Headers);
   IcmpHeader reply;
   ASSERT_EQ(IcmpHeader::parse(message, reply), nullptr);
   EXPECT_EQ(reply.type, IcmpHeader::kEchoReply);
@@ -258,7 +265,7 @@ TEST_F(NetTest, RoutesOffSubnetThroughGateway) {
   ASSERT_TRUE(routed.tcp().connect(Ipv4Address::from_octets(192, 168, 9, 9), 80));
   ASSERT_EQ(device.sent.size(), 1u);
   ArpPacket request;
-  ASSERT_EQ(ArpPacket::parse(reinterpret_cast<const uint8_t*>(device.sent[0].data()) + 14, 28, request), nullptr);
+  ASSERT_EQ(ArpPacket::parse(reinterpret_cast<const uint8_t*>(device.sent[0].data()) + EthernetHeader::kLength, ArpPacket::kLength, request), nullptr);
   EXPECT_EQ(request.target_ip, with_gateway.gateway);  // resolving the next hop, not the destination
 }
 
@@ -291,11 +298,11 @@ class Reassembly : public NetTest {
     for (size_t i = 0; i < device_.sent.size(); ++i) {
       const std::string& frame = device_.sent[i];
       Ipv4Header h;
-      if (Ipv4Header::parse(reinterpret_cast<const uint8_t*>(frame.data()) + 14, frame.size() - 14,
+      if (Ipv4Header::parse(reinterpret_cast<const uint8_t*>(frame.data()) + EthernetHeader::kLength, frame.size() - EthernetHeader::kLength,
                             true, h))
         return false;
       if (h.fragment_offset_bytes() != message.size() || h.more_fragments() != (i < 2)) return false;
-      message += frame.substr(34, h.payload_length());
+      message += frame.substr(kIpv4Headers, h.payload_length());
     }
     BufferList reply;
     reply.append_copy(message);
@@ -346,10 +353,10 @@ TEST_F(Reassembly, LimitsAndOverlapsDrop) {
   // Overlap: a fragment at offset 8 over the first one drops the whole datagram.
   inject(frags_[0]);
   auto overlapping = fragments(9, icmp_echo(0x10001, data_), 1200)[1];
-  store_be16(reinterpret_cast<uint8_t*>(overlapping.data()) + 14 + 6, Ipv4Header::kFlagMoreFragments | 1);
-  auto* ip = overlapping.data() + 14;
-  store_be16(ip + 10, 0);
-  store_be16(ip + 10, internet_checksum(ip, 20));
+  const Ipv4View ip(overlapping.data() + EthernetHeader::kLength, overlapping.size() - EthernetHeader::kLength);
+  ip.set_flags_fragment(Ipv4Header::kFlagMoreFragments | 1);
+  ip.set_checksum(0);
+  ip.set_checksum(internet_checksum(ip.data(), Ipv4Header::kMinLength));
   inject(overlapping);
   EXPECT_EQ(stack_->stats().reassembly_dropped, 2u);
   EXPECT_EQ(stack_->ipv4().reassembler().datagrams_in_progress(), 0u);

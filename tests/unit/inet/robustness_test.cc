@@ -9,20 +9,24 @@ namespace {
 
 // Recompute the IPv4 header and TCP checksums so a mutation reaches the deeper parsers.
 void repair_checksums(std::vector<uint8_t>& f) {
-  if (f.size() < 34 || load_be16(f.data() + 12) != 0x0800) return;
-  uint8_t* ip = f.data() + 14;
-  size_t ihl = (ip[0] & 0xf) * 4u;
-  if (ihl < 20 || 14 + ihl > f.size()) return;
-  store_be16(ip + 10, 0);
-  store_be16(ip + 10, internet_checksum(ip, ihl));
-  size_t total = load_be16(ip + 2);
-  if (ip[9] != 6 || total < ihl + 20 || 14 + total > f.size()) return;
-  uint8_t* tcp = ip + ihl;
-  store_be16(tcp + 16, 0);
+  const EthernetView ethernet(f.data(), f.size());
+  if (ethernet.check_len() || ethernet.ethertype() != static_cast<uint16_t>(EtherType::Ipv4)) return;
+  // Only the version and IHL need to be sane: the rest is what the mutation made of it.
+  const Ipv4View ip(ethernet.payload(), f.size() - EthernetHeader::kLength);
+  if (ip.size() < Ipv4Header::kMinLength || ip.header_length() < Ipv4Header::kMinLength ||
+      ip.header_length() > ip.size())
+    return;
+  ip.set_checksum(0);
+  ip.set_checksum(internet_checksum(ip.data(), ip.header_length()));
+  const size_t total = ip.total_length();
+  if (ip.protocol() != static_cast<uint8_t>(IpProtocol::Tcp) || total < ip.header_length() + TcpHeader::kMinLength ||
+      total > ip.size())
+    return;
+  const TcpView tcp(ip.payload(), total - ip.header_length());
+  tcp.set_checksum(0);
   BufferList seg;
-  seg.append_copy(tcp, total - ihl);
-  Ipv4Address s{load_be32(ip + 12)}, d{load_be32(ip + 16)};
-  store_be16(tcp + 16, tcp_checksum(s, d, seg));
+  seg.append_copy(tcp.data(), tcp.size());
+  tcp.set_checksum(tcp_checksum(ip.source(), ip.destination(), seg));
 }
 
 TEST(Robustness, MutatedFramesNeverCrash) {

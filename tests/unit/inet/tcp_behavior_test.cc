@@ -19,8 +19,8 @@ TEST(TcpFlow, WindowScalingAndZeroWindowProbe) {
   auto [client, server] = connect_pair(hosts);
   ASSERT_TRUE(client && server);
   EXPECT_EQ(client->receive_window_shift(), 1);  // 65536 >> 1 fits in 16 bits
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
   BufferList data = pattern(0, 300 * 1024);
   size_t queued = client->send(data);
   EXPECT_EQ(queued, 300u * 1024);
@@ -52,7 +52,6 @@ TEST(TcpFlow, WindowScalingAndZeroWindowProbe) {
   }, 120s);
   EXPECT_EQ(received, 300u * 1024);
   EXPECT_EQ(mismatch, -1);
-  hosts.wire.tap = nullptr;
 }
 
 TEST(TcpFlow, ClosedReceiveWindowStillTakesTheAcknowledgement) {
@@ -73,8 +72,7 @@ TEST(TcpFlow, ClosedReceiveWindowStillTakesTheAcknowledgement) {
   hosts.run_for(5s);  // the server never reads: its window closes and the client probes it
   ASSERT_EQ(client->peer_window(), 0u);
   // From now on the client's pure ACKs are lost; its probes still get through.
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen, [](const SeenSegment& x) { return x.from == 0 && x.payload == 0; });
+  SegmentRecorder recorder(hosts, [](const SeenSegment& x) { return x.from == 0 && x.payload == 0; });
   BufferList down = pattern(0, 32 * 1024);
   ASSERT_EQ(server->send(down), 32u * 1024);
   size_t delivered = 0;
@@ -84,7 +82,6 @@ TEST(TcpFlow, ClosedReceiveWindowStillTakesTheAcknowledgement) {
   }, 300s);
   EXPECT_EQ(delivered, 32u * 1024);
   EXPECT_EQ(server->send_space(), s.tcp.snd_buffer) << "the server never saw its data acknowledged";
-  hosts.wire.tap = nullptr;
 }
 
 TEST(TcpFlow, LargeBufferUsesLargeShift) {
@@ -127,11 +124,9 @@ TEST(TcpRecovery, AcksStillCountAfterBothSidesTimedOut) {
   uint64_t segments_after = 0;
   constexpr uint64_t kStorm = 5000;
   hosts.wire.tap = [&](int, std::vector<uint8_t>& bytes) {
-    if (bytes.size() < 54 || load_be16(bytes.data() + 12) != 0x0800 || bytes[14 + 9] != 6) return true;
-    size_t ihl = (bytes[14] & 0xf) * 4u;
-    TcpHeader h;
-    if (TcpHeader::parse(bytes.data() + 14 + ihl, load_be16(bytes.data() + 16) - ihl, h)) return true;
-    const bool carries_data = load_be16(bytes.data() + 16) - ihl > h.header_length;
+    TcpFrame frame;
+    if (parse_tcp_frame(bytes.data(), bytes.size(), frame) != nullptr) return true;
+    const bool carries_data = frame.payload_length() > 0;
     if (lose_acks) return carries_data;  // data gets through, every pure ACK is lost
     return ++segments_after <= kStorm;   // an ACK storm is cut short (and fails below)
   };
@@ -170,10 +165,9 @@ TEST(TcpRecovery, SackRetransmitsOnlyTheHoles) {
   TransferResult warm = transfer(hosts, client, server, 4 << 20, 60s);
   ASSERT_TRUE(warm.complete);
   hosts.run_for(1s);
-  std::vector<SeenSegment> seen;
   std::set<uint32_t> dropped;
   uint32_t data_segments = 0;
-  record_segments(hosts, seen, [&](const SeenSegment& x) {
+  SegmentRecorder recorder(hosts, [&](const SeenSegment& x) {
     if (x.from != 0 || x.payload == 0) return false;
     ++data_segments;
     if ((data_segments == 5 || data_segments == 9 || data_segments == 20) &&
@@ -181,6 +175,7 @@ TEST(TcpRecovery, SackRetransmitsOnlyTheHoles) {
       return true;
     return false;
   });
+  std::vector<SeenSegment>& seen = recorder.segments();
   uint64_t before = client->retransmitted_bytes();
   uint64_t timeouts = client->timeouts();
   BufferList burst = pattern(4 << 20, 60 * client->send_mss());
@@ -205,7 +200,6 @@ TEST(TcpRecovery, SackRetransmitsOnlyTheHoles) {
     return x.from == 1 && x.header.options.sack_count > 0;
   });
   EXPECT_TRUE(saw_sack);
-  hosts.wire.tap = nullptr;
 }
 
 // A burst after a warm-up (cwnd is large, the RTT known), as the loss-recovery tests below send.
@@ -238,9 +232,8 @@ struct WarmPair {
 TEST(TcpRecovery, TailLossProbeRepairsATailLossBeforeTheRto) {
   WarmPair w(33);
   ASSERT_TRUE(w.warm);
-  std::vector<SeenSegment> seen;
   uint32_t data_segments = 0;
-  record_segments(w.hosts, seen, [&](const SeenSegment& x) {
+  SegmentRecorder recorder(w.hosts, [&](const SeenSegment& x) {
     return x.from == 0 && x.payload > 0 && (++data_segments == 19 || data_segments == 20);
   });
   const uint64_t timeouts = w.client->timeouts(), probes = w.hosts.a->stats().tcp_loss_probes;
@@ -249,7 +242,6 @@ TEST(TcpRecovery, TailLossProbeRepairsATailLossBeforeTheRto) {
   EXPECT_EQ(w.client->timeouts(), timeouts) << "the tail waited for the retransmission timeout";
   EXPECT_EQ(w.hosts.a->stats().tcp_loss_probes - probes, 1u);
   EXPECT_LT(w.hosts.timers.now() - start, 100ms);
-  w.hosts.wire.tap = nullptr;
 }
 
 // RFC 6675 §5.1 / RFC 2018 §8: a timeout does not erase what the peer SACKed. The first and the
@@ -259,15 +251,15 @@ TEST(TcpRecovery, TailLossProbeRepairsATailLossBeforeTheRto) {
 TEST(TcpRecovery, ScoreboardSurvivesTheRetransmissionTimeout) {
   WarmPair w(34);
   ASSERT_TRUE(w.warm);
-  std::vector<SeenSegment> seen;
   std::optional<SeqNumber> first;
   const uint64_t timeouts = w.client->timeouts();
-  record_segments(w.hosts, seen, [&](const SeenSegment& x) {
+  SegmentRecorder recorder(w.hosts, [&](const SeenSegment& x) {
     if (x.from != 0 || x.payload == 0) return false;
     if (!first) first = x.header.seq;
     const bool hole = x.header.seq == *first || x.header.seq == *first + 9 * w.client->send_mss();
     return hole && w.client->timeouts() < timeouts + 2;  // lost until the second RTO
   });
+  std::vector<SeenSegment>& seen = recorder.segments();
   ASSERT_TRUE(w.burst(20));
   ASSERT_EQ(w.client->timeouts(), timeouts + 2);
   std::map<uint32_t, int> sends;
@@ -279,7 +271,6 @@ TEST(TcpRecovery, ScoreboardSurvivesTheRetransmissionTimeout) {
     EXPECT_EQ(count, hole ? count : 1) << "SACKed segment " << (seq - *first) / w.client->send_mss()
                                        << " sent again";
   }
-  w.hosts.wire.tap = nullptr;
 }
 
 // RFC 5682: the ACKs are only late (the return path's delay jumps above the RTO), no segment is
@@ -316,8 +307,8 @@ TEST(TcpRecovery, RtoBacksOffExponentiallyAndGivesUp) {
   auto [client, server] = connect_pair(hosts);
   ASSERT_TRUE(client && server);
   EXPECT_EQ(client->rto(), 200ms);  // the floor: the measured RTT is far smaller
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen, [](const SeenSegment&) { return true; });  // black hole
+  SegmentRecorder recorder(hosts, [](const SeenSegment&) { return true; });  // black hole
+  std::vector<SeenSegment>& seen = recorder.segments();
   BufferList data = pattern(0, 100);
   client->send(data);
   ASSERT_TRUE(hosts.run_until([&] { return client->state() == TcpState::Closed; }, 60s));
@@ -332,7 +323,6 @@ TEST(TcpRecovery, RtoBacksOffExponentiallyAndGivesUp) {
     EXPECT_GE(gap, expected[i - 1]) << "gap " << i;
     EXPECT_LE(gap, expected[i - 1] + 5ms) << "gap " << i;
   }
-  hosts.wire.tap = nullptr;
 }
 
 // A timeout resends what was sent, never more (RFC 6298 §5.4; RFC 5682 §2.1 step 1 resends the
@@ -347,12 +337,12 @@ TEST(TcpRecovery, TimeoutResendsOnlyOctetsAlreadySent) {
   TwoHosts hosts(44, s);
   auto [client, server] = connect_pair(hosts);
   ASSERT_TRUE(client && server);
-  std::vector<SeenSegment> seen;
   bool dropped = false;
-  record_segments(hosts, seen, [&](const SeenSegment& x) {
+  SegmentRecorder recorder(hosts, [&](const SeenSegment& x) {
     if (x.from == 0 && x.payload > 0 && !dropped) return dropped = true;  // the first data segment
     return false;
   });
+  std::vector<SeenSegment>& seen = recorder.segments();
   constexpr size_t kTotal = 16 << 10;
   BufferList data = pattern(0, kTotal);
   client->send(data);
@@ -374,14 +364,12 @@ TEST(TcpRecovery, TimeoutResendsOnlyOctetsAlreadySent) {
     if (!any || end > sent_to) sent_to = end;
     any = true;
   }
-  hosts.wire.tap = nullptr;
 }
 
 TEST(TcpRecovery, LostSynAckIsRetransmitted) {
   TwoHosts hosts(43);
-  std::vector<SeenSegment> seen;
   bool dropped = false;
-  record_segments(hosts, seen, [&](const SeenSegment& x) {
+  SegmentRecorder recorder(hosts, [&](const SeenSegment& x) {
     if (x.from == 1 && x.header.has(kTcpSyn) && !dropped) return dropped = true;
     return false;
   });
@@ -393,15 +381,14 @@ TEST(TcpRecovery, LostSynAckIsRetransmitted) {
     return server && client->established();
   }, 10s));
   EXPECT_TRUE(dropped);
-  hosts.wire.tap = nullptr;
 }
 
 TEST(TcpTimers, DelayedAckWaitsForSecondSegmentOrTimeout) {
   TwoHosts hosts(51);
   auto [client, server] = connect_pair(hosts);
   hosts.run_for(1s);
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
   BufferList small = pattern(0, 10);
   client->send(small);
   hosts.run_for(200ms);
@@ -421,7 +408,6 @@ TEST(TcpTimers, DelayedAckWaitsForSecondSegmentOrTimeout) {
   hosts.run_for(10ms);
   ASSERT_GE(acks().size(), 1u);  // two full segments: acknowledged without waiting
   EXPECT_LT(acks()[0].at - seen[0].at, 1ms);
-  hosts.wire.tap = nullptr;
 }
 
 TEST(TcpTimers, NagleHoldsSmallSegmentsWhileUnacked) {
@@ -430,8 +416,8 @@ TEST(TcpTimers, NagleHoldsSmallSegmentsWhileUnacked) {
   TwoHosts hosts(52, s);
   auto [client, server] = connect_pair(hosts);
   hosts.run_for(1s);
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
   for (int i = 0; i < 5; ++i) {
     BufferList b = pattern(i * 10, 10);
     client->send(b);
@@ -443,7 +429,6 @@ TEST(TcpTimers, NagleHoldsSmallSegmentsWhileUnacked) {
   hosts.run_until([&] { return server->readable_bytes() == 50; }, 1s);
   EXPECT_EQ(server->readable_bytes(), 50u);
   EXPECT_EQ(data_segments(), 2);  // coalesced into one
-  hosts.wire.tap = nullptr;
 }
 
 // The socket's TCP_NODELAY: each connection has its own Nagle switch, whatever tcp.nagle says.
@@ -456,8 +441,8 @@ TEST(TcpTimers, NagleSwitchIsPerConnection) {
   ASSERT_TRUE(held->nagle());
   nodelay->set_nagle(false);
   hosts.run_for(1s);
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
   for (int i = 0; i < 5; ++i) {
     BufferList a = pattern(i * 10, 10);
     held->send(a);
@@ -473,7 +458,6 @@ TEST(TcpTimers, NagleSwitchIsPerConnection) {
   hosts.run_until([&] { return held_peer->readable_bytes() == 50 && nodelay_peer->readable_bytes() == 50; }, 1s);
   EXPECT_EQ(held_peer->readable_bytes(), 50u);
   EXPECT_EQ(nodelay_peer->readable_bytes(), 50u);
-  hosts.wire.tap = nullptr;
 }
 
 TEST(TcpTimers, TurningNagleOffSendsHeldData) {
@@ -484,8 +468,8 @@ TEST(TcpTimers, TurningNagleOffSendsHeldData) {
   TwoHosts hosts(55, s);
   auto [client, server] = connect_pair(hosts);
   hosts.run_for(1s);
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
   for (int i = 0; i < 3; ++i) {
     BufferList b = pattern(i * 10, 10);
     client->send(b);
@@ -499,7 +483,6 @@ TEST(TcpTimers, TurningNagleOffSendsHeldData) {
   EXPECT_EQ(data_segments(), 2);  // the 20 held bytes leave in one segment, without waiting
   hosts.run_for(10ms);
   EXPECT_EQ(server->readable_bytes(), 30u);
-  hosts.wire.tap = nullptr;
 }
 
 TEST(TcpTimers, KeepaliveDetectsDeadPeer) {
@@ -569,8 +552,8 @@ TEST(TcpListen, ForgedCookieAckIsReset) {
   TwoHosts hosts(63);
   auto listener = hosts.b->tcp().listen(80);
   hosts.b->arp().learn(ip_of(1), mac_of(1));
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
   // A bare ACK to the listener that does not return a valid cookie (RFC 4987 §3.6 check fails):
   // answered with <SEQ=SEG.ACK><CTL=RST> (RFC 9293 §3.10.7.2), no connection created.
   TcpHeader ack;
@@ -588,7 +571,6 @@ TEST(TcpListen, ForgedCookieAckIsReset) {
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_TRUE(seen[0].header.has(kTcpRst));
   EXPECT_EQ(seen[0].header.seq, 0x12345678u);
-  hosts.wire.tap = nullptr;
 }
 
 // The accept benchmark's stall: its client cycles through the ephemeral ports faster than the
@@ -667,36 +649,39 @@ TEST(TcpPath, FragmentationNeededLowersMss) {
   auto [client, server] = connect_pair(hosts);
   ASSERT_TRUE(client && server);
   uint32_t before = client->send_mss();
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
   BufferList data = pattern(0, 20000);
   client->send(data);
   ASSERT_FALSE(seen.empty());
   const SeenSegment& first = seen[0];
   // ICMP type 3 code 4 from the peer quoting our segment, next-hop MTU 1200 (RFC 1191).
-  std::vector<uint8_t> quoted(28, 0);
+  // The quote: the IPv4 header and the first 8 bytes of the segment (ports and sequence number).
+  std::vector<uint8_t> quoted(Ipv4Header::kMinLength + tcp_field::Seq::kEnd, 0);
   Ipv4Header inner;
   inner.total_length = 1500;
-  inner.protocol = 6;
+  inner.protocol = static_cast<uint8_t>(IpProtocol::Tcp);
   inner.source = ip_of(1);
   inner.destination = ip_of(2);
   inner.emit(quoted.data(), true);
-  store_be16(quoted.data() + 20, first.header.source_port);
-  store_be16(quoted.data() + 22, first.header.destination_port);
-  store_be32(quoted.data() + 24, first.header.seq.raw());
+  const TcpView quoted_tcp(quoted.data() + Ipv4Header::kMinLength, tcp_field::Seq::kEnd);
+  quoted_tcp.set_src_port(first.header.source_port);
+  quoted_tcp.set_dst_port(first.header.destination_port);
+  quoted_tcp.set_seq_number(first.header.seq);
   BufferList body;
   body.append_copy(quoted.data(), quoted.size());
-  std::vector<uint8_t> frame(14 + 20 + 8 + quoted.size());
-  EthernetHeader{mac_of(1), mac_of(2), 0x0800}.emit(frame.data());
+  constexpr size_t kIcmpAt = EthernetHeader::kLength + Ipv4Header::kMinLength;
+  std::vector<uint8_t> frame(kIcmpAt + IcmpHeader::kLength + quoted.size());
+  EthernetHeader{mac_of(1), mac_of(2), static_cast<uint16_t>(EtherType::Ipv4)}.emit(frame.data());
   Ipv4Header ip;
-  ip.total_length = static_cast<uint16_t>(20 + 8 + quoted.size());
-  ip.protocol = 1;
+  ip.total_length = static_cast<uint16_t>(Ipv4Header::kMinLength + IcmpHeader::kLength + quoted.size());
+  ip.protocol = static_cast<uint8_t>(IpProtocol::Icmp);
   ip.source = ip_of(2);
   ip.destination = ip_of(1);
-  ip.emit(frame.data() + 14, true);
+  ip.emit(frame.data() + EthernetHeader::kLength, true);
   IcmpHeader{IcmpHeader::kDestinationUnreachable, IcmpHeader::kFragmentationNeeded, 0, 1200}
-      .emit(frame.data() + 34, body);
-  std::memcpy(frame.data() + 42, quoted.data(), quoted.size());
+      .emit(frame.data() + kIcmpAt, body);
+  std::memcpy(frame.data() + kIcmpAt + IcmpHeader::kLength, quoted.data(), quoted.size());
   Packet p;
   p.data.append_copy(frame.data(), frame.size());
   hosts.a->receive(std::move(p));
@@ -705,7 +690,6 @@ TEST(TcpPath, FragmentationNeededLowersMss) {
   uint64_t got = 0;
   hosts.run_until([&] { got += server->read().length(); return got == 20000; });
   EXPECT_EQ(got, 20000u);
-  hosts.wire.tap = nullptr;
 }
 
 TEST(TcpOffload, ChecksumOffloadLeavesPseudoHeaderSum) {

@@ -267,12 +267,14 @@ class GroStack : public ::testing::Test {
     s.tcp.window_scale = false;
     client.reset();
     server.reset();
+    recorder.reset();  // it taps the wire of the hosts it was made for
     hosts.reset();
     hosts = std::make_unique<TwoHosts>(17, s);
     std::tie(client, server) = connect_pair(*hosts);
     ASSERT_TRUE(client && server);
     hosts->run_for(100ms);
-    record_segments(*hosts, seen);
+    recorder.emplace(*hosts);
+    std::vector<SeenSegment>& seen = recorder->segments();
     BufferList probe = pattern(0, 10);  // learn the server's next sequence number and ACK
     server->send(probe);
     hosts->run_until([&] { return client->readable_bytes() == 10; });
@@ -291,8 +293,8 @@ class GroStack : public ::testing::Test {
       }
     // From here on the crafted segments play the server: the client's answers are recorded but
     // kept from the real server, which would answer ACKs of data it never sent.
-    seen.clear();
-    record_segments(*hosts, seen, [](const SeenSegment& s) { return s.from == 0; });
+    recorder.reset();
+    recorder.emplace(*hosts, [](const SeenSegment& s) { return s.from == 0; });
     mss = client->send_mss();
   }
   // A data segment at stream offset `offset` after the probe, as the server would send it.
@@ -320,14 +322,15 @@ class GroStack : public ::testing::Test {
   }
   std::vector<SeenSegment> acks() const {
     std::vector<SeenSegment> out;
-    for (const SeenSegment& s : seen)
+    for (const SeenSegment& s : recorder->segments())
       if (s.from == 0 && s.payload == 0 && s.header.has(kTcpAck)) out.push_back(s);
     return out;
   }
 
   std::unique_ptr<TwoHosts> hosts;
   std::shared_ptr<TcpConnection> client, server;
-  std::vector<SeenSegment> seen;
+  // Declared after hosts, so destroyed before them.
+  std::optional<SegmentRecorder> recorder;
   SeqNumber server_next, client_ack_point;
   uint32_t mss = 0;
   uint16_t client_window = 0;
@@ -348,7 +351,7 @@ TEST_F(GroStack, OneAckPerMergedUnitLikeLinux) {
   EXPECT_EQ(first_mismatch(got, 10), -1);
   // One full segment and a short one: one full segment counted, so the ACK waits (delayed ACK)
   // exactly as it would for the two segments apart.
-  seen.clear();
+  recorder->segments().clear();
   burst({data(4 * mss, mss), data(5 * mss, 100)});
   EXPECT_TRUE(acks().empty());
   hosts->run_for(50ms);
@@ -368,7 +371,7 @@ TEST_F(GroStack, WithGroOffEverySecondSegmentIsAcknowledged) {
 TEST_F(GroStack, UnitAcrossTheWindowEdgeIsCutThere) {
   for (bool gro : {true, false}) {
     SCOPED_TRACE(gro ? "gro on" : "gro off");
-    seen.clear();
+    recorder->segments().clear();
     open(gro, 4096);
     const uint32_t window = client_window;
     ASSERT_GT(window, 2 * mss);
@@ -400,12 +403,14 @@ TEST_F(GroStack, PshAndFinEndUnitsAndEveryByteArrivesInOrder) {
 // The same frame with 4 bytes of IP options (NOPs and an end of list): RFC 791 §3.1.
 Packet with_ip_options(const Packet& frame) {
   std::string bytes = frame.data.to_string();
-  bytes.insert(34, std::string("\x01\x01\x01\x00", 4));
-  auto* ip = reinterpret_cast<uint8_t*>(bytes.data()) + 14;
-  ip[0] = 0x46;
-  store_be16(ip + 2, static_cast<uint16_t>(load_be16(ip + 2) + 4));
-  store_be16(ip + 10, 0);
-  store_be16(ip + 10, internet_checksum(ip, 24));
+  constexpr size_t kOptions = 4;
+  bytes.insert(EthernetHeader::kLength + Ipv4Header::kMinLength, std::string("\x01\x01\x01\x00", kOptions));
+  const Ipv4View ip(reinterpret_cast<uint8_t*>(bytes.data()) + EthernetHeader::kLength,
+                    bytes.size() - EthernetHeader::kLength);
+  ip.set_version_and_header_length(Ipv4Header::kMinLength + kOptions);
+  ip.set_total_length(static_cast<uint16_t>(ip.total_length() + kOptions));
+  ip.set_checksum(0);
+  ip.set_checksum(internet_checksum(ip.data(), ip.header_length()));
   Packet out;
   out.data.append_copy(bytes);
   return out;
@@ -414,17 +419,19 @@ Packet with_ip_options(const Packet& frame) {
 // The frame's datagram as two IPv4 fragments, the first carrying `first_bytes` of its payload.
 std::vector<Packet> fragmented(const Packet& frame, size_t first_bytes, uint16_t identification) {
   const std::string bytes = frame.data.to_string();
-  const std::string payload = bytes.substr(34);
+  constexpr size_t kHeaders = EthernetHeader::kLength + Ipv4Header::kMinLength;
+  const std::string payload = bytes.substr(kHeaders);
   std::vector<Packet> out;
   for (size_t offset : {size_t{0}, first_bytes}) {
     const size_t length = offset == 0 ? first_bytes : payload.size() - first_bytes;
-    std::string piece = bytes.substr(0, 34) + payload.substr(offset, length);
-    auto* ip = reinterpret_cast<uint8_t*>(piece.data()) + 14;
-    store_be16(ip + 2, static_cast<uint16_t>(20 + length));
-    store_be16(ip + 4, identification);
-    store_be16(ip + 6, static_cast<uint16_t>((offset == 0 ? Ipv4Header::kFlagMoreFragments : 0) | offset / 8));
-    store_be16(ip + 10, 0);
-    store_be16(ip + 10, internet_checksum(ip, 20));
+    std::string piece = bytes.substr(0, kHeaders) + payload.substr(offset, length);
+    const Ipv4View ip(reinterpret_cast<uint8_t*>(piece.data()) + EthernetHeader::kLength,
+                      piece.size() - EthernetHeader::kLength);
+    ip.set_total_length(static_cast<uint16_t>(Ipv4Header::kMinLength + length));
+    ip.set_identification(identification);
+    ip.set_flags_fragment(static_cast<uint16_t>((offset == 0 ? Ipv4Header::kFlagMoreFragments : 0) | offset / 8));
+    ip.set_checksum(0);
+    ip.set_checksum(internet_checksum(ip.data(), Ipv4Header::kMinLength));
     Packet p;
     p.data.append_copy(piece);
     out.push_back(std::move(p));
@@ -508,15 +515,14 @@ BulkRun bulk(bool gro, uint64_t bytes, Faults faults = {}) {
   BulkRun run;
   if (!client || !server) return run;
   hosts.wire.faults[0] = faults;
-  std::vector<SeenSegment> seen;
-  record_segments(hosts, seen);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
   run.result = transfer(hosts, client, server, bytes, 300s);
   for (const SeenSegment& seg : seen) {
     if (seg.from == 0 && seg.payload != 0) ++run.data_segments;
     if (seg.from == 1 && seg.payload == 0 && seg.header.has(kTcpAck)) ++run.acks;
   }
   run.receiver = hosts.b->stats();
-  hosts.wire.tap = nullptr;
   return run;
 }
 

@@ -16,42 +16,18 @@ InetSettings dual_stack(InetSettings s = {}) {
   return s;
 }
 
-// One IPv6 TCP segment seen on the wire.
-struct Seen6 {
-  int from;
-  TcpHeader header;
-  size_t payload;
-  size_t ip_packet;  // the IPv6 packet's length, header included
-};
-
-// Parses an Ethernet frame holding IPv6 + TCP (no extension headers); false for anything else.
-bool parse_tcp6(const std::vector<uint8_t>& bytes, Seen6& out) {
-  if (bytes.size() < 14 + 40 + 20 || load_be16(bytes.data() + 12) != 0x86dd || bytes[14 + 6] != kIpv6Tcp)
-    return false;
-  const size_t payload_length = load_be16(bytes.data() + 14 + 4);
-  if (14 + 40 + payload_length > bytes.size()) return false;
-  if (TcpHeader::parse(bytes.data() + 54, payload_length, out.header)) return false;
-  out.payload = payload_length - out.header.header_length;
-  out.ip_packet = 40 + payload_length;
-  return true;
-}
-
-// Whether the TCP checksum of the IPv6 frame `bytes` verifies (RFC 8200 §8.1 pseudo-header).
-bool checksum_ok(const std::vector<uint8_t>& bytes) {
-  const Ipv6Address src = Ipv6Address::from_bytes(bytes.data() + 14 + 8);
-  const Ipv6Address dst = Ipv6Address::from_bytes(bytes.data() + 14 + 24);
-  const size_t payload_length = load_be16(bytes.data() + 14 + 4);
+// Whether the TCP checksum of `frame` verifies (RFC 8200 §8.1 pseudo-header).
+bool checksum_ok(const std::vector<uint8_t>& bytes, const TcpFrame& frame) {
   BufferList segment;
-  segment.append_copy(bytes.data() + 54, payload_length);
-  return tcp_checksum(src, dst, segment) == 0;
+  segment.append_copy(bytes.data() + frame.tcp_offset, frame.tcp_length);
+  return tcp_checksum(frame.source.v6(), frame.destination.v6(), segment) == 0;
 }
 
-void record6(TwoHosts& hosts, std::vector<Seen6>& out) {
-  hosts.wire.tap = [&out](int from, std::vector<uint8_t>& bytes) {
-    Seen6 s{from, {}, 0, 0};
-    if (parse_tcp6(bytes, s)) out.push_back(s);
-    return true;
-  };
+// The IPv6 TCP segment in `bytes`, if that is what it holds.
+std::optional<TcpFrame> tcp6(const std::vector<uint8_t>& bytes) {
+  TcpFrame frame;
+  if (parse_tcp_frame(bytes.data(), bytes.size(), frame) != nullptr || !frame.ipv6) return std::nullopt;
+  return frame;
 }
 
 // a connects to b:`port` over IPv6; {client, server} once both are established.
@@ -79,12 +55,13 @@ void inject(InetStack& stack, const Bytes& frame) {
 // A Packet Too Big from b's address to a, quoting an IPv6/TCP header of a's connection `c`
 // with sequence number `seq` (RFC 4443 §3.2).
 Bytes packet_too_big(TwoHosts& hosts, const TcpConnection& c, SeqNumber seq, uint32_t mtu, uint16_t port_offset = 0) {
-  Bytes tcp(20);
-  store_be16(tcp.data(), static_cast<uint16_t>(c.tuple().local_port + port_offset));
-  store_be16(tcp.data() + 2, c.tuple().remote_port);
-  store_be32(tcp.data() + 4, seq.raw());
-  tcp[12] = 5 << 4;
-  tcp[13] = kTcpAck;
+  Bytes tcp(TcpHeader::kMinLength);
+  const TcpView view(tcp.data(), tcp.size());
+  view.set_src_port(static_cast<uint16_t>(c.tuple().local_port + port_offset));
+  view.set_dst_port(c.tuple().remote_port);
+  view.set_seq_number(seq);
+  view.set_header_length(TcpHeader::kMinLength);
+  view.set_flags(kTcpAck);
   tcp.resize(1200);  // a quote of a full-sized segment: header and the start of its payload
   const Ipv6Address& a = hosts.settings_a.ipv6.address;
   const Ipv6Address& b = hosts.settings_b.ipv6.address;
@@ -145,8 +122,7 @@ TEST(IpAddressTest, TupleTableHoldsBothFamilies) {
 
 TEST(TcpIpv6Test, HandshakeAndFourMebibytesEachWay) {
   TwoHosts hosts(101, dual_stack());
-  std::vector<Seen6> seen;
-  record6(hosts, seen);
+  SegmentRecorder recorder(hosts);
   auto [client, server] = connect6(hosts);
   ASSERT_TRUE(client && server && client->established() && server->established());
   EXPECT_TRUE(client->tuple().is_v6());
@@ -163,8 +139,9 @@ TEST(TcpIpv6Test, HandshakeAndFourMebibytesEachWay) {
   EXPECT_EQ(down.mismatch_at, -1);
   EXPECT_EQ(hosts.a->stats().tcp_bad_checksum + hosts.b->stats().tcp_bad_checksum, 0u);
   size_t data_segments = 0;
-  for (const Seen6& s : seen) {
-    EXPECT_LE(s.ip_packet, 1500u);
+  for (const SeenSegment& s : recorder.segments()) {
+    EXPECT_TRUE(s.ipv6);
+    EXPECT_LE(s.ip_length, 1500u);
     EXPECT_LE(s.payload, 1440u);
     data_segments += s.payload > 0;
   }
@@ -197,21 +174,13 @@ TEST(TcpIpv6Test, SynOptionsMatchIpv4ButForTheMss) {
   auto first_syns = [](bool over_v6) {
     TwoHosts hosts(103, dual_stack());
     std::vector<TcpHeader> syns;
-    hosts.wire.tap = [&](int, std::vector<uint8_t>& bytes) {
-      TcpHeader h;
-      if (load_be16(bytes.data() + 12) == 0x86dd) {
-        Seen6 s{};
-        if (parse_tcp6(bytes, s) && s.header.has(kTcpSyn)) syns.push_back(s.header);
-      } else if (bytes.size() >= 54 && load_be16(bytes.data() + 12) == 0x0800 && bytes[14 + 9] == 6 &&
-                 !TcpHeader::parse(bytes.data() + 34, bytes.size() - 34, h) && h.has(kTcpSyn)) {
-        syns.push_back(h);
-      }
-      return true;
-    };
+    SegmentRecorder recorder(hosts);
     auto listener = hosts.b->tcp().listen(80);
     auto client = over_v6 ? hosts.a->tcp().connect(hosts.settings_b.ipv6.address, 80)
                           : hosts.a->tcp().connect(ip_of(2), 80);
     hosts.run_until([&] { return client->established(); }, 5s);
+    for (const SeenSegment& s : recorder.segments())
+      if (s.header.has(kTcpSyn)) syns.push_back(s.header);
     return syns;
   };
   const auto four = first_syns(false), six = first_syns(true);
@@ -263,16 +232,13 @@ TEST(TcpIpv6Test, OneListenerTakesBothFamiliesAtOnce) {
 // RFC 9293 §3.10.7.1: a SYN to a closed port gets <SEQ=0><ACK=SEG.SEQ+1><CTL=RST,ACK>.
 TEST(TcpIpv6Test, SynToAClosedPortIsReset) {
   TwoHosts hosts(105, dual_stack());
-  std::vector<Seen6> seen;
   std::vector<bool> sums;
-  hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
-    Seen6 s{from, {}, 0, 0};
-    if (parse_tcp6(bytes, s)) {
-      seen.push_back(s);
-      sums.push_back(checksum_ok(bytes));
-    }
+  hosts.wire.tap = [&](int, std::vector<uint8_t>& bytes) {
+    if (auto frame = tcp6(bytes)) sums.push_back(checksum_ok(bytes, *frame));
     return true;
   };
+  SegmentRecorder recorder(hosts);  // after the tap above, which it keeps
+  std::vector<SeenSegment>& seen = recorder.segments();
   auto client = hosts.a->tcp().connect(hosts.settings_b.ipv6.address, 81);
   ASSERT_TRUE(client);
   ASSERT_TRUE(hosts.run_until([&] { return client->state() == TcpState::Closed; }, 5s));
@@ -294,8 +260,8 @@ TEST(TcpIpv6Test, BadChecksumIsDroppedCountedAndRecovered) {
   ASSERT_TRUE(client && server);
   int corrupted = 0;
   hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
-    Seen6 s{};
-    if (from == 0 && corrupted < 3 && parse_tcp6(bytes, s) && s.payload > 0) {
+    const auto frame = tcp6(bytes);
+    if (from == 0 && corrupted < 3 && frame && frame->payload_length() > 0) {
       bytes.back() ^= 0x5a;  // payload changed, checksum not
       ++corrupted;
     }
@@ -324,17 +290,17 @@ TEST(TcpIpv6Test, PacketTooBigInTheWindowLowersTheMssAndResends) {
     const uint32_t before = client->send_mss();
     // A router on the path with MTU 1280: it drops what is larger and reports it once per packet.
     bool reported = false;
-    std::vector<Seen6> after;
+    std::vector<TcpFrame> after;
     hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
-      Seen6 s{from, {}, 0, 0};
-      if (from != 0 || !parse_tcp6(bytes, s)) return true;
-      if (s.ip_packet <= 1280) {
-        if (reported) after.push_back(s);
+      const auto frame = tcp6(bytes);
+      if (from != 0 || !frame) return true;
+      if (frame->ip_length() <= 1280) {
+        if (reported) after.push_back(*frame);
         return true;
       }
       if (!reported) {
         reported = true;
-        const Bytes ptb = packet_too_big(hosts, *client, s.header.seq, 1280);
+        const Bytes ptb = packet_too_big(hosts, *client, frame->header.seq, 1280);
         hosts.timers.schedule(10us, [&hosts, ptb] { inject(*hosts.a, ptb); });
       }
       return false;
@@ -408,8 +374,8 @@ TEST(TcpIpv6Test, RetransmissionsFollowAPathMtuLearnedFromAnotherPacket) {
   // A router with MTU 1280 towards b that drops larger packets and reports none of them.
   int dropped = 0;
   hosts.wire.tap = [&](int from, std::vector<uint8_t>& bytes) {
-    Seen6 s{from, {}, 0, 0};
-    if (from != 0 || !parse_tcp6(bytes, s) || s.ip_packet <= 1280) return true;
+    const auto frame = tcp6(bytes);
+    if (from != 0 || !frame || frame->ip_length() <= 1280) return true;
     ++dropped;
     return false;
   };

@@ -72,15 +72,16 @@ TEST(TcpLargeSegments, OverIpv6WithTheFamilysOffloadFields) {
   hosts.dev_a->inspect = [&](const Packet& frame) {
     std::vector<uint8_t> bytes(frame.data.length());
     frame.data.copy_out(0, bytes.size(), bytes.data());
-    if (bytes.size() < 14 + 40 + 20 || load_be16(bytes.data() + 12) != 0x86dd || bytes[14 + 6] != kIpv6Tcp) return;
-    EXPECT_EQ(frame.tx.l2_length, 14);
-    EXPECT_EQ(frame.tx.l3_length, 40);
+    TcpFrame tcp;
+    if (parse_tcp_frame(bytes.data(), bytes.size(), tcp) != nullptr || !tcp.ipv6) return;
+    EXPECT_EQ(frame.tx.l2_length, EthernetHeader::kLength);
+    EXPECT_EQ(frame.tx.l3_length, Ipv6Header::kLength);
     EXPECT_FALSE(frame.tx.ipv4_checksum);
     ASSERT_TRUE(frame.tx.tcp_checksum);
-    const size_t tcp_length = bytes.size() - 14 - 40;
-    EXPECT_EQ(load_be16(bytes.data() + 14 + 4), tcp_length);
-    EXPECT_EQ(frame.tx.l4_length, (bytes[54 + 12] >> 4) * 4);
-    const uint16_t field = load_be16(bytes.data() + 54 + 16);
+    const size_t tcp_length = bytes.size() - tcp.tcp_offset;
+    EXPECT_EQ(tcp.tcp_length, tcp_length);  // the payload length field
+    EXPECT_EQ(frame.tx.l4_length, tcp.header.header_length);
+    const uint16_t field = tcp.header.checksum;
     if (frame.tx.segment_payload == 0) {
       ++summed;
       EXPECT_EQ(field, tcp_pseudo_header_sum(a, b, tcp_length));

@@ -98,12 +98,9 @@ std::shared_ptr<TcpConnection> TcpTestAccess::build(test::TwoHosts& hosts, const
 
 namespace test {
 
-PeerByHand::PeerByHand(TwoHosts& hosts, const Tcb& tcb) : hosts_(hosts), tcb_(tcb) {
-  connection = TcpTestAccess::build(hosts, tcb);
-  record_segments(hosts, seen, [](const SeenSegment& s) { return s.from == 0; });
-}
-
-PeerByHand::~PeerByHand() { hosts_.wire.tap = nullptr; }
+PeerByHand::PeerByHand(TwoHosts& hosts, const Tcb& tcb)
+    : connection(TcpTestAccess::build(hosts, tcb)),
+      recorder_(hosts, [](const SeenSegment& s) { return s.from == 0; }), hosts_(hosts), tcb_(tcb) {}
 
 TcpHeader PeerByHand::segment(uint8_t flags, uint32_t seq) const {
   TcpHeader h;

@@ -50,7 +50,6 @@ namespace test {
 class PeerByHand {
  public:
   PeerByHand(TwoHosts& hosts, const Tcb& tcb);
-  ~PeerByHand();  // takes its recorder off the wire
   PeerByHand(const PeerByHand&) = delete;
   PeerByHand& operator=(const PeerByHand&) = delete;
   // A segment from the peer; its ACK field is our SND.NXT, its window 1000.
@@ -61,7 +60,12 @@ class PeerByHand {
   size_t acks_received() const;
 
   std::shared_ptr<TcpConnection> connection;
-  std::vector<SeenSegment> seen;  // a's segments since the connection was built
+
+ private:
+  SegmentRecorder recorder_;  // a's segments since the connection was built, kept from the wire
+
+ public:
+  std::vector<SeenSegment>& seen = recorder_.segments();
 
  private:
   TwoHosts& hosts_;

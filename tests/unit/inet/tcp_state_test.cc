@@ -293,16 +293,16 @@ TEST(TcpStates, TimeWaitAcknowledgesRetransmittedFin) {
   TwoHosts hosts(9, quick_settings());
   auto [client, server] = connect_pair(hosts);
   ASSERT_TRUE(client && server);
-  std::vector<SeenSegment> seen;
   bool dropped_last_ack = false;
   // Drop the client's ACK of the server's FIN once, so the server retransmits its FIN.
-  record_segments(hosts, seen, [&](const SeenSegment& s) {
+  SegmentRecorder recorder(hosts, [&](const SeenSegment& s) {
     if (s.from == 0 && client->state() == TcpState::TimeWait && !dropped_last_ack) {
       dropped_last_ack = true;
       return true;
     }
     return false;
   });
+  std::vector<SeenSegment>& seen = recorder.segments();
   client->close();
   hosts.run_until([&] { return server->state() == TcpState::CloseWait; });
   server->close();
@@ -314,7 +314,6 @@ TEST(TcpStates, TimeWaitAcknowledgesRetransmittedFin) {
   EXPECT_EQ(fins_from_server, 2u);
   EXPECT_EQ(server->error(), TcpError::None);
   EXPECT_EQ(client->state(), TcpState::TimeWait);
-  hosts.wire.tap = nullptr;
 }
 
 TEST(TcpStates, ConnectToClosedPortIsRefused) {
