@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): how the messenger's rate holds up as connections grow. Runs posix and
+# dpdk side by side at each connection count (default 16 64 256 1024; 4 KiB request/reply, queue
+# depth 4 on every connection, one client messenger per connection, as issue 25's target states)
+# and prints each rate, its ratio to the same transport's rate at the first count, and dpdk/posix.
+# Wall-clock rates on a shared machine are noisy: ROUNDS=N repeats the whole sweep, alternating,
+# and reports the median of each cell. A run that fails is reported in its cell and the sweep goes
+# on; the script fails only when bypass-bench cannot be found or built.
+#
+#   tools/bench/connection-scaling.sh [BUILD_DIR]   (default build/release, built when missing)
+#   COUNTS="16 64 256 1024" DURATION=6s DEPTH=4 SIZE=4K ROUNDS=1 LINK=auto MESSENGERS=per-thread
+#   TRANSPORTS="posix dpdk"; SETS="--set dpdk.mbuf_pool_ops=stack" passes settings on to bypass-bench;
+#   KEEP=1 keeps the result files and logs and says where
+#
+# Instructions and simulated cache misses per message at two counts (what separates an algorithm
+# that grows with the connection count from memory stalls): tools/bench/connection-cachegrind.sh;
+# what they showed: docs/benchmarks.md, "Connection scaling".
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build/release}
+bench=$build/tools/bypass-bench/bypass-bench
+counts=${COUNTS:-16 64 256 1024}
+duration=${DURATION:-6s}
+depth=${DEPTH:-4}
+size=${SIZE:-4K}
+rounds=${ROUNDS:-1}
+link=${LINK:-auto}
+messengers=${MESSENGERS:-per-thread}
+transports=${TRANSPORTS:-posix dpdk}
+read -r -a extra_sets <<<"${SETS:-}"
+
+if [ ! -x "$bench" ]; then
+  echo "connection-scaling: building bypass-bench in $build (release)" >&2
+  [ -f "$build/build.ninja" ] || meson setup "$build" --buildtype=release >/dev/null
+  ninja -C "$build" -j2 tools/bypass-bench/bypass-bench >/dev/null
+fi
+
+work=$(mktemp -d /tmp/connection-scaling.XXXXXX)
+cleanup() {
+  if [ "${KEEP:-0}" = 1 ]; then echo "connection-scaling: results kept in $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+transport_list=$(echo "$transports" | tr ' ' ',')
+for round in $(seq "$rounds"); do
+  # Alternate the order of the counts between rounds, so a slow spell of the machine does not
+  # always fall on the same count.
+  order=$counts
+  [ $((round % 2)) = 0 ] && order=$(echo "$counts" | tr ' ' '\n' | tac | tr '\n' ' ')
+  for c in $order; do
+    out=$work/r$round.c$c
+    echo "connection-scaling: round $round/$rounds, $c connections ($transports)" >&2
+    # Both transports in one bypass-bench run: the same job, one after the other.
+    if ! "$bench" -c "$root/config/examples/default.yaml" --set "bench.transports=[$transport_list]" \
+      --set bench.dpdk_link="$link" --set bench.connections="$c" --set bench.iodepth="$depth" \
+      --set bench.message_size="$size" --set bench.messengers="$messengers" --set bench.duration="$duration" \
+      --set bench.progress=off --set bench.output="$out.json" "${extra_sets[@]}" run >"$out.log" 2>&1; then
+      echo "connection-scaling: the run at $c connections failed (its last lines):" >&2
+      tail -5 "$out.log" >&2
+    fi
+    grep '^== dpdk link:' "$out.log" >&2 || true
+  done
+done
+
+/usr/bin/python3 - "$work" "$rounds" "$counts" "$transports" "$size" "$depth" "$duration" "$messengers" <<'PY'
+import json, os, statistics, sys
+
+work, rounds, counts, transports = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+size, depth, duration, messengers = sys.argv[5:9]
+rates = {}  # (transport, count) -> [msgs/s per round]
+for r in range(1, rounds + 1):
+    for c in counts:
+        path = os.path.join(work, f"r{r}.c{c}.json")
+        if not os.path.exists(path):
+            continue
+        try:
+            cases = json.load(open(path))["cases"]
+        except (ValueError, KeyError):
+            continue
+        for case in cases:
+            rates.setdefault((case["transport"], c), []).append(case["totals"]["messages_per_second"])
+
+def median(t, c):
+    values = rates.get((t, c))
+    return statistics.median(values) if values else None
+
+print(f"\nconnection scaling: {size} request/reply, depth {depth} per connection, {messengers} messengers, "
+      f"{duration} per run, median of {rounds} round(s); ratio = rate / the same transport's rate at {counts[0]}")
+header = f"{'connections':>11}"
+for t in transports:
+    header += f"  {t + ' msgs/s':>13}  {t + ' ratio':>11}"
+if "posix" in transports and "dpdk" in transports:
+    header += f"  {'dpdk/posix':>10}"
+print(header)
+for c in counts:
+    line = f"{c:>11}"
+    for t in transports:
+        rate, first = median(t, c), median(t, counts[0])
+        line += f"  {rate:>13.0f}" if rate is not None else f"  {'failed':>13}"
+        line += f"  {rate / first:>10.2f}x" if rate is not None and first else f"  {'-':>11}"
+    if "posix" in transports and "dpdk" in transports:
+        p, d = median("posix", c), median("dpdk", c)
+        line += f"  {d / p:>9.2f}x" if p and d else f"  {'-':>10}"
+    print(line)
+PY
