@@ -1,5 +1,6 @@
 // Congestion control: the window arithmetic of NewReno (RFC 5681, RFC 6582) and CUBIC
-// (RFC 9438). Loss detection and recovery bookkeeping live in TcpConnection; these classes only
+// (RFC 9438). Loss detection is RACK's and the connection's, recovery bookkeeping LossRecovery's
+// (tcp_loss_recovery.h, which owns the controller); these classes only
 // decide cwnd and ssthresh.
 #pragma once
 

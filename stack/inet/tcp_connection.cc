@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "stack/inet/tcp_layer.h"
 
 namespace bypass::inet {
 
@@ -23,17 +22,17 @@ const char* to_string(TcpState state) {
   return "?";
 }
 
-TcpConnection::TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpSettings& settings)
-    : layer_(layer), tuple_(tuple), settings_(settings), nagle_(settings.nagle), rto_(settings.rto_initial),
-      cc_(settings.congestion, 536),
-      rto_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
-      delack_timer_(layer.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
-      persist_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_persist_timeout(); }),
-      keepalive_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_keepalive_timeout(); }),
-      time_wait_timer_(layer.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }),
-      reorder_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_reorder_timeout(); }),
-      probe_timer_(layer.timers(), [this] { auto self = shared_from_this(); on_loss_probe(); }) {
-  path_mtu_ = layer.path_mtu(tuple);
+TcpConnection::TcpConnection(TcpConnectionOwner& owner, const FourTuple& tuple, const TcpSettings& settings)
+    : owner_(owner), tuple_(tuple), settings_(settings), nagle_(settings.nagle), rto_(settings.rto_initial),
+      recovery_(settings.congestion, 536),
+      rto_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
+      delack_timer_(owner.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
+      persist_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_persist_timeout(); }),
+      keepalive_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_keepalive_timeout(); }),
+      time_wait_timer_(owner.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }),
+      reorder_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_reorder_timeout(); }),
+      probe_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_loss_probe(); }) {
+  path_mtu_ = owner.path_mtu(tuple);
   uint8_t max_shift = std::min<uint8_t>(settings.max_window_shift, 14);
   while (rcv_wscale_ < max_shift && (settings.rcv_buffer >> rcv_wscale_) > 65535) ++rcv_wscale_;
 }
@@ -125,11 +124,11 @@ void TcpConnection::abort() {
 // ---------------------------------------------------------------- opening
 
 void TcpConnection::open_active() {
-  iss_ = layer_.generate_iss(tuple_);
+  iss_ = owner_.generate_iss(tuple_);
   ts_offset_ = iss_.raw() * 2654435761u;
   snd_una_ = snd_nxt_ = snd_max_ = iss_;
   data_start_ = iss_ + 1;
-  recover_ = iss_;
+  recovery_.start(iss_, snd_una_);
   enter_state(TcpState::SynSent);
   transmit(iss_, kTcpSyn, {});
   snd_nxt_ = snd_max_ = iss_ + 1;
@@ -142,7 +141,7 @@ void TcpConnection::open_passive(const TcpSegment& syn, SeqNumber iss) {
   ts_offset_ = iss_.raw() * 2654435761u;
   snd_una_ = snd_nxt_ = snd_max_ = iss_;
   data_start_ = iss_ + 1;
-  recover_ = iss_;
+  recovery_.start(iss_, snd_una_);
   irs_ = syn.header.seq;
   rcv_nxt_ = irs_ + 1;
   negotiate_options(syn.header.options);
@@ -160,7 +159,7 @@ void TcpConnection::open_from_cookie(const TcpSegment& ack, SeqNumber iss, uint1
   iss_ = iss;
   snd_una_ = snd_nxt_ = snd_max_ = iss_ + 1;
   data_start_ = iss_ + 1;
-  recover_ = iss_;
+  recovery_.start(iss_, snd_una_);
   irs_ = ack.header.seq - 1;
   rcv_nxt_ = ack.header.seq;
   TcpOptions peer;
@@ -170,7 +169,7 @@ void TcpConnection::open_from_cookie(const TcpSegment& ack, SeqNumber iss, uint1
   snd_wl1_ = ack.header.seq;
   snd_wl2_ = ack.header.ack;
   rcv_adv_ = rcv_nxt_ + std::min<size_t>(settings_.rcv_buffer, 65535);
-  cc_->start(mss_);
+  congestion().start(mss_);
   enter_state(TcpState::Established);
 }
 
@@ -208,19 +207,19 @@ void TcpConnection::follow_destination_mtu() {
   // is dropped locally (a black hole until the entry expires); only a
   // Packet Too Big about this connection (TcpLayer::on_icmpv6_error) resends its flight.
   // The table never goes below 1280 (RFC 8201 §4), which bounds what a forged one can do.
-  const uint32_t mtu = layer_.path_mtu(tuple_);
+  const uint32_t mtu = owner_.path_mtu(tuple_);
   if (mtu < path_mtu_) set_path_mtu(static_cast<uint16_t>(mtu));
 }
 
 void TcpConnection::set_path_mtu(uint16_t mtu) {
-  path_mtu_ = std::min<uint16_t>(mtu, layer_.mtu());
+  path_mtu_ = std::min<uint16_t>(mtu, owner_.mtu());
   // RFC 9293 §3.7.1: Eff.snd.MSS = min(SendMSS + 20, MMS_S) - TCP header - IP header options,
   // MMS_S being the path MTU less the IP header: 20 bytes for IPv4, 40 for IPv6 (RFC 8200 §5:
   // an IPv6 segment's MSS is the path MTU less 60).
   uint32_t effective = std::min<uint32_t>(peer_mss_ + 20u, path_mtu_ - ip_header_length()) - 20u;
   if (ts_enabled_) effective -= 12;  // timestamps ride on every segment
   mss_ = std::max<uint32_t>(effective, 48);
-  cc_->set_mss(mss_);
+  congestion().set_mss(mss_);
 }
 
 void TcpConnection::confirm_reachability(TimePoint now) {
@@ -229,7 +228,7 @@ void TcpConnection::confirm_reachability(TimePoint now) {
   // per ACK: the cache needs the hint only once per ReachableTime (30 s by default).
   if (now - last_reachability_hint_ < kReachabilityHintInterval) return;
   last_reachability_hint_ = now;
-  layer_.confirm_reachable(tuple_.remote_ip);
+  owner_.confirm_reachable(tuple_.remote_ip);
 }
 
 void TcpConnection::on_unreachable() {
@@ -264,13 +263,13 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   // PAWS, RFC 7323 §5.3 R1: a segment older than TS.Recent is a duplicate from a past wrap.
   if (ts_enabled_ && h.options.timestamp && !h.has(kTcpRst) &&
       timestamp_before(h.options.timestamp->first, ts_recent_)) {
-    ++layer_.stats().tcp_dropped_paws;
+    ++owner_.stats().tcp_dropped_paws;
     send_out_of_window_ack(seg);
     return;
   }
   // RFC 9293 §3.10.7.4 first: sequence number acceptability.
   if (!acceptable(seg)) {
-    ++layer_.stats().tcp_dropped_out_of_window;
+    ++owner_.stats().tcp_dropped_out_of_window;
     // RFC 5961 §4.2 (RFC 9293 §3.10.7.4 fourth): a SYN gets a challenge ACK "irrespective of the
     // sequence number", so an off-path SYN flood is answered within the §7 rate limit too.
     if (h.has(kTcpSyn) && !h.has(kTcpRst)) return send_challenge_ack();
@@ -287,9 +286,9 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
   }
   // Second: RST, with RFC 5961 §3.2: exact match resets, anything else in window is challenged.
   if (h.has(kTcpRst)) {
-    ++layer_.stats().tcp_rst_received;
+    ++owner_.stats().tcp_rst_received;
     if (h.seq != rcv_nxt_) return send_challenge_ack();
-    ++layer_.stats().tcp_connections_reset;
+    ++owner_.stats().tcp_connections_reset;
     return terminate(state_ == TcpState::SynReceived && !passive_ ? TcpError::Refused
                                                                  : TcpError::Reset);
   }
@@ -307,10 +306,10 @@ void TcpConnection::on_segment(TcpSegment&& seg) {
     max_snd_wnd_ = std::max(max_snd_wnd_, snd_wnd_);
     snd_wl1_ = h.seq;
     snd_wl2_ = h.ack;
-    cc_->start(mss_);
+    congestion().start(mss_);
     enter_state(TcpState::Established);
-    ++layer_.stats().tcp_connections_established;
-    layer_.on_established(*this);
+    ++owner_.stats().tcp_connections_established;
+    owner_.on_established(*this);
     notify(kTcpConnected | kTcpWritable);
     // RFC 9293 §3.10.4: a close in SYN-RECEIVED is processed on entering ESTABLISHED, before
     // this segment's text and FIN (a FIN here then finds FIN-WAIT-1 and leads to CLOSING).
@@ -336,7 +335,7 @@ void TcpConnection::on_segment_syn_sent(TcpSegment& seg) {
   }
   if (h.has(kTcpRst)) {
     if (h.has(kTcpAck)) {
-      ++layer_.stats().tcp_rst_received;
+      ++owner_.stats().tcp_rst_received;
       terminate(TcpError::Refused);
     }
     return;
@@ -354,14 +353,14 @@ void TcpConnection::on_segment_syn_sent(TcpSegment& seg) {
     if (ts_enabled_ && h.options.timestamp->second != 0)
       sample_rtt(std::chrono::milliseconds(ts_now() - h.options.timestamp->second));
     else if (backoff_ == 0 && timed_at_ >= TimePoint::zero())
-      sample_rtt(layer_.timers().now() - timed_at_);
+      sample_rtt(owner_.timers().now() - timed_at_);
     snd_una_ = h.ack;
     snd_nxt_ = seq_max(snd_nxt_, snd_una_);
     rto_timer_.clear();
     backoff_ = 0;
-    cc_->start(mss_);
+    congestion().start(mss_);
     enter_state(TcpState::Established);
-    ++layer_.stats().tcp_connections_established;
+    ++owner_.stats().tcp_connections_established;
     update_advertised_window();
     send_ack();
     notify(kTcpConnected | kTcpWritable);
@@ -406,7 +405,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   const bool dsack = h.options.sack_count && h.options.sack_blocks[0].right <= ack;
   const bool advanced = ack > snd_una_;
   bool duplicate = false;
-  TimePoint now = layer_.timers().now();
+  TimePoint now = owner_.timers().now();
 
   if (advanced) {
     if (!advance_send_unacknowledged(h, now)) return false;
@@ -414,8 +413,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
              !h.has(kTcpSyn) && !h.has(kTcpFin) && !window_changed && snd_wnd_ != 0) {
     // Duplicate ACK as defined in RFC 5681 §2.
     duplicate = true;
-    ++dupacks_;
-    if (in_recovery_ && !sack_enabled_) cc_->set_cwnd(cc_->cwnd() + mss_);  // RFC 6582 step 4
+    recovery_.on_duplicate_ack(sack_enabled_, mss_);
   }
 
   if (sack_enabled_) update_rack(h, dsack, now);
@@ -424,7 +422,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   // Nothing SACKed, no recovery and no probe under way: nothing was resent, so every segment in
   // flight left after those just delivered and none can be overtaken (an in-order flow skips the
   // walk over its flight).
-  if (sack_enabled_ && (!scoreboard_.empty() || in_recovery_ || rto_recovery_ || rack_.probe_outstanding()))
+  if (sack_enabled_ && (!scoreboard_.empty() || recovery_.repairing() || rack_.probe_outstanding()))
     detect_losses(now);
   maybe_enter_recovery(now);
   return true;
@@ -483,11 +481,9 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   snd_una_ = ack;
   if (tuple_.is_v6()) confirm_reachability(now);
   if (snd_nxt_ < snd_una_) snd_nxt_ = snd_una_;
-  if (high_rxt_ < snd_una_) high_rxt_ = snd_una_;
+  recovery_.on_send_unacknowledged_advanced(snd_una_);
   scoreboard_.advance(snd_una_);
-  // An ACK that stops at the left edge of SACKed data: the receiver dropped what it SACKed
-  // (RFC 2018 §8 reneging, detected as Linux's tcp_check_sack_reneging does).
-  if (!scoreboard_.empty() && scoreboard_.blocks().front().left == snd_una_) sack_reneged_ = true;
+  if (!scoreboard_.empty() && scoreboard_.blocks().front().left == snd_una_) recovery_.on_sack_reneging();
   on_new_data_acked(ack, acked, flight_before_ack, data_end, now);
   // RFC 6298 §5.2/5.3: stop the timer when all is acknowledged, otherwise restart it.
   if (snd_una_ == snd_max_) rto_timer_.clear();
@@ -511,35 +507,16 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   }
 }
 
-// The congestion controller and recovery on an ACK of new data (RFC 5681 §3.1, RFC 6582 §3.2,
-// RFC 6675 §5).
+// The congestion controller and recovery on an ACK of new data (LossRecovery::on_new_data_acked);
+// a partial ACK in NewReno recovery without SACK resends the next hole (RFC 6582 §3.2 step 5).
 [[gnu::always_inline]] inline void TcpConnection::on_new_data_acked(SeqNumber ack, uint32_t acked, uint32_t flight_before_ack,
                                       SeqNumber data_end, TimePoint now) {
-  if (in_recovery_) {
-    // After a timeout the window regrows by slow start (RFC 5681 §3.1) while the holes are
-    // resent; its end does not set cwnd to ssthresh as fast recovery's does.
-    if (rto_recovery_) cc_->on_ack(acked, now, rtt_.srtt());
-    if (ack >= recover_) {
-      in_recovery_ = false;  // full ACK: RFC 6582 §3.2 step 3, RFC 6675 §5 (end of recovery)
-      if (!rto_recovery_) cc_->on_recovery_exit();
-      rto_recovery_ = false;
-      dupacks_ = 0;
-    } else if (!sack_enabled_) {
-      // Partial ACK, RFC 6582 §3.2 step 5: retransmit the next hole, deflate by the amount
-      // acknowledged, add back one SMSS.
-      uint32_t len = std::min<uint32_t>(mss_, data_end - snd_una_);
-      if (len) transmit(snd_una_, kTcpAck, send_buffer_.sub(0, len, send_position_), true);
-      uint32_t cwnd = cc_->cwnd();
-      cc_->set_cwnd((cwnd > acked ? cwnd - acked : 0) + (acked >= mss_ ? mss_ : 0));
-      rto_timer_.set_after(rto_);
-    }
-  } else {
-    dupacks_ = 0;
-    if (rto_recovery_ && ack >= recover_) rto_recovery_ = false;
-    // Grow only while the window is what limits sending (RFC 7661 §4.1 "validated" cwnd):
-    // an application-limited flow must not inflate cwnd without bound.
-    if (flight_before_ack * 2 >= cc_->cwnd()) cc_->on_ack(acked, now, rtt_.srtt());
-  }
+  if (recovery_.on_new_data_acked(ack, acked, flight_before_ack, sack_enabled_, mss_, now, rtt_.srtt()) !=
+      LossRecovery::AckOutcome::RetransmitNextHole)
+    return;
+  const uint32_t len = std::min<uint32_t>(mss_, data_end - snd_una_);
+  if (len) transmit(snd_una_, kTcpAck, send_buffer_.sub(0, len, send_position_), true);
+  rto_timer_.set_after(rto_);
 }
 
 // RFC 9293 §3.10.7.4 fifth, our FIN acknowledged: FIN-WAIT-1 -> FIN-WAIT-2, CLOSING -> TIME-WAIT,
@@ -564,7 +541,7 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   rack_.on_ack(snd_una_, scoreboard_, now, tsecr);
   // RFC 8985 §7.4.2: the ACK of a loss probe that no D-SACK calls a duplicate means the probe
   // repaired a tail loss, which calls for the congestion response recovery would have made.
-  if (rack_.probe_repaired_loss(h.ack, dsack) && !in_recovery_) cc_->on_congestion_event(flight_size(), now);
+  if (rack_.probe_repaired_loss(h.ack, dsack)) recovery_.on_tail_loss_repaired(flight_size(), now);
 }
 
 void TcpConnection::process_text(TcpSegment& seg) {
@@ -677,7 +654,7 @@ void TcpConnection::terminate(TcpError error) {
   send_position_ = {};
   out_of_order_.clear();
   rack_.clear();
-  layer_.on_closed(*this);
+  owner_.on_closed(*this);
   notify(kTcpClosed | kTcpReadable | kTcpWritable);
 }
 
@@ -690,9 +667,10 @@ std::string TcpConnection::describe() const {
          " snd_max=" + std::to_string(snd_max_ - iss_) +
          " send_end=" + std::to_string(send_end() - iss_) +
          " fin_queued=" + std::to_string(fin_queued_) + " snd_wnd=" + std::to_string(snd_wnd_);
-  if (cc_) out += " cwnd=" + std::to_string(cc_->cwnd()) + " ssthresh=" + std::to_string(cc_->ssthresh());
-  out += " in_recovery=" + std::to_string(in_recovery_) + " recover=" + std::to_string(recover_ - iss_) +
-         " sack_blocks=" + std::to_string(scoreboard_.size()) + " lost_marked=" + std::to_string(rack_.has_lost()) + " dupacks=" + std::to_string(dupacks_) +
+  out += " cwnd=" + std::to_string(cwnd()) + " ssthresh=" + std::to_string(ssthresh());
+  out += " in_recovery=" + std::to_string(recovery_.in_recovery()) +
+         " recover=" + std::to_string(recovery_.recovery_point() - iss_) +
+         " sack_blocks=" + std::to_string(scoreboard_.size()) + " lost_marked=" + std::to_string(rack_.has_lost()) + " dupacks=" + std::to_string(recovery_.duplicate_acks()) +
          " rto=" + ms(rto_) + "ms backoff=" + std::to_string(backoff_) +
          " rto_timer=" + std::to_string(rto_timer_.pending()) +
          " persist_timer=" + std::to_string(persist_timer_.pending());

@@ -13,10 +13,11 @@
 #include <vector>
 
 #include "base/buffer_list.h"
-#include "stack/inet/congestion.h"
 #include "stack/inet/inet_options.h"
 #include "stack/inet/ip_address.h"
+#include "stack/inet/tcp_connection_owner.h"
 #include "stack/inet/tcp_frto.h"
+#include "stack/inet/tcp_loss_recovery.h"
 #include "stack/inet/tcp_rack.h"
 #include "stack/inet/tcp_reassembly.h"
 #include "stack/inet/tcp_rtt_estimator.h"
@@ -105,7 +106,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
  public:
   using EventHandler = std::function<void(int events)>;
 
-  TcpConnection(TcpLayer& layer, const FourTuple& tuple, const TcpSettings& settings);
+  TcpConnection(TcpConnectionOwner& owner, const FourTuple& tuple, const TcpSettings& settings);
   ~TcpConnection();
 
   // ---- socket API ----
@@ -133,8 +134,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool established() const { return state_ == TcpState::Established; }
 
   // ---- introspection for tests and diagnostics ----
-  uint32_t cwnd() const { return cc_->cwnd(); }
-  uint32_t ssthresh() const { return cc_->ssthresh(); }
+  uint32_t cwnd() const { return recovery_.congestion().cwnd(); }
+  uint32_t ssthresh() const { return recovery_.congestion().ssthresh(); }
   uint32_t send_mss() const { return mss_; }
   SeqNumber initial_send_sequence() const { return iss_; }
   uint32_t peer_window() const { return snd_wnd_; }
@@ -151,13 +152,13 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint64_t bytes_acked() const { return bytes_acked_; }
   uint64_t bytes_received() const { return bytes_received_; }
   uint64_t timeouts() const { return timeouts_; }
-  bool in_recovery() const { return in_recovery_; }
+  bool in_recovery() const { return recovery_.in_recovery(); }
   // One line with the sequence-space and recovery state (sequence numbers relative to ISS/IRS),
   // for diagnosing a stalled connection.
   std::string describe() const;
 
  private:
-  friend class TcpLayer;
+  friend class TcpLayer;  // opens connections and hands them segments and ICMP reports
   // Test-only (tests/unit/inet/tcp_state_builder.h): puts a connection straight into any state.
   friend class TcpTestAccess;
 
@@ -226,7 +227,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Answers an unacceptable segment with an ACK, rate-limited (see tcp.invalid_ack_ratelimit).
   void send_out_of_window_ack(const TcpSegment& segment);
 
-  // Loss recovery (RFC 6675 with RACK-TLP, RFC 8985; F-RTO, RFC 5682).
+  // Loss recovery (RFC 6675 with RACK-TLP, RFC 8985; F-RTO, RFC 5682): what LossRecovery
+  // decides, carried out with the timers, RACK, the scoreboard and the send path
+  // (tcp_connection_recovery.cc).
+  CongestionControl& congestion() { return recovery_.congestion(); }
   void detect_losses(TimePoint now);
   void maybe_enter_recovery(TimePoint now);
   void enter_rto_recovery();  // after a timeout that was not spurious: resend every unSACKed segment
@@ -255,7 +259,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void terminate(TcpError error);
   void notify(int events);
 
-  TcpLayer& layer_;
+  TcpConnectionOwner& owner_;  // TcpLayer, seen through the narrow interface
   // A passive open until it is established: the listener whose accept queue takes it (a field,
   // not a side table, so a SYN costs no extra allocation).
   std::weak_ptr<TcpListener> half_open_listener_;
@@ -306,13 +310,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   uint32_t ts_at_last_rto_ = 0;  // TSval clock at the last RTO (timeouts_ != 0); older echoes: no RTT sample
   SeqNumber timed_seq_;           // Karn's algorithm when timestamps are off
   TimePoint timed_at_{-1};
-  InlineCongestionControl cc_;
-  uint32_t dupacks_ = 0;
-  bool in_recovery_ = false;
-  bool rto_recovery_ = false;    // the recovery follows a timeout: slow start, no fast-recovery exit
-  bool sack_reneged_ = false;    // an ACK stopped at SACKed data: the next timeout forgets SACKs
-  SeqNumber recover_;             // RFC 6582 "recover" / RFC 6675 RecoveryPoint
-  SeqNumber high_rxt_;            // RFC 6675 HighRxt
+  LossRecovery recovery_;        // the recovery state and the congestion controller
   SackScoreboard scoreboard_;
   RackTlp rack_;
   SpuriousTimeoutDetector frto_;

@@ -11,7 +11,6 @@
 #include <algorithm>
 
 #include "stack/inet/tcp_connection.h"
-#include "stack/inet/tcp_layer.h"
 
 namespace bypass::inet {
 
@@ -21,7 +20,7 @@ uint32_t TcpConnection::segment_length(uint32_t avail, uint32_t window, uint32_t
   if (retransmission || one < mss_limit) return one;
   // The largest payload the device takes: its datagram limit less the IP header (IPv4's or
   // IPv6's) and the longest TCP header, in whole segments.
-  const uint32_t datagram = layer_.max_large_segment_bytes(tuple_);
+  const uint32_t datagram = owner_.segment_output().max_large_segment_bytes();
   const uint32_t headers = ip_header_length() + TcpHeader::kMaxLength;
   if (datagram <= headers + mss_limit) return one;
   const uint32_t most = (datagram - headers) / mss_limit * mss_limit;
@@ -32,7 +31,7 @@ uint32_t TcpConnection::segment_length(uint32_t avail, uint32_t window, uint32_t
   // acknowledges, so sending at once would hand the device segments of two SMSS. While more data
   // waits than the window has room for and that room is under a quarter of the window, wait: at
   // least three quarters of the window are in flight, so ACKs will come and open more room.
-  if (len < most && len < avail && room < window / 4 && !in_recovery_) return 0;
+  if (len < most && len < avail && room < window / 4 && !recovery_.in_recovery()) return 0;
   if (len != avail) len -= len % mss_limit;
   return len;
 }

@@ -43,8 +43,8 @@ std::shared_ptr<TcpConnection> TcpListener::accept() {
 
 TcpLayer::TcpLayer(const InetSettings& settings, TimerService& timers, Ipv4Layer& ip, Ipv6Layer& ip6,
                    NeighborCache& neighbors, PacketDevice& device, InetStats& stats, uint64_t secret_seed)
-    : settings_(settings), timers_(timers), ip_(ip), ip6_(ip6), neighbors_(neighbors), device_(device),
-      stats_(stats),
+    : TcpConnectionOwner(timers, stats, output_path_), settings_(settings), ip_(ip), ip6_(ip6),
+      neighbors_(neighbors), device_(device), output_path_(ip, ip6, device, stats),
       gro_(stats, [this](const FourTuple& tuple, TcpSegment&& segment) { dispatch(tuple, std::move(segment)); }) {
   secret_[0] = mix64(secret_seed ^ 0x243f6a8885a308d3ull);
   secret_[1] = mix64(secret_[0] ^ 0x13198a2e03707344ull);
@@ -158,66 +158,8 @@ std::shared_ptr<TcpConnection> TcpLayer::connect(IpAddress remote, uint16_t remo
   return connection;
 }
 
-uint32_t TcpLayer::max_large_segment_bytes(const FourTuple& /*tuple*/) const {
-  // Both families alike: DPDK's TSO and TCP checksum offloads (RTE_ETH_TX_OFFLOAD_TCP_TSO,
-  // _TCP_CKSUM) cover IPv4 and IPv6 frames, and the software cut (TcpSegmentCutter) does too.
-  const DeviceCapabilities caps = device_.capabilities();
-  return caps.tx_tcp_checksum ? std::min<uint32_t>(caps.tx_large_segment_bytes, 65535) : 0;
-}
-
 uint32_t TcpLayer::path_mtu(const FourTuple& tuple) const {
   return tuple.is_v6() ? ip6_.path_mtu(tuple.remote_ip.v6()) : device_.mtu();
-}
-
-namespace {
-// The family's pseudo-header sum (RFC 9293 §3.1; RFC 8200 §8.1 for IPv6) for a segment of
-// `tcp_length` bytes.
-uint16_t pseudo_header_sum(const FourTuple& tuple, size_t tcp_length) {
-  if (tuple.is_v6()) return tcp_pseudo_header_sum(tuple.local_ip.v6(), tuple.remote_ip.v6(), tcp_length);
-  return tcp_pseudo_header_sum(tuple.local_ip.v4(), tuple.remote_ip.v4(), tcp_length);
-}
-}  // namespace
-
-void TcpLayer::send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload,
-                            uint16_t segment_payload) {
-  const size_t headroom = tuple.is_v6() ? kIpv6FrameHeadroom : kFrameHeadroom;
-  size_t header_length = header.emitted_length();
-  BufferSegment head = BufferSegment::allocate(headroom + header_length);
-  auto* tcp = reinterpret_cast<uint8_t*>(head.data()) + headroom;
-  header.emit(tcp);
-  const TcpView view(tcp, header_length);
-  size_t tcp_length = header_length + payload.length();
-  Packet frame;
-  if (segment_payload != 0) {
-    // Cut by the device (TSO, or software below the stack), which sums each piece: the field
-    // holds the pseudo-header sum without the length (DPDK's TSO convention, rte_ipv4_phdr_cksum
-    // and rte_ipv6_phdr_cksum with RTE_MBUF_F_TX_TCP_SEG).
-    view.set_checksum(pseudo_header_sum(tuple, 0));
-    frame.tx.tcp_checksum = true;
-    frame.tx.segment_payload = segment_payload;
-  } else if (device_.capabilities().tx_tcp_checksum) {
-    // The NIC completes the sum; it expects the pseudo-header sum in the field (DPDK convention).
-    view.set_checksum(pseudo_header_sum(tuple, tcp_length));
-    frame.tx.tcp_checksum = true;
-  } else {
-    ChecksumAccumulator sum;
-    sum.add_u16(pseudo_header_sum(tuple, tcp_length));
-    sum.add(tcp, header_length);
-    sum.add(payload, 0, payload.length());
-    view.set_checksum(sum.finish());
-  }
-  frame.tx.l4_length = static_cast<uint8_t>(header_length);
-  frame.data.append(std::move(head));
-  frame.data.append(std::move(payload));
-  ++stats_.tcp_segments_sent;
-  if (!tuple.is_v6()) {
-    ip_.send(tuple.remote_ip.v4(), IpProtocol::Tcp, std::move(frame));
-    return;
-  }
-  // No fragmentation (RFC 8200 §5 leaves it to the source, and TCP sizes segments to the path
-  // MTU instead): a segment too big is dropped and counted by Ipv6Layer, and resent smaller.
-  // From the tuple's own address, which the pseudo-header above covers (not a fresh source choice).
-  ip6_.send_from(tuple.local_ip.v6(), tuple.remote_ip.v6(), kIpv6Tcp, std::move(frame), /*allow_fragment=*/false);
 }
 
 void TcpLayer::receive(const Ipv4Header& ip, Packet&& packet) {
@@ -307,7 +249,7 @@ void TcpLayer::send_reset_for(const FourTuple& tuple, const TcpSegment& segment)
     rst.flags = kTcpRst | kTcpAck;
   }
   ++stats_.tcp_rst_sent;
-  send_segment(tuple, rst, {});
+  output_path_.send(tuple, rst, {});
 }
 
 bool TcpLayer::reopen_from_time_wait(TcpConnection& old, const FourTuple& tuple, TcpSegment& segment) {
@@ -369,7 +311,7 @@ void TcpLayer::listen_syn(TcpListener& listener, const FourTuple& tuple, TcpSegm
     synack.window = static_cast<uint16_t>(std::min<size_t>(settings_.tcp.rcv_buffer, 65535));
     synack.options.mss = our_mss;
     ++stats_.tcp_syn_cookies_sent;
-    send_segment(tuple, synack, {});
+    output_path_.send(tuple, synack, {});
     return;
   }
   auto connection = std::make_shared<TcpConnection>(*this, tuple, settings_.tcp);

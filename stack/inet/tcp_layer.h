@@ -15,6 +15,7 @@
 #include "stack/inet/ipv4_layer.h"
 #include "stack/inet/ipv6_layer.h"
 #include "stack/inet/tcp_connection.h"
+#include "stack/inet/tcp_connection_owner.h"
 #include "stack/inet/tcp_gro.h"
 #include "stack/inet/tuple_table.h"
 
@@ -53,7 +54,7 @@ struct ConnectionInfo {
   uint64_t bytes_out = 0;  // acknowledged by the peer
 };
 
-class TcpLayer {
+class TcpLayer final : public TcpConnectionOwner {
  public:
   // Returns true when an outgoing connection may use this tuple (e.g. the RSS hash of the tuple
   // lands on the calling worker's queue).
@@ -106,26 +107,15 @@ class TcpLayer {
   std::vector<uint16_t> listening_ports() const;
   std::shared_ptr<TcpConnection> find(const FourTuple& tuple) const;
 
-  // ---- used by TcpConnection ----
-  // `segment_payload` != 0: a segment larger than the MTU, for the device to cut into pieces of that
-  // many payload bytes (TxOffload::segment_payload).
-  void send_segment(const FourTuple& tuple, const TcpHeader& header, BufferList payload,
-                    uint16_t segment_payload = 0);
-  // The largest IP datagram (IPv4, or IPv6 with its fixed header) one TCP segment may fill
-  // (DeviceCapabilities::tx_large_segment_bytes); 0 when every segment must fit the MTU.
-  uint32_t max_large_segment_bytes(const FourTuple& tuple) const;
-  // The MTU segments of `tuple` must fit: the link MTU for IPv4 (Fragmentation Needed reaches the
-  // connection instead), the destination's path MTU (ipv6_path_mtu.h) for IPv6.
-  uint32_t path_mtu(const FourTuple& tuple) const;
-  // RFC 4861 §7.3.1 upper-layer hint for the first hop towards an IPv6 `remote`.
-  void confirm_reachable(const IpAddress& remote);
-  void on_established(TcpConnection& connection);
-  void on_closed(TcpConnection& connection);
-  bool allow_challenge_ack();
-  SeqNumber generate_iss(const FourTuple& tuple) const;
-  TimerService& timers() { return timers_; }
-  InetStats& stats() { return stats_; }
-  uint16_t mtu() const { return device_.mtu(); }
+  // ---- TcpConnectionOwner (tcp_connection_owner.h): what a TcpConnection asks of its layer ----
+  // IPv6: the destination's path MTU (ipv6_path_mtu.h).
+  uint32_t path_mtu(const FourTuple& tuple) const override;
+  void confirm_reachable(const IpAddress& remote) override;
+  void on_established(TcpConnection& connection) override;
+  void on_closed(TcpConnection& connection) override;
+  bool allow_challenge_ack() override;
+  SeqNumber generate_iss(const FourTuple& tuple) const override;
+  uint16_t mtu() const override { return device_.mtu(); }
   const TcpSettings& settings() const { return settings_.tcp; }
 
  private:
@@ -151,12 +141,11 @@ class TcpLayer {
   uint64_t keyed_hash(const FourTuple& tuple, uint64_t extra) const;
 
   const InetSettings& settings_;
-  TimerService& timers_;
   Ipv4Layer& ip_;
   Ipv6Layer& ip6_;
   NeighborCache& neighbors_;
   PacketDevice& device_;
-  InetStats& stats_;
+  TcpSegmentOutput output_path_;  // the base class's segment_output()
   uint64_t secret_[2];
   TupleTable<std::shared_ptr<TcpConnection>> connections_;
   std::unordered_map<uint16_t, std::shared_ptr<TcpListener>> listeners_;

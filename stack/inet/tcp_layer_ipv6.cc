@@ -1,6 +1,6 @@
 // TcpLayer's IPv6 edges: input from Ipv6Layer and ICMPv6 errors about our segments. Everything
 // else (demultiplexing, listeners, cookies, the connections, and output with its checksum and
-// large-segment offloads, TcpLayer::send_segment) is shared with IPv4 in tcp_layer.cc: the family
+// large-segment offloads, TcpSegmentOutput::send) is shared with IPv4 in tcp_layer.cc: the family
 // lives in the tuple.
 #include <algorithm>
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "stack/inet/tcp_layer.h"
 
 namespace bypass::inet {
 
@@ -28,7 +27,7 @@ bool TcpConnection::send_next_hole() {
   const SeqNumber start = scoreboard_.skip_sacked(lost->start);
   if (!(start < lost->end)) return false;
   const SeqNumber sent_to = retransmit_range(start, scoreboard_.next_sacked(start, lost->end));
-  high_rxt_ = seq_max(high_rxt_, sent_to);
+  recovery_.on_retransmitted(sent_to);
   return sent_to != start;
 }
 
@@ -54,12 +53,12 @@ void TcpConnection::output() {
       state_ != TcpState::FinWait1 && state_ != TcpState::Closing && state_ != TcpState::LastAck)
     return;
   if (tuple_.is_v6()) follow_destination_mtu();
-  bool sack_recovery = in_recovery_ && sack_enabled_;
+  bool sack_recovery = recovery_.in_recovery() && sack_enabled_;
   for (int guard = 0; guard < 1 << 16; ++guard) {
     if (sack_recovery) {
       // RFC 6675 §5 (C): send while cwnd - pipe >= 1 SMSS.
       uint32_t in_pipe = pipe();
-      if (in_pipe + mss_ > cc_->cwnd()) break;
+      if (in_pipe + mss_ > cwnd()) break;
       if (send_next_hole()) continue;
     }
     SeqNumber data_end = send_end();
@@ -75,7 +74,7 @@ void TcpConnection::output() {
       }
       break;
     }
-    uint32_t window = sack_recovery ? snd_wnd_ : std::min(cc_->cwnd(), snd_wnd_);
+    uint32_t window = sack_recovery ? snd_wnd_ : std::min(cwnd(), snd_wnd_);
     uint32_t room = window > in_flight ? window - in_flight : 0;
     uint32_t limit = payload_limit();
     bool retransmission = snd_nxt_ < snd_max_;
@@ -99,7 +98,7 @@ void TcpConnection::output() {
     if (with_fin) flags |= kTcpFin;
     if (!retransmission && !ts_enabled_ && timed_at_ < TimePoint::zero()) {
       timed_seq_ = snd_nxt_;
-      timed_at_ = layer_.timers().now();
+      timed_at_ = owner_.timers().now();
     }
     transmit(snd_nxt_, flags, send_buffer_.sub(snd_nxt_ - data_start_, len, send_position_), retransmission);
     snd_nxt_ += len + (with_fin ? 1 : 0);
@@ -128,7 +127,7 @@ void TcpConnection::transmit(SeqNumber seq, uint8_t flags, BufferList payload, b
     bool active = !(flags & kTcpAck);
     // RFC 9293 §3.7.1 / RFC 8200 §5: what fits one packet less the IP and TCP headers; over IPv6
     // the path MTU already known for the destination (ipv6_path_mtu.h) less 60.
-    h.options.mss = static_cast<uint16_t>(tuple_.is_v6() ? path_mtu_ - 60u : layer_.mtu() - 40u);
+    h.options.mss = static_cast<uint16_t>(tuple_.is_v6() ? path_mtu_ - 60u : owner_.mtu() - 40u);
     if (active ? settings_.window_scale : wscale_ok_) h.options.window_scale = rcv_wscale_;
     if (active ? settings_.sack : sack_enabled_) h.options.sack_permitted = true;
     if (active ? settings_.timestamps : ts_enabled_)
@@ -151,9 +150,9 @@ void TcpConnection::transmit(SeqNumber seq, uint8_t flags, BufferList payload, b
   }
   if (sack_enabled_ && !(flags & (kTcpSyn | kTcpRst)))  // RACK's record (RFC 8985 §6.1)
     rack_.on_transmit(seq, seq + static_cast<uint32_t>(payload.length()) + ((flags & kTcpFin) ? 1 : 0),
-                      layer_.timers().now(), h.options.timestamp ? h.options.timestamp->first : 0);
+                      owner_.timers().now(), h.options.timestamp ? h.options.timestamp->first : 0);
   if (retransmission) {
-    ++layer_.stats().tcp_retransmitted_segments;
+    ++owner_.stats().tcp_retransmitted_segments;
     ++retransmitted_segments_;
     retransmitted_bytes_ += payload.length();
   }
@@ -161,7 +160,7 @@ void TcpConnection::transmit(SeqNumber seq, uint8_t flags, BufferList payload, b
   // moment, SACK blocks included.
   const uint32_t limit = payload_limit();
   const uint16_t cut = payload.length() > limit ? static_cast<uint16_t>(limit) : 0;
-  layer_.send_segment(tuple_, h, std::move(payload), cut);
+  owner_.segment_output().send(tuple_, h, std::move(payload), cut);
 }
 
 void TcpConnection::send_ack() {
@@ -189,8 +188,8 @@ SeqNumber TcpConnection::next_new_sequence() const {
 }
 
 void TcpConnection::send_challenge_ack() {
-  if (!layer_.allow_challenge_ack()) return;  // RFC 5961 §7 rate limit
-  ++layer_.stats().tcp_challenge_acks;
+  if (!owner_.allow_challenge_ack()) return;  // RFC 5961 §7 rate limit
+  ++owner_.stats().tcp_challenge_acks;
   send_ack();
 }
 
@@ -203,9 +202,9 @@ void TcpConnection::send_out_of_window_ack(const TcpSegment& seg) {
   if (sack_enabled_ && seq != end && end <= rcv_nxt_) duplicate_block_ = {seq, end};
   const Duration interval = settings_.invalid_ack_ratelimit;
   if (seg.payload.empty() && interval > Duration::zero()) {
-    const TimePoint now = layer_.timers().now();
+    const TimePoint now = owner_.timers().now();
     if (last_out_of_window_ack_ >= TimePoint::zero() && now - last_out_of_window_ack_ < interval) {
-      ++layer_.stats().tcp_out_of_window_acks_limited;
+      ++owner_.stats().tcp_out_of_window_acks_limited;
       return;
     }
     last_out_of_window_ack_ = now;
@@ -214,7 +213,7 @@ void TcpConnection::send_out_of_window_ack(const TcpSegment& seg) {
 }
 
 void TcpConnection::send_rst(SeqNumber seq) {
-  ++layer_.stats().tcp_rst_sent;
+  ++owner_.stats().tcp_rst_sent;
   transmit(seq, kTcpRst, {});
 }
 

@@ -6,13 +6,12 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "stack/inet/tcp_layer.h"
 
 namespace bypass::inet {
 
 uint32_t TcpConnection::ts_now() const {
   // 1 ms per tick (RFC 7323 §5.4 allows 1 ms to 1 s), offset per connection.
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(layer_.timers().now()).count();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(owner_.timers().now()).count();
   return static_cast<uint32_t>(ms) + ts_offset_;
 }
 
@@ -23,7 +22,7 @@ void TcpConnection::sample_rtt(Duration rtt) {
 }
 
 void TcpConnection::on_retransmission_timeout() {
-  ++layer_.stats().tcp_timeouts;
+  ++owner_.stats().tcp_timeouts;
   ++timeouts_;
   ++backoff_;
   ts_at_last_rto_ = ts_now();
@@ -41,13 +40,8 @@ void TcpConnection::on_retransmission_timeout() {
     return terminate(TcpError::TimedOut);
   }
   // RFC 5681 §3.1 eq. 4 and RFC 6582 §4: collapse the window, remember the recovery point.
-  const uint32_t cwnd_before = cc_->cwnd(), ssthresh_before = cc_->ssthresh();
-  // RFC 5682 §2.1 step 1: no F-RTO while an earlier timeout's recovery is unfinished.
-  const bool judge_spurious = !(rto_recovery_ && recover_ > snd_una_);
-  cc_->on_timeout(flight_size(), layer_.timers().now());
-  recover_ = snd_max_;
-  dupacks_ = 0;
-  high_rxt_ = snd_una_;
+  const uint32_t cwnd_before = cwnd(), ssthresh_before = ssthresh();
+  const bool judge_spurious = recovery_.on_timeout(snd_una_, snd_max_, flight_size(), owner_.timers().now());
   timed_at_ = TimePoint{-1};
   if (sack_enabled_) {
     rack_.cancel_probe();
@@ -55,18 +49,15 @@ void TcpConnection::on_retransmission_timeout() {
     frto_.stop();
     // RFC 6675 §5.1: the scoreboard survives the timeout, so only holes are resent; unless the
     // receiver reneged on its SACKs (RFC 2018 §8), when they are discarded.
-    if (sack_reneged_) {
+    if (recovery_.begin_timeout_recovery(judge_spurious)) {
       scoreboard_.clear();
       rack_.forget_sacks();
-      sack_reneged_ = false;
     }
-    rto_recovery_ = true;
     if (judge_spurious) {
       // RFC 5682 §2.1 step 1: resend the first unacknowledged segment only, then let the next
       // two ACKs tell whether the timeout was spurious.
-      in_recovery_ = false;
       const SeqNumber sent_to = retransmit_range(snd_una_, snd_una_ + payload_limit());
-      frto_.start(cwnd_before, ssthresh_before, sent_to, recover_);
+      frto_.start(cwnd_before, ssthresh_before, sent_to, recovery_.recovery_point());
     } else {
       enter_rto_recovery();
       output();
@@ -74,7 +65,7 @@ void TcpConnection::on_retransmission_timeout() {
     rto_timer_.set_after(rto_);  // RFC 6298 §5.6
     return;
   }
-  in_recovery_ = false;
+  recovery_.abandon_fast_recovery();
   scoreboard_.clear();
   snd_nxt_ = snd_una_;  // go back N: resend from the first unacknowledged octet (RFC 6298 §5.4)
   output();
@@ -86,10 +77,10 @@ bool TcpConnection::may_probe() const {
   // in recovery once nothing more may be sent (the lost segments are resent or cwnd is full): at
   // the windows of two or three segments that heavy loss leaves, a flight whose retransmissions
   // or ACKs are all lost has nothing left to elicit an ACK, and would wait for the RTO.
-  const bool can_send_more = rack_.has_lost() && pipe() + mss_ <= cc_->cwnd();
+  const bool can_send_more = rack_.has_lost() && pipe() + mss_ <= cwnd();
   // Not while the RTO backs off (the path may be down) nor against a zero window (the persist
   // timer probes that).
-  return sack_enabled_ && !(in_recovery_ && can_send_more) && !frto_.active() && !rack_.probe_outstanding() &&
+  return sack_enabled_ && !(recovery_.in_recovery() && can_send_more) && !frto_.active() && !rack_.probe_outstanding() &&
          snd_una_ != snd_max_ && backoff_ == 0 && snd_wnd_ != 0;
 }
 
@@ -101,7 +92,7 @@ void TcpConnection::arm_loss_probe() {
     return;
   }
   const Duration pto = RackTlp::probe_timeout(rtt_.srtt(), rtt_.has_sample(), flight_size() <= mss_);
-  if (rto_timer_.pending() && layer_.timers().now() + pto >= rto_timer_.deadline()) {
+  if (rto_timer_.pending() && owner_.timers().now() + pto >= rto_timer_.deadline()) {
     probe_timer_.clear();
     return;
   }
@@ -116,7 +107,7 @@ void TcpConnection::on_loss_probe() {
   // RFC 8985 §7.3: resend the most recently sent segment (its last SMSS) so the ACK it elicits,
   // with SACK, shows RACK what of the tail was lost; in recovery, the first segment marked lost.
   // (A probe in recovery resends the oldest unacknowledged segment, the one the RTO would.)
-  if (in_recovery_ && !rack_.has_lost()) rack_.mark_lost(snd_una_);
+  if (recovery_.in_recovery() && !rack_.has_lost()) rack_.mark_lost(snd_una_);
   if (tuple_.is_v6()) follow_destination_mtu();  // the last SMSS below is the path's current one
   if (rack_.has_lost()) {
     if (!send_next_hole()) return;
@@ -128,7 +119,7 @@ void TcpConnection::on_loss_probe() {
     if (start < data_end && data_end - start > payload_limit()) start = data_end - payload_limit();
     if (retransmit_range(start, last->end) == start) return;
   }
-  ++layer_.stats().tcp_loss_probes;
+  ++owner_.stats().tcp_loss_probes;
   rack_.on_probe_sent(snd_max_);
   rto_timer_.set_after(rto_);  // §7.3: the RTO follows the probe
 }

@@ -58,7 +58,6 @@ std::shared_ptr<TcpConnection> TcpTestAccess::build(test::TwoHosts& hosts, const
   t.rto_timer_.clear();
   t.iss_ = tcb.iss;
   t.ts_offset_ = tcb.iss * 2654435761u;
-  t.recover_ = tcb.iss;
   const bool synchronized = tcb.state != TcpState::SynSent;
   if (synchronized) {
     // What the peer's SYN would have offered (no window scaling).
@@ -80,14 +79,14 @@ std::shared_ptr<TcpConnection> TcpTestAccess::build(test::TwoHosts& hosts, const
   }
   t.snd_una_ = tcb.snd_una;
   t.snd_nxt_ = t.snd_max_ = tcb.snd_nxt;
-  t.high_rxt_ = tcb.snd_una;
+  t.recovery_.start(tcb.iss, tcb.snd_una);
   t.fin_queued_ = sent_our_fin(tcb.state);
   const uint32_t data_end = t.fin_queued_ ? tcb.snd_nxt - 1 : tcb.snd_nxt;
   if (tcb.state == TcpState::SynSent || tcb.state == TcpState::SynReceived) t.data_start_ = tcb.iss + 1;
   else t.data_start_ = our_fin_acknowledged(tcb.state) ? data_end : tcb.snd_una;
   // The data in flight, as pattern bytes (test::pattern) from offset 0.
   if (data_end > t.data_start_) t.send_buffer_ = test::pattern(0, data_end - t.data_start_);
-  if (synchronized && tcb.state != TcpState::SynReceived) t.cc_->start(t.mss_);
+  if (synchronized && tcb.state != TcpState::SynReceived) t.congestion().start(t.mss_);
   if (t.sack_enabled_ && tcb.snd_nxt > tcb.snd_una)  // RACK's record (RFC 8985 §6.1)
     t.rack_.on_transmit(tcb.snd_una, tcb.snd_nxt, hosts.timers.now(), t.ts_now());
   if (tcb.state == TcpState::TimeWait) t.enter_time_wait();
