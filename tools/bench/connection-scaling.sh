@@ -9,7 +9,7 @@
 #
 #   tools/bench/connection-scaling.sh [BUILD_DIR]   (default build/release, built when missing)
 #   COUNTS="16 64 256 1024" DURATION=6s DEPTH=4 SIZE=4K ROUNDS=1 LINK=auto MESSENGERS=per-thread
-#   TRANSPORTS="posix dpdk"; SETS="--set dpdk.mbuf_pool_ops=stack" passes settings on to bypass-bench;
+#   TRANSPORTS="posix dpdk"; SETS="--set tcp.delayed_ack=0s" passes settings on to bypass-bench;
 #   KEEP=1 keeps the result files and logs and says where
 #
 # Instructions and simulated cache misses per message at two counts (what separates an algorithm
