@@ -150,6 +150,9 @@ class RdmaConnection final : public CmEventTarget, public std::enable_shared_fro
   bool sent_in_place(const char* data, size_t len) const;
   // Something the owner can take now: ready bytes at the front of the stream.
   bool readable() const;
+  // The common loop of read() and zero_copy_read() (rdma_connection_data.cc says how).
+  template <class TakeReady, class TakeSegment>
+  size_t drain_rx(size_t max_len, uint32_t& messages, TakeReady&& take_ready, TakeSegment&& take_segment);
   // The common end of read() and zero_copy_read(): `taken` of `wanted` bytes, `messages` consumed.
   ssize_t finish_read(size_t taken, size_t wanted, uint32_t messages);
   // One of our work requests completed (or a worker's send slot came back): post what waited.

@@ -31,17 +31,22 @@ void RdmaConnection::update_events() {
   if (not_ready) worker_.poller().clear(event_id_, not_ready);
 }
 
-ssize_t RdmaConnection::read(char* buf, size_t len) {
-  size_t copied = 0;
-  uint32_t messages = 0;
-  while (copied < len && !rx_.empty()) {
+// The loop read() and zero_copy_read() share: up to `max_len` bytes from the front of rx_, in
+// arrival order, counting the messages consumed whole. `take_ready(ready, n, taken)` takes the
+// first n bytes of a rendezvous transfer's received data out of `ready`; `take_segment(seg, n,
+// taken)` takes the first n bytes of a received chunk (all of it, which it may move out, when n
+// is its length). Inline in both callers: the per-read path keeps its own code for each.
+template <class TakeReady, class TakeSegment>
+size_t RdmaConnection::drain_rx(size_t max_len, uint32_t& messages, TakeReady&& take_ready,
+                                TakeSegment&& take_segment) {
+  size_t taken = 0;
+  while (taken < max_len && !rx_.empty()) {
     RxItem& item = rx_.front();
     if (item.transfer != nullptr) {
       InboundTransfer& t = *item.transfer;
-      const size_t n = std::min(len - copied, t.ready.length());
-      t.ready.copy_out(0, n, buf + copied);
-      t.ready.trim_front(n);
-      copied += n;
+      const size_t n = std::min(max_len - taken, t.ready.length());
+      take_ready(t.ready, n, taken);
+      taken += n;
       read_ahead_bytes_ -= n;
       if (!t.complete() || !t.ready.empty()) break;  // the rest is still being read
       inbound_.pop_front();
@@ -50,50 +55,44 @@ ssize_t RdmaConnection::read(char* buf, size_t len) {
       continue;
     }
     BufferSegment& seg = item.segment;
-    const size_t n = std::min(len - copied, seg.length());
-    std::memcpy(buf + copied, seg.data(), n);
-    copied += n;
-    if (n == seg.length()) {
-      rx_.pop_front();  // the chunk goes back to the receive queue
+    const size_t n = std::min(max_len - taken, seg.length());
+    const bool whole = n == seg.length();
+    take_segment(seg, n, taken);
+    taken += n;
+    if (whole) {
+      rx_.pop_front();  // the chunk goes back to the receive queue (or left with the reader)
       ++messages;
     } else {
       seg.trim_front(n);
     }
   }
+  return taken;
+}
+
+ssize_t RdmaConnection::read(char* buf, size_t len) {
+  uint32_t messages = 0;
+  const size_t copied = drain_rx(
+      len, messages,
+      [buf](BufferList& ready, size_t n, size_t at) {
+        ready.copy_out(0, n, buf + at);
+        ready.trim_front(n);
+      },
+      [buf](BufferSegment& seg, size_t n, size_t at) { std::memcpy(buf + at, seg.data(), n); });
   worker_.counters().rx_copied_bytes += copied;
   return finish_read(copied, len, messages);
 }
 
 ssize_t RdmaConnection::zero_copy_read(BufferList& out, size_t max_len) {
-  size_t moved = 0;
   uint32_t messages = 0;
-  while (moved < max_len && !rx_.empty()) {
-    RxItem& item = rx_.front();
-    if (item.transfer != nullptr) {
-      InboundTransfer& t = *item.transfer;
-      const size_t n = std::min(max_len - moved, t.ready.length());
-      t.ready.splice_front(n, out);
-      moved += n;
-      read_ahead_bytes_ -= n;
-      if (!t.complete() || !t.ready.empty()) break;  // the rest is still being read
-      inbound_.pop_front();
-      rx_.pop_front();
-      ++messages;
-      continue;
-    }
-    BufferSegment& seg = item.segment;
-    if (seg.length() <= max_len - moved) {
-      moved += seg.length();
-      out.append(std::move(seg));
-      rx_.pop_front();
-      ++messages;
-    } else {
-      const size_t n = max_len - moved;
-      out.append(seg.sub(0, n));
-      seg.trim_front(n);
-      moved += n;
-    }
-  }
+  const size_t moved = drain_rx(
+      max_len, messages, [&out](BufferList& ready, size_t n, size_t) { ready.splice_front(n, out); },
+      [&out](BufferSegment& seg, size_t n, size_t) {
+        if (n == seg.length()) {
+          out.append(std::move(seg));
+        } else {
+          out.append(seg.sub(0, n));
+        }
+      });
   // The owner holds these chunks now: they left the window (the pool's other users are bounded by
   // their own windows, the owner by what it chooses to keep).
   return finish_read(moved, max_len, messages);
