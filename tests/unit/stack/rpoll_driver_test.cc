@@ -14,6 +14,7 @@
 
 #include "stack/event_center.h"
 #include "stack/rsocket/rpoll_driver.h"
+#include "tests/unit/stack/driver_wakeup_check.h"
 #include "tests/unit/stack/test_pipe.h"
 
 namespace bypass {
@@ -74,23 +75,7 @@ TEST(RpollDriver, ReadableAndWritableAreLevelTriggeredPerFd) {
 }
 
 TEST(RpollDriver, WakeupEndsABlockedWaitAndAnEarlierOneSkipsTheNext) {
-  auto driver = make_rpoll_driver();
-  std::vector<FiredEvent> fired;
-  std::thread waker([&] {
-    std::this_thread::sleep_for(20ms);
-    driver->wakeup();
-  });
-  const auto begin = Clock::now();
-  EXPECT_EQ(driver->wait(fired, 30s), 0);
-  EXPECT_LT(Clock::now() - begin, 10s);
-  EXPECT_TRUE(driver->last_wait_blocked());
-  EXPECT_TRUE(fired.empty());  // the wake-up eventfd is the driver's own
-  waker.join();
-  driver->wakeup();
-  const auto again = Clock::now();
-  EXPECT_EQ(driver->wait(fired, 30s), 0);
-  EXPECT_LT(Clock::now() - again, 10s);
-  EXPECT_FALSE(driver->last_wait_blocked());
+  expect_wakeup_ends_waits(*make_rpoll_driver());
 }
 
 TEST(RpollDriver, DispatchFromAnotherThreadAndTimersWakeTheLoop) {
