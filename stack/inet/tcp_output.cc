@@ -144,6 +144,7 @@ void TcpConnection::transmit(SeqNumber seq, uint8_t flags, BufferList payload, b
     if (with_duplicate) duplicate_block_ = {};
   }
   if (flags & kTcpAck) {
+    if (flags == kTcpAck && payload.empty()) ++owner_.stats().tcp_pure_acks_sent;
     last_ack_sent_ = rcv_nxt_;
     unacked_segments_ = 0;
     delack_timer_.clear();

@@ -69,6 +69,7 @@ import json, os, statistics, sys
 work, rounds, counts, transports = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
 size, depth, duration, messengers = sys.argv[5:9]
 rates = {}  # (transport, count) -> [msgs/s per round]
+segment_counters = {}  # count -> {side: {counter: total over rounds}}, dpdk only
 for r in range(1, rounds + 1):
     for c in counts:
         path = os.path.join(work, f"r{r}.c{c}.json")
@@ -80,6 +81,13 @@ for r in range(1, rounds + 1):
             continue
         for case in cases:
             rates.setdefault((case["transport"], c), []).append(case["totals"]["messages_per_second"])
+            if case["transport"] != "dpdk":
+                continue
+            for side, groups in case.get("counters", {}).items():
+                totals = segment_counters.setdefault(c, {}).setdefault(side, {"messages": 0})
+                totals["messages"] += groups.get("msgr", {}).get("msgs_sent", 0)
+                for name, value in groups.get("transport", {}).items():
+                    totals[name] = totals.get(name, 0) + value
 
 def median(t, c):
     values = rates.get((t, c))
@@ -103,4 +111,42 @@ for c in counts:
         p, d = median("posix", c), median("dpdk", c)
         line += f"  {d / p:>9.2f}x" if p and d else f"  {'-':>10}"
     print(line)
+
+# What the userspace stack sent and received per message (each side's counts over the messages
+# that side sent, all rounds together): a figure that grows with the connection count is work the
+# protocol adds at scale (ACKs, probes, retransmissions), not a slower path.
+if segment_counters:
+    rows = [("segments sent", lambda t: t["tcp_segments_sent"]),
+            ("segments received", lambda t: t["tcp_segments_received"]),
+            ("pure ACKs sent", lambda t: t.get("tcp_pure_acks_sent")),
+            ("  by delayed-ACK timer", lambda t: t.get("tcp_delayed_acks_sent")),
+            ("  window updates", lambda t: t.get("tcp_window_updates_sent")),
+            ("retransmitted segments", lambda t: t["tcp_retransmitted_segments"]),
+            ("  loss probes (TLP)", lambda t: t.get("tcp_loss_probes")),
+            ("  RTOs", lambda t: t["tcp_timeouts"]),
+            ("  fast retransmits", lambda t: t["tcp_fast_retransmits"])]
+    print("\ndpdk per message sent (client / server)")
+    print(f"{'':>24}" + "".join(f"  {c + ' conns':>20}" for c in counts if c in segment_counters))
+    def cell(totals, get):
+        try:
+            return f"{get(totals) / totals['messages']:.3f}" if totals.get("messages") else "-"
+        except (KeyError, TypeError):  # a side that did not report, or an older binary's counters
+            return "-"
+    for label, get in rows:
+        line = f"{label:>24}"
+        for c in counts:
+            if c in segment_counters:
+                sides = segment_counters[c]
+                line += f"  {cell(sides.get('client', {}), get):>9} / {cell(sides.get('server', {}), get):<8}"
+        print(line)
+    for label, num, den in (("bytes per segment sent", "port_tx_bytes", "tcp_segments_sent"),
+                            ("frames per RX burst", "port_rx_packets", "rx_bursts")):
+        line = f"{label:>24}"
+        for c in counts:
+            if c not in segment_counters:
+                continue
+            values = [f"{t[num] / t[den]:.1f}" if t.get(den) else "-"
+                      for t in (segment_counters[c].get("client", {}), segment_counters[c].get("server", {}))]
+            line += f"  {values[0]:>9} / {values[1]:<8}"
+        print(line)
 PY
