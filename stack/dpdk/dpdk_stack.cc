@@ -589,11 +589,13 @@ NetworkStack::Counters DpdkStack::transport_counters() {
   std::vector<inet::InetStats> per_worker(num_workers());
   // Where each TCP checksum was computed or verified (which path a benchmark's link took), and
   // frames the device dropped: its TX queue and backlog full, or no mbuf to build them in; and
-  // the polls that received anything (port_rx_packets / rx_bursts is the mean RX burst).
+  // the polls that received anything and the calls that transmitted (port_rx_packets / rx_bursts
+  // and port_tx_packets / tx_bursts are the mean bursts).
   std::pair<const char*, uint64_t> device[] = {{"rx_checksum_offloads", 0}, {"rx_checksums_trusted", 0},
                                                {"tx_checksum_offloads", 0}, {"tx_software_checksums", 0},
                                                {"tx_checksums_trusted", 0}, {"tx_queue_full_drops", 0},
-                                               {"tx_mbuf_shortages", 0},    {"rx_bursts", 0}};
+                                               {"tx_mbuf_shortages", 0},    {"rx_bursts", 0},
+                                               {"tx_bursts", 0}};
   for (unsigned i = 0; i < num_workers(); ++i) {
     DpdkWorker& worker = dpdk_worker(i);
     worker.center().submit_and_wait([&per_worker, &device, &worker, i] {
@@ -602,7 +604,8 @@ NetworkStack::Counters DpdkStack::transport_counters() {
       const TxChainCounters& tx = port.tx_counters();
       const uint64_t values[] = {port.rx_checksum_offloads(), port.rx_checksums_trusted(), tx.checksum_offloads,
                                  tx.software_checksums, tx.trusted_checksums, port.tx_dropped(),
-                                 port.tx_alloc_failures(), worker.rx_bursts()};
+                                 port.tx_alloc_failures(), worker.rx_bursts(),
+                                 port.tx_bursts()};
       for (size_t c = 0; c < std::size(device); ++c) device[c].second += values[c];
     });
   }

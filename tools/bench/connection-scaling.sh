@@ -181,7 +181,8 @@ if segment_counters:
                 line += f"  {cell(sides.get('client', {}), get):>9} / {cell(sides.get('server', {}), get):<8}"
         print(line)
     for label, num, den in (("bytes per segment sent", "port_tx_bytes", "tcp_segments_sent"),
-                            ("frames per RX burst", "port_rx_packets", "rx_bursts")):
+                            ("frames per RX burst", "port_rx_packets", "rx_bursts"),
+                            ("frames per TX burst", "port_tx_packets", "tx_bursts")):
         line = f"{label:>24}"
         for c in counts:
             if c not in segment_counters:
