@@ -144,7 +144,6 @@ void TcpConnection::transmit(SeqNumber seq, uint8_t flags, BufferList payload, b
     if (with_duplicate) duplicate_block_ = {};
   }
   if (flags & kTcpAck) {
-    if (flags == kTcpAck && payload.empty()) ++owner_.stats().tcp_pure_acks_sent;
     last_ack_sent_ = rcv_nxt_;
     unacked_segments_ = 0;
     delack_timer_.clear();
@@ -173,6 +172,7 @@ void TcpConnection::send_ack() {
   // received. So a pure ACK carries the first new sequence number, snd_max_ (as BSD's
   // tcp_output does), except for the octet of an unanswered zero-window probe, which the peer
   // did not take.
+  ++owner_.stats().tcp_pure_acks_sent;  // here, not in transmit(): no cost per data segment
   transmit(next_new_sequence(), kTcpAck, {});
 }
 
