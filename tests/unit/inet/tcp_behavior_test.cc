@@ -259,11 +259,12 @@ TEST(TcpRecovery, NoLossProbeBeforeTheReceiversDelayedAck) {
   client->send(warm);
   ASSERT_TRUE(hosts.run_until(all_acked, 1s));
   const uint64_t probes = hosts.a->stats().tcp_loss_probes, resent = client->retransmitted_bytes();
-  const uint64_t delayed_acks = hosts.b->stats().tcp_delayed_acks_sent;
+  const uint64_t delayed_acks = hosts.b->stats().tcp_delayed_acks_sent, pure_acks = hosts.b->stats().tcp_pure_acks_sent;
   BufferList request = pattern(2 * mss, mss + mss / 2);
   client->send(request);
   ASSERT_TRUE(hosts.run_until(all_acked, 1s));
   EXPECT_EQ(hosts.b->stats().tcp_delayed_acks_sent - delayed_acks, 1u) << "the flight was not held by a delayed ACK";
+  EXPECT_EQ(hosts.b->stats().tcp_pure_acks_sent - pure_acks, 1u);  // that one ACK, nothing else
   EXPECT_EQ(hosts.a->stats().tcp_loss_probes - probes, 0u) << "a probe went out before the delayed ACK";
   EXPECT_EQ(client->retransmitted_bytes(), resent);
 }
