@@ -62,7 +62,10 @@ trap cleanup EXIT
 record() {
   local transport=$1 out=$2 waited=0 pids
   until grep -q "^== $transport: server ready" "$out.log" 2>/dev/null; do
-    kill -0 "$bench_pid" 2>/dev/null && [ "$waited" -lt 1200 ] || { echo "connection-scaling: no $transport server to record" >&2; return 0; }
+    if ! kill -0 "$bench_pid" 2>/dev/null || [ "$waited" -ge 1200 ]; then
+      echo "connection-scaling: no $transport server to record" >&2
+      return 0
+    fi
     sleep 0.1
     waited=$((waited + 1))
   done
