@@ -78,7 +78,7 @@ void AsyncConnection::run_on_worker(std::function<void()> fn) {
   });
 }
 
-bool AsyncConnection::send_message(MessageRef m) {
+bool AsyncConnection::send(MessageRef m, bool flush) {
   if (closed_.load(std::memory_order_acquire)) {
     drop_unsent(std::move(m));
     return false;
@@ -87,7 +87,7 @@ bool AsyncConnection::send_message(MessageRef m) {
     // On our own worker: straight to the output path.
     if (handovers_.load(std::memory_order_relaxed)) take_handovers();
     queue_or_write(std::move(m));
-    if (!in_input_ && link_ && link_->open()) flush_output(link_);
+    if (flush && !in_input_ && link_ && link_->open()) flush_output(link_);
     return true;
   }
   // Another thread: one lock-free push; the push onto an empty stack schedules the drain. The
@@ -111,6 +111,10 @@ bool AsyncConnection::send_message(MessageRef m) {
     });
   }
   return true;
+}
+
+void AsyncConnection::flush_output() {
+  if (worker()->center().in_thread() && !in_input_ && link_ && link_->open()) flush_output(link_);
 }
 
 void AsyncConnection::drop_unsent(MessageRef m) {

@@ -35,7 +35,9 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   ~AsyncConnection() override;
 
   // Connection API (any thread).
-  bool send_message(MessageRef m) override;
+  bool send_message(MessageRef m) override { return send(std::move(m), true); }
+  bool send_message_unflushed(MessageRef m) override { return send(std::move(m), false); }
+  void flush_output() override;
   void send_keepalive() override;
   bool is_connected() const override { return connected_.load(std::memory_order_acquire); }
   EntityName peer_name() const override;
@@ -83,6 +85,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   bool handle_frame(const LinkRef& link, wire::Frame& frame);
   void send_control(const LinkRef& link, wire::Tag tag, const BufferList& payload);
   void flush_output(const LinkRef& link);
+  bool send(MessageRef m, bool flush);  // send_message / send_message_unflushed
   void arm_keepalive(const LinkRef& link);
   void keepalive_tick(const LinkRef& link);
   void stall_reading(const LinkRef& link, wire::Frame& frame);
