@@ -26,7 +26,12 @@ TcpConnection::TcpConnection(TcpConnectionOwner& owner, const FourTuple& tuple, 
     : owner_(owner), tuple_(tuple), settings_(settings), nagle_(settings.nagle), rto_(settings.rto_initial),
       recovery_(settings.congestion, 536),
       rto_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
-      delack_timer_(owner.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
+      delack_timer_(owner.timers(),
+                    [this] {
+                      auto self = shared_from_this();
+                      ++owner_.stats().tcp_delayed_acks_sent;
+                      send_ack();
+                    }),
       persist_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_persist_timeout(); }),
       keepalive_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_keepalive_timeout(); }),
       time_wait_timer_(owner.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }),
@@ -75,8 +80,10 @@ BufferList TcpConnection::read(size_t max) {
   size_t window_after = receive_window();
   if (state_ != TcpState::Closed && state_ != TcpState::SynSent &&
       window_after > window_before &&
-      (window_before < mss_ || window_after - window_before >= settings_.rcv_buffer / 2))
+      (window_before < mss_ || window_after - window_before >= settings_.rcv_buffer / 2)) {
+    ++owner_.stats().tcp_window_updates_sent;
     send_ack();
+  }
   return out;
 }
 
@@ -128,7 +135,7 @@ void TcpConnection::open_active() {
   ts_offset_ = iss_.raw() * 2654435761u;
   snd_una_ = snd_nxt_ = snd_max_ = iss_;
   data_start_ = iss_ + 1;
-  recovery_.start(iss_, snd_una_);
+  recovery_.start(iss_);
   enter_state(TcpState::SynSent);
   transmit(iss_, kTcpSyn, {});
   snd_nxt_ = snd_max_ = iss_ + 1;
@@ -141,7 +148,7 @@ void TcpConnection::open_passive(const TcpSegment& syn, SeqNumber iss) {
   ts_offset_ = iss_.raw() * 2654435761u;
   snd_una_ = snd_nxt_ = snd_max_ = iss_;
   data_start_ = iss_ + 1;
-  recovery_.start(iss_, snd_una_);
+  recovery_.start(iss_);
   irs_ = syn.header.seq;
   rcv_nxt_ = irs_ + 1;
   negotiate_options(syn.header.options);
@@ -159,7 +166,7 @@ void TcpConnection::open_from_cookie(const TcpSegment& ack, SeqNumber iss, uint1
   iss_ = iss;
   snd_una_ = snd_nxt_ = snd_max_ = iss_ + 1;
   data_start_ = iss_ + 1;
-  recovery_.start(iss_, snd_una_);
+  recovery_.start(iss_);
   irs_ = ack.header.seq - 1;
   rcv_nxt_ = ack.header.seq;
   TcpOptions peer;
@@ -481,7 +488,6 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   snd_una_ = ack;
   if (tuple_.is_v6()) confirm_reachability(now);
   if (snd_nxt_ < snd_una_) snd_nxt_ = snd_una_;
-  recovery_.on_send_unacknowledged_advanced(snd_una_);
   scoreboard_.advance(snd_una_);
   if (!scoreboard_.empty() && scoreboard_.blocks().front().left == snd_una_) recovery_.on_sack_reneging();
   on_new_data_acked(ack, acked, flight_before_ack, data_end, now);
