@@ -756,13 +756,24 @@ TEST_F(MessengerSuite, MessengersOnAStackPolledByTheTestThread) {
   EXPECT_TRUE(poll_until([&] { return acked.load() == kCount; }, 30s)) << acked.load();
   EXPECT_EQ(server_d.received.load(), kCount);
 
+  // send_message_unflushed on the connection's own (polling) thread: the messages wait in the
+  // link's output, however long the loops run, until flush_output writes them together.
+  constexpr uint64_t kUnflushed = 3;
+  for (uint64_t seq = 1; seq <= kUnflushed; ++seq) EXPECT_TRUE(con->send_message_unflushed(make_msg(6, seq, 4096)));
+  const auto quiet_until = std::chrono::steady_clock::now() + 50ms;
+  while (std::chrono::steady_clock::now() < quiet_until) stack_->poll();
+  EXPECT_EQ(server_d.received.load(), kCount) << "send_message_unflushed wrote before flush_output";
+  con->flush_output();
+  EXPECT_TRUE(poll_until([&] { return server_d.received.load() == kCount + kUnflushed; }, 30s))
+      << server_d.received.load();
+
   queue_burst(con, 5, kCount, 4096, acked, dropped);
   const auto started = std::chrono::steady_clock::now();
   client->shutdown();
   EXPECT_LT(std::chrono::steady_clock::now() - started, 15s) << "shutdown waited for the whole linger";
   EXPECT_EQ(acked.load(), 2 * kCount);
   EXPECT_EQ(dropped.load(), 0u);
-  EXPECT_EQ(server_d.received.load(), 2 * kCount);
+  EXPECT_EQ(server_d.received.load(), 2 * kCount + kUnflushed);
   EXPECT_EQ(server_d.last_of(5), kCount);
   EXPECT_EQ(server_d.errors.load(), 0u);
   server->shutdown();
