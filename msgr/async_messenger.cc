@@ -307,8 +307,7 @@ std::optional<uint64_t> AsyncMessenger::accept_session(const AsyncConnectionRef&
     stale = sessions_.with_client_cookie(ident.cookie, con.get());
     // The same client entity (addresses + cookie changed) came back with a new session: it
     // restarted, so any session we kept for its old incarnation is dead.
-    if (!ident.addrs.empty() && ident.addrs.addrs[0].port() != 0)
-      replaced = sessions_.with_addrs_not_cookie(ident.addrs, ident.cookie, con.get());
+    replaced = sessions_.with_addrs_not_cookie(ident.addrs, ident.cookie, con.get());
     sessions_.add(cookie, con, ident.cookie, ident.addrs);
   }
   for (auto& old : replaced) {

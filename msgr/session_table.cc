@@ -23,9 +23,9 @@ void unindex(Index& index, const Key& key, uint64_t server_cookie) {
 void SessionTable::add(uint64_t server_cookie, ConnectionRef con, uint64_t client_cookie,
                        const EntityAddrVec& peer_addrs) {
   if (auto old = sessions_.find(server_cookie); old != sessions_.end()) erase(old);
-  std::string key = peer_addrs.to_string();
+  std::string key = identifies_entity(peer_addrs) ? peer_addrs.to_string() : std::string();
   by_client_cookie_.emplace(client_cookie, server_cookie);
-  by_addrs_.emplace(key, server_cookie);
+  if (!key.empty()) by_addrs_.emplace(key, server_cookie);
   by_connection_.emplace(con.get(), server_cookie);
   sessions_.emplace(server_cookie, Session{std::move(con), client_cookie, peer_addrs, std::move(key)});
 }
@@ -53,7 +53,7 @@ void SessionTable::clear() {
 void SessionTable::erase(std::map<uint64_t, Session>::iterator it) {
   const uint64_t cookie = it->first;
   unindex(by_client_cookie_, it->second.client_cookie, cookie);
-  unindex(by_addrs_, it->second.addrs_key, cookie);
+  if (!it->second.addrs_key.empty()) unindex(by_addrs_, it->second.addrs_key, cookie);
   unindex(by_connection_, it->second.con.get(), cookie);
   sessions_.erase(it);
 }
@@ -73,6 +73,7 @@ std::vector<SessionTable::ConnectionRef> SessionTable::with_addrs_not_cookie(con
                                                                              uint64_t client_cookie,
                                                                              const AsyncConnection* except) const {
   std::vector<ConnectionRef> found;
+  if (!identifies_entity(peer_addrs)) return found;
   auto [first, last] = by_addrs_.equal_range(peer_addrs.to_string());
   for (auto it = first; it != last; ++it) {
     const Session& s = sessions_.at(it->second);

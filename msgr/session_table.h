@@ -36,7 +36,12 @@ class SessionTable {
   // Sessions other than `except` of the client incarnation `client_cookie`.
   std::vector<ConnectionRef> with_client_cookie(uint64_t client_cookie, const AsyncConnection* except) const;
   // Sessions other than `except` whose client had the addresses `peer_addrs` and another
-  // client cookie than `client_cookie`: an incarnation that came before.
+  // client cookie than `client_cookie`: an incarnation that came before. Addresses without a
+  // port (a client that listens nowhere, as most do) name no entity: they match nothing and are
+  // not indexed, so a thousand such clients do not share one hash bucket.
+  static bool identifies_entity(const EntityAddrVec& peer_addrs) {
+    return !peer_addrs.empty() && peer_addrs.addrs[0].port() != 0;
+  }
   std::vector<ConnectionRef> with_addrs_not_cookie(const EntityAddrVec& peer_addrs, uint64_t client_cookie,
                                                    const AsyncConnection* except) const;
 
@@ -45,7 +50,7 @@ class SessionTable {
     ConnectionRef con;
     uint64_t client_cookie;
     EntityAddrVec peer_addrs;
-    std::string addrs_key;  // peer_addrs.to_string(): the index key (exact match checked on lookup)
+    std::string addrs_key;  // peer_addrs.to_string(): the index key (exact match checked on lookup); empty: not indexed
   };
   void erase(std::map<uint64_t, Session>::iterator it);
 

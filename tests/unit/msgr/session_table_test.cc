@@ -51,6 +51,18 @@ TEST(SessionTable, FindsEarlierIncarnationsOfTheSameAddresses) {
   EXPECT_EQ(old[0], handle(1));
 }
 
+// Clients that listen nowhere all send a port-0 address: it names no entity, so none of them
+// retires another.
+TEST(SessionTable, AddressesWithoutPortMatchNothing) {
+  SessionTable t;
+  t.add(100, handle(1), 7, addrs(0, 0));
+  t.add(101, handle(2), 8, addrs(0, 0));
+  EXPECT_TRUE(t.with_addrs_not_cookie(addrs(0, 0), 9, nullptr).empty());
+  EXPECT_TRUE(t.with_addrs_not_cookie(EntityAddrVec{}, 9, nullptr).empty());
+  t.remove(handle(1).get());
+  EXPECT_EQ(t.find(101), handle(2));
+}
+
 TEST(SessionTable, RemoveForgetsEveryIndex) {
   SessionTable t;
   t.add(100, handle(1), 7, addrs(4000, 1));
