@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "base/json.h"
 #include "base/log.h"
@@ -403,7 +404,7 @@ void AsyncMessenger::deliver(const MessageRef& m, const Policy& policy, uint64_t
   // The message's buffers may share storage with what stays on this worker (the rest of a read
   // chunk): their counts become atomic before the dispatch thread holds views (base/buffer_storage.h).
   m->front().share_across_threads();
-  m->middle().share_across_threads();
+  std::as_const(*m).middle().share_across_threads();  // const: makes no list
   m->data().share_across_threads();
   dispatch_queue_.push_back([this, count, m, done = std::move(done)] {
     for (size_t i = 0; i < count; ++i)
