@@ -128,7 +128,7 @@ void TcpConnection::open_active() {
   ts_offset_ = iss_.raw() * 2654435761u;
   snd_una_ = snd_nxt_ = snd_max_ = iss_;
   data_start_ = iss_ + 1;
-  recovery_.start(iss_, snd_una_);
+  recovery_.start(iss_);
   enter_state(TcpState::SynSent);
   transmit(iss_, kTcpSyn, {});
   snd_nxt_ = snd_max_ = iss_ + 1;
@@ -141,7 +141,7 @@ void TcpConnection::open_passive(const TcpSegment& syn, SeqNumber iss) {
   ts_offset_ = iss_.raw() * 2654435761u;
   snd_una_ = snd_nxt_ = snd_max_ = iss_;
   data_start_ = iss_ + 1;
-  recovery_.start(iss_, snd_una_);
+  recovery_.start(iss_);
   irs_ = syn.header.seq;
   rcv_nxt_ = irs_ + 1;
   negotiate_options(syn.header.options);
@@ -159,7 +159,7 @@ void TcpConnection::open_from_cookie(const TcpSegment& ack, SeqNumber iss, uint1
   iss_ = iss;
   snd_una_ = snd_nxt_ = snd_max_ = iss_ + 1;
   data_start_ = iss_ + 1;
-  recovery_.start(iss_, snd_una_);
+  recovery_.start(iss_);
   irs_ = ack.header.seq - 1;
   rcv_nxt_ = ack.header.seq;
   TcpOptions peer;
@@ -481,7 +481,6 @@ bool TcpConnection::process_ack(const TcpSegment& seg) {
   snd_una_ = ack;
   if (tuple_.is_v6()) confirm_reachability(now);
   if (snd_nxt_ < snd_una_) snd_nxt_ = snd_una_;
-  recovery_.on_send_unacknowledged_advanced(snd_una_);
   scoreboard_.advance(snd_una_);
   if (!scoreboard_.empty() && scoreboard_.blocks().front().left == snd_una_) recovery_.on_sack_reneging();
   on_new_data_acked(ack, acked, flight_before_ack, data_end, now);

@@ -22,7 +22,7 @@ void TcpConnection::detect_losses(TimePoint now) {
 void TcpConnection::maybe_enter_recovery(TimePoint now) {
   // Fast retransmit and recovery (RFC 5681 §3.2, RFC 6582 §3.2 step 2, RFC 6675 §5 step 4).
   if (!recovery_.should_enter_fast_recovery(sack_enabled_ && rack_.has_lost(), snd_una_, snd_max_)) return;
-  recovery_.enter_fast_recovery(snd_una_, snd_max_, flight_size(), now);
+  recovery_.enter_fast_recovery(snd_max_, flight_size(), now);
   ++owner_.stats().tcp_fast_retransmits;
   rack_.cancel_probe();
   probe_timer_.clear();
@@ -35,7 +35,6 @@ void TcpConnection::maybe_enter_recovery(TimePoint now) {
   uint32_t len = std::min<uint32_t>(mss_, send_end() - snd_una_);
   if (len) {
     transmit(snd_una_, kTcpAck, send_buffer_.sub(snd_una_ - data_start_, len, send_position_), true);
-    recovery_.on_retransmitted(snd_una_ + len);
   } else if (fin_sent()) {
     transmit(snd_una_, kTcpAck | kTcpFin, {}, true);
   }

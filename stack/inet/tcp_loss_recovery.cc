@@ -6,11 +6,10 @@
 
 namespace bypass::inet {
 
-void LossRecovery::enter_fast_recovery(SeqNumber snd_una, SeqNumber snd_max, uint32_t flight, TimePoint now) {
+void LossRecovery::enter_fast_recovery(SeqNumber snd_max, uint32_t flight, TimePoint now) {
   in_recovery_ = true;
   recover_ = snd_max;
   congestion_->on_congestion_event(flight, now);
-  high_rxt_ = snd_una;
 }
 
 void LossRecovery::inflate_for_duplicate_acks(uint32_t mss) {
@@ -22,7 +21,6 @@ bool LossRecovery::on_timeout(SeqNumber snd_una, SeqNumber snd_max, uint32_t fli
   congestion_->on_timeout(flight, now);
   recover_ = snd_max;
   dupacks_ = 0;
-  high_rxt_ = snd_una;
   return judge_spurious;
 }
 
@@ -46,7 +44,6 @@ bool LossRecovery::enter_timeout_recovery(SeqNumber snd_una, RackTlp& rack) {
   rack.mark_all_lost();
   in_recovery_ = true;
   rto_recovery_ = true;
-  high_rxt_ = snd_una;
   return true;
 }
 

@@ -1,10 +1,12 @@
 // One connection's loss recovery: whether it is recovering and from what, and the congestion
 // controller whose window recovery shrinks and regrows (as smoltcp's and Fuchsia netstack3's
 // congestion/recovery objects do). It owns the recovery state of RFC 5681 §3.2 (duplicate ACKs,
-// fast retransmit and recovery), RFC 6582 (NewReno's "recover"), RFC 6675 (RecoveryPoint,
-// HighRxt), RFC 6298 §5 (recovery after a timeout) and RFC 2018 §8 (SACK reneging). RACK-TLP
-// (tcp_rack.h) and the SACK scoreboard stay objects of their own, handed in where an operation
-// needs them; segments are sent by the connection, which asks this object what to do.
+// fast retransmit and recovery), RFC 6582 (NewReno's "recover"), RFC 6675 (RecoveryPoint), RFC 6298
+// §5 (recovery after a timeout) and RFC 2018 §8 (SACK reneging). RACK-TLP (tcp_rack.h) and the SACK
+// scoreboard stay objects of their own, handed in where an operation needs them; segments are sent
+// by the connection, which asks this object what to do. RFC 6675's HighRxt is not kept: NextSeg
+// takes the first segment RACK marked lost and clears the mark when it is resent (tcp_output.cc
+// send_next_hole), which is what HighRxt's rule (1) guards against resending twice.
 //
 // The operations on every ACK are defined here, inline: process_ack inlines them (a call each
 // cost the per-segment path instructions, callgrind).
@@ -39,15 +41,11 @@ class LossRecovery {
   // Something is being repaired (fast or timeout recovery): RACK must look at the flight.
   bool repairing() const { return in_recovery_ || rto_recovery_; }
   SeqNumber recovery_point() const { return recover_; }    // RFC 6582 "recover", RFC 6675 RecoveryPoint
-  SeqNumber highest_retransmitted() const { return high_rxt_; }  // RFC 6675 HighRxt
   uint32_t duplicate_acks() const { return dupacks_; }
 
   // The connection's initial send sequence number is chosen: RFC 6582 §3.2 step 1, "recover"
-  // starts at it; nothing is retransmitted yet.
-  void start(SeqNumber iss, SeqNumber snd_una) {
-    recover_ = iss;
-    high_rxt_ = snd_una;
-  }
+  // starts at it.
+  void start(SeqNumber iss) { recover_ = iss; }
 
   // ---- on each ACK (RFC 9293 §3.10.7.4 fifth) ----
 
@@ -58,10 +56,6 @@ class LossRecovery {
     if (in_recovery_ && !sack_enabled) congestion_->set_cwnd(congestion_->cwnd() + mss);
   }
 
-  // SND.UNA moved to `snd_una`: HighRxt is never below it (RFC 6675 §4 NextSeg reads it so).
-  void on_send_unacknowledged_advanced(SeqNumber snd_una) {
-    if (high_rxt_ < snd_una) high_rxt_ = snd_una;
-  }
   // The ACK stopped at the left edge of SACKed data (the scoreboard's first block starts at
   // SND.UNA): the receiver dropped what it SACKed (RFC 2018 §8 reneging, detected as Linux's
   // tcp_check_sack_reneging does); the next timeout forgets SACKs.
@@ -118,13 +112,11 @@ class LossRecovery {
   // ---- cold operations (tcp_loss_recovery.cc) ----
 
   // Enters fast recovery (RFC 6675 §5 step 4, RFC 6582 §3.2 step 2): the recovery point is
-  // SND.MAX, ssthresh and cwnd shrink, HighRxt restarts at SND.UNA.
-  void enter_fast_recovery(SeqNumber snd_una, SeqNumber snd_max, uint32_t flight, TimePoint now);
+  // SND.MAX, ssthresh and cwnd shrink.
+  void enter_fast_recovery(SeqNumber snd_max, uint32_t flight, TimePoint now);
   // NewReno without SACK, once the first segment is resent: cwnd = ssthresh + 3 SMSS (RFC 6582
   // §3.2 step 2, the duplicate ACKs' segments have left the network).
   void inflate_for_duplicate_acks(uint32_t mss);
-  // The connection resent up to `end` (RFC 6675 §4 NextSeg: HighRxt moves past it).
-  void on_retransmitted(SeqNumber end) { high_rxt_ = seq_max(high_rxt_, end); }
 
   // A retransmission timeout with data in flight (RFC 5681 §3.1 eq. 4, RFC 6582 §4, RFC 6298 §5):
   // cwnd collapses, the recovery point becomes SND.MAX, duplicate ACKs count afresh. Returns
@@ -156,7 +148,6 @@ class LossRecovery {
   bool rto_recovery_ = false;   // the recovery follows a timeout: slow start, no fast-recovery exit
   bool sack_reneged_ = false;   // an ACK stopped at SACKed data: the next timeout forgets SACKs
   SeqNumber recover_;           // RFC 6582 "recover" / RFC 6675 RecoveryPoint
-  SeqNumber high_rxt_;          // RFC 6675 HighRxt
 };
 
 }  // namespace bypass::inet

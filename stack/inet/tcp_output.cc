@@ -27,7 +27,6 @@ bool TcpConnection::send_next_hole() {
   const SeqNumber start = scoreboard_.skip_sacked(lost->start);
   if (!(start < lost->end)) return false;
   const SeqNumber sent_to = retransmit_range(start, scoreboard_.next_sacked(start, lost->end));
-  recovery_.on_retransmitted(sent_to);
   return sent_to != start;
 }
 

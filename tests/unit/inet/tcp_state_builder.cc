@@ -79,7 +79,7 @@ std::shared_ptr<TcpConnection> TcpTestAccess::build(test::TwoHosts& hosts, const
   }
   t.snd_una_ = tcb.snd_una;
   t.snd_nxt_ = t.snd_max_ = tcb.snd_nxt;
-  t.recovery_.start(tcb.iss, tcb.snd_una);
+  t.recovery_.start(tcb.iss);
   t.fin_queued_ = sent_our_fin(tcb.state);
   const uint32_t data_end = t.fin_queued_ ? tcb.snd_nxt - 1 : tcb.snd_nxt;
   if (tcb.state == TcpState::SynSent || tcb.state == TcpState::SynReceived) t.data_start_ = tcb.iss + 1;
