@@ -568,8 +568,10 @@ void AsyncConnection::close(const std::string& why, bool notify_reset) {
   for (auto& m : queued) drop_unsent(std::move(m));
   take_handovers();  // closed_ is set: whatever other threads pushed is dropped
   auto self = shared_from_this();
-  if (notify_reset) msgr_.notify(AsyncMessenger::Event::Reset, self);
+  // Forgotten before the reset is announced: a dispatcher that reconnects from ms_handle_reset
+  // (or any thread that saw it) must get a new session from connect_to, never this closed one.
   msgr_.forget(this);
+  if (notify_reset) msgr_.notify(AsyncMessenger::Event::Reset, self);
 }
 
 }  // namespace bypass::msgr

@@ -180,11 +180,15 @@ unsigned DpdkDevice::flush() {
     const uint16_t n = static_cast<uint16_t>(std::min<size_t>(kBurst, backlog_.size()));
     std::copy_n(backlog_.begin(), n, burst);
     const uint16_t sent = port_.tx_burst(worker_, burst, n);
+    ++tx_bursts_;
     backlog_.erase(backlog_.begin(), backlog_.begin() + sent);
     if (sent < n) break;
   }
   uint16_t sent = 0;
-  if (backlog_.empty()) sent = port_.tx_burst(worker_, pending_.data(), pending_count_);
+  if (backlog_.empty() && pending_count_ != 0) {
+    sent = port_.tx_burst(worker_, pending_.data(), pending_count_);
+    ++tx_bursts_;
+  }
   for (uint16_t i = sent; i < pending_count_; ++i) {
     if (backlog_.size() < kMaxBacklog) {
       backlog_.push_back(pending_[i]);

@@ -68,6 +68,8 @@ class DpdkDevice final : public inet::PacketDevice {
   // Frames whose TCP checksum was taken on trust (TxChainOptions::trusted_link), not verified.
   uint64_t rx_checksums_trusted() const { return rx_checksums_trusted_; }
   uint64_t rx_low_pool_copies() const { return rx_low_pool_copies_; }
+  // Calls into the driver's transmit (port_tx_packets / tx_bursts is the mean TX burst).
+  uint64_t tx_bursts() const { return tx_bursts_; }
 
  private:
   unsigned flush();
@@ -94,6 +96,7 @@ class DpdkDevice final : public inet::PacketDevice {
   std::deque<rte_mbuf*> backlog_;
   uint64_t tx_dropped_ = 0;
   uint64_t tx_alloc_failures_ = 0;
+  uint64_t tx_bursts_ = 0;
 };
 
 }  // namespace bypass

@@ -318,6 +318,7 @@ void DpdkWorker::on_thread_stop() {
 int DpdkWorker::poll() {
   rte_mbuf* mbufs[DpdkDevice::kBurst];
   const uint16_t count = port_.rx_burst(id(), mbufs, DpdkDevice::kBurst);
+  rx_bursts_ += count != 0;
   device_.begin_batch();
   inet_->begin_burst();
   for (uint16_t i = 0; i < count; ++i) {
@@ -582,14 +583,19 @@ NetworkStack::Counters DpdkStack::transport_counters() {
   static constexpr std::string_view kReported[] = {
       "tcp_segments_sent", "tcp_segments_received", "tcp_retransmitted_segments", "tcp_fast_retransmits",
       "tcp_timeouts", "tcp_bad_checksum", "tcp_dropped_out_of_window", "tcp_rst_sent", "tcp_rst_received",
-      "tcp_connections_established", "tx_no_route", "tcp_gro_units", "tcp_gro_segments", "tcp_lro_frames"};
+      "tcp_connections_established", "tx_no_route", "tcp_gro_units", "tcp_gro_segments", "tcp_lro_frames",
+      "tcp_loss_probes", "tcp_spurious_timeouts", "tcp_pure_acks_sent", "tcp_delayed_acks_sent",
+      "tcp_window_updates_sent"};
   std::vector<inet::InetStats> per_worker(num_workers());
   // Where each TCP checksum was computed or verified (which path a benchmark's link took), and
-  // frames the device dropped: its TX queue and backlog full, or no mbuf to build them in.
+  // frames the device dropped: its TX queue and backlog full, or no mbuf to build them in; and
+  // the polls that received anything and the calls that transmitted (port_rx_packets / rx_bursts
+  // and port_tx_packets / tx_bursts are the mean bursts).
   std::pair<const char*, uint64_t> device[] = {{"rx_checksum_offloads", 0}, {"rx_checksums_trusted", 0},
                                                {"tx_checksum_offloads", 0}, {"tx_software_checksums", 0},
                                                {"tx_checksums_trusted", 0}, {"tx_queue_full_drops", 0},
-                                               {"tx_mbuf_shortages", 0}};
+                                               {"tx_mbuf_shortages", 0},    {"rx_bursts", 0},
+                                               {"tx_bursts", 0}};
   for (unsigned i = 0; i < num_workers(); ++i) {
     DpdkWorker& worker = dpdk_worker(i);
     worker.center().submit_and_wait([&per_worker, &device, &worker, i] {
@@ -598,7 +604,8 @@ NetworkStack::Counters DpdkStack::transport_counters() {
       const TxChainCounters& tx = port.tx_counters();
       const uint64_t values[] = {port.rx_checksum_offloads(), port.rx_checksums_trusted(), tx.checksum_offloads,
                                  tx.software_checksums, tx.trusted_checksums, port.tx_dropped(),
-                                 port.tx_alloc_failures()};
+                                 port.tx_alloc_failures(), worker.rx_bursts(),
+                                 port.tx_bursts()};
       for (size_t c = 0; c < std::size(device); ++c) device[c].second += values[c];
     });
   }

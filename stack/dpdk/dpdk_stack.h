@@ -61,6 +61,8 @@ class DpdkWorker final : public Worker {
   PollingDriver& driver() { return static_cast<PollingDriver&>(center().driver()); }
   inet::InetStack& inet() { return *inet_; }
   DpdkDevice& device() { return device_; }
+  // Polls that received at least one frame (worker thread).
+  uint64_t rx_bursts() const { return rx_bursts_; }
   uint32_t host_ip() const { return settings_.address.value; }
   const inet::Ipv6Address& host_ipv6() const { return settings_.ipv6.address; }  // unspecified: IPv6 off
   int inject_socket_failures() const { return inject_socket_failures_; }
@@ -88,6 +90,7 @@ class DpdkWorker final : public Worker {
   std::vector<DpdkWorker*> siblings_;
   EventCenter::TimerId tick_ = 0;
   uint64_t ticks_ = 0;
+  uint64_t rx_bursts_ = 0;
   int inject_socket_failures_ = 0;
   uint64_t socket_serial_ = 0;
   SingleListenerTable* single_listeners_ = nullptr;

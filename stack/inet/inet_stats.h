@@ -45,6 +45,9 @@ struct InetStats {
   uint64_t tcp_dropped_out_of_window = 0, tcp_dropped_paws = 0, tcp_dropped_no_connection = 0;
   uint64_t tcp_timeouts = 0, tcp_fast_retransmits = 0, tcp_syn_dropped_backlog = 0;
   uint64_t tcp_loss_probes = 0, tcp_spurious_timeouts = 0, tcp_out_of_window_acks_limited = 0;
+  // ACKs that carried no data (of them: sent by the delayed-ACK timer, and window updates sent
+  // because the application's read reopened the window): what a workload pays beyond its data.
+  uint64_t tcp_pure_acks_sent = 0, tcp_delayed_acks_sent = 0, tcp_window_updates_sent = 0;
   uint64_t tcp_syn_cookies_sent = 0, tcp_syn_cookies_accepted = 0;
   uint64_t tcp_time_wait_reopened = 0;  // SYNs that opened a new incarnation from TIME-WAIT
   uint64_t tcp_connections_established = 0, tcp_connections_reset = 0;
@@ -127,6 +130,9 @@ inline constexpr std::array kInetCounters = {
     InetCounter{"tcp_fast_retransmits", &InetStats::tcp_fast_retransmits},
     InetCounter{"tcp_syn_dropped_backlog", &InetStats::tcp_syn_dropped_backlog},
     InetCounter{"tcp_loss_probes", &InetStats::tcp_loss_probes},
+    InetCounter{"tcp_pure_acks_sent", &InetStats::tcp_pure_acks_sent},
+    InetCounter{"tcp_delayed_acks_sent", &InetStats::tcp_delayed_acks_sent},
+    InetCounter{"tcp_window_updates_sent", &InetStats::tcp_window_updates_sent},
     InetCounter{"tcp_spurious_timeouts", &InetStats::tcp_spurious_timeouts},
     InetCounter{"tcp_out_of_window_acks_limited", &InetStats::tcp_out_of_window_acks_limited},
     InetCounter{"tcp_syn_cookies_sent", &InetStats::tcp_syn_cookies_sent},

@@ -26,7 +26,12 @@ TcpConnection::TcpConnection(TcpConnectionOwner& owner, const FourTuple& tuple, 
     : owner_(owner), tuple_(tuple), settings_(settings), nagle_(settings.nagle), rto_(settings.rto_initial),
       recovery_(settings.congestion, 536),
       rto_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_retransmission_timeout(); }),
-      delack_timer_(owner.timers(), [this] { auto self = shared_from_this(); send_ack(); }),
+      delack_timer_(owner.timers(),
+                    [this] {
+                      auto self = shared_from_this();
+                      ++owner_.stats().tcp_delayed_acks_sent;
+                      send_ack();
+                    }),
       persist_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_persist_timeout(); }),
       keepalive_timer_(owner.timers(), [this] { auto self = shared_from_this(); on_keepalive_timeout(); }),
       time_wait_timer_(owner.timers(), [this] { auto self = shared_from_this(); terminate(TcpError::None); }),
@@ -75,8 +80,10 @@ BufferList TcpConnection::read(size_t max) {
   size_t window_after = receive_window();
   if (state_ != TcpState::Closed && state_ != TcpState::SynSent &&
       window_after > window_before &&
-      (window_before < mss_ || window_after - window_before >= settings_.rcv_buffer / 2))
+      (window_before < mss_ || window_after - window_before >= settings_.rcv_buffer / 2)) {
+    ++owner_.stats().tcp_window_updates_sent;
     send_ack();
+  }
   return out;
 }
 

@@ -171,6 +171,7 @@ void TcpConnection::send_ack() {
   // received. So a pure ACK carries the first new sequence number, snd_max_ (as BSD's
   // tcp_output does), except for the octet of an unanswered zero-window probe, which the peer
   // did not take.
+  ++owner_.stats().tcp_pure_acks_sent;  // here, not in transmit(): no cost per data segment
   transmit(next_new_sequence(), kTcpAck, {});
 }
 

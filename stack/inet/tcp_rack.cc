@@ -168,11 +168,11 @@ uint32_t RackTlp::pipe() const {
   return static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
 }
 
-Duration RackTlp::probe_timeout(Duration srtt, bool have_srtt, bool single_segment_in_flight) {
+Duration RackTlp::probe_timeout(Duration srtt, bool have_srtt, bool receiver_may_delay_ack) {
   using namespace std::chrono_literals;
   if (!have_srtt) return 1s;  // §7.2: no RTT sample yet
   Duration pto = 2 * srtt;
-  if (single_segment_in_flight) pto += 200ms;  // WCDelAckT: the receiver may delay its ACK
+  if (receiver_may_delay_ack) pto += 200ms;  // WCDelAckT, the worst case the RFC recommends
   return std::max<Duration>(pto, 10ms);
 }
 

@@ -65,9 +65,10 @@ class RackTlp {
   bool reordering_seen() const { return reordering_seen_; }
 
   // ---- Tail loss probe (RFC 8985 §7) ----
-  // PTO (§7.2): 2 SRTT, plus the worst-case delayed ACK when one segment is in flight, at least
-  // 10 ms (the timer granularity Linux uses too).
-  static Duration probe_timeout(Duration srtt, bool have_srtt, bool single_segment_in_flight);
+  // PTO (§7.2): 2 SRTT, plus the worst-case delayed ACK while the receiver may hold its ACK
+  // (less than two full-sized segments in flight), at least 10 ms (the timer granularity Linux
+  // uses too).
+  static Duration probe_timeout(Duration srtt, bool have_srtt, bool receiver_may_delay_ack);
   void on_probe_sent(SeqNumber end_seq) { probe_end_ = end_seq; }
   bool probe_outstanding() const { return probe_end_.has_value(); }
   // §7.4: the ACK covering the probe ends the episode; true when the probe (not the original)

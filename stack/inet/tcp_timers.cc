@@ -91,7 +91,13 @@ void TcpConnection::arm_loss_probe() {
     probe_timer_.clear();
     return;
   }
-  const Duration pto = RackTlp::probe_timeout(rtt_.srtt(), rtt_.has_sample(), flight_size() <= mss_);
+  // §7.2 adds the peer's delayed ACK to a flight of one segment, because only then may the
+  // receiver hold its ACK. A receiver must ACK only every second full-sized segment (RFC 9293
+  // §3.8.6.3, RFC 5681 §4.2), so it may hold it for any flight under two: a request of a few KiB
+  // whose reply (carrying the ACK) is slow would otherwise draw a needless probe once the
+  // reply takes 2 SRTT, which a server queueing for a thousand connections often does.
+  const bool receiver_may_delay_ack = flight_size() < 2 * mss_;
+  const Duration pto = RackTlp::probe_timeout(rtt_.srtt(), rtt_.has_sample(), receiver_may_delay_ack);
   if (rto_timer_.pending() && owner_.timers().now() + pto >= rto_timer_.deadline()) {
     probe_timer_.clear();
     return;

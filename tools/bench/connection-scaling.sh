@@ -11,6 +11,10 @@
 #   COUNTS="16 64 256 1024" DURATION=6s DEPTH=4 SIZE=4K ROUNDS=1 LINK=auto MESSENGERS=per-thread
 #   TRANSPORTS="posix dpdk"; SETS="--set tcp.delayed_ack=0s" passes settings on to bypass-bench;
 #   KEEP=1 keeps the result files and logs and says where
+#   PROFILE=1 records each run's server and client (perf record -e cpu-clock -g, PROFILE_SECONDS=3
+#   from 1 s after the server is ready, needs root) and prints per count where the CPU per
+#   message goes: messenger (with the bench), the link's copies (what a NIC does by DMA) and the
+#   stack (tools/bench/perf_split.py; the last round's recording)
 #
 # Instructions and simulated cache misses per message at two counts (what separates an algorithm
 # that grows with the connection count from memory stalls): tools/bench/connection-cachegrind.sh;
@@ -29,6 +33,15 @@ link=${LINK:-auto}
 messengers=${MESSENGERS:-per-thread}
 transports=${TRANSPORTS:-posix dpdk}
 read -r -a extra_sets <<<"${SETS:-}"
+profile=${PROFILE:-0}
+profile_seconds=${PROFILE_SECONDS:-3}
+if [ "$profile" = 1 ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "connection-scaling: PROFILE=1 needs root (perf on DPDK processes)" >&2; exit 2; }
+  if ! command -v perf >/dev/null; then
+    echo "connection-scaling: installing linux-perf" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
+  fi
+fi
 
 if [ ! -x "$bench" ]; then
   echo "connection-scaling: building bypass-bench in $build (release)" >&2
@@ -37,10 +50,33 @@ if [ ! -x "$bench" ]; then
 fi
 
 work=$(mktemp -d /tmp/connection-scaling.XXXXXX)
+bench_pid=""
 cleanup() {
+  [ -n "$bench_pid" ] && kill "$bench_pid" 2>/dev/null && wait "$bench_pid" 2>/dev/null
   if [ "${KEEP:-0}" = 1 ]; then echo "connection-scaling: results kept in $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
+
+# record TRANSPORT OUT: once TRANSPORT's server is ready (and 1 s later, the clients connecting or
+# warming up), records the run's processes for $profile_seconds into OUT.TRANSPORT.stacks.
+record() {
+  local transport=$1 out=$2 waited=0 pids
+  until grep -q "^== $transport: server ready" "$out.log" 2>/dev/null; do
+    if ! kill -0 "$bench_pid" 2>/dev/null || [ "$waited" -ge 1200 ]; then
+      echo "connection-scaling: no $transport server to record" >&2
+      return 0
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  sleep 1
+  pids=$(pgrep -P "$bench_pid" | paste -sd, -)
+  [ -n "$pids" ] || { echo "connection-scaling: no $transport processes to record" >&2; return 0; }
+  perf record -F 499 -e cpu-clock --call-graph dwarf -p "$pids" -o "$out.$transport.data" -- sleep "$profile_seconds" \
+    >"$out.$transport.perf.log" 2>&1 || { echo "connection-scaling: perf record failed ($out.$transport.perf.log)" >&2; return 0; }
+  perf script -i "$out.$transport.data" -F comm,tid,ip,sym,dso --no-inline >"$out.$transport.stacks" 2>/dev/null || true
+  rm -f "$out.$transport.data"
+}
 
 transport_list=$(echo "$transports" | tr ' ' ',')
 for round in $(seq "$rounds"); do
@@ -52,10 +88,16 @@ for round in $(seq "$rounds"); do
     out=$work/r$round.c$c
     echo "connection-scaling: round $round/$rounds, $c connections ($transports)" >&2
     # Both transports in one bypass-bench run: the same job, one after the other.
-    if ! "$bench" -c "$root/config/examples/default.yaml" --set "bench.transports=[$transport_list]" \
+    "$bench" -c "$root/config/examples/default.yaml" --set "bench.transports=[$transport_list]" \
       --set bench.dpdk_link="$link" --set bench.connections="$c" --set bench.iodepth="$depth" \
       --set bench.message_size="$size" --set bench.messengers="$messengers" --set bench.duration="$duration" \
-      --set bench.progress=off --set bench.output="$out.json" "${extra_sets[@]}" run >"$out.log" 2>&1; then
+      --set bench.progress=off --set bench.output="$out.json" "${extra_sets[@]}" run >"$out.log" 2>&1 &
+    bench_pid=$!
+    [ "$profile" = 1 ] && [ "$round" = "$rounds" ] && for t in $transports; do record "$t" "$out"; done
+    status=0
+    wait "$bench_pid" || status=$?
+    bench_pid=""
+    if [ "$status" != 0 ]; then
       echo "connection-scaling: the run at $c connections failed (its last lines):" >&2
       tail -5 "$out.log" >&2
     fi
@@ -63,12 +105,15 @@ for round in $(seq "$rounds"); do
   done
 done
 
-/usr/bin/python3 - "$work" "$rounds" "$counts" "$transports" "$size" "$depth" "$duration" "$messengers" <<'PY'
+/usr/bin/python3 - "$work" "$rounds" "$counts" "$transports" "$size" "$depth" "$duration" "$messengers" "$root/tools/bench" <<'PY'
 import json, os, statistics, sys
 
 work, rounds, counts, transports = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
 size, depth, duration, messengers = sys.argv[5:9]
+sys.path.insert(0, sys.argv[9])
+from perf_split import SHARES, split, top
 rates = {}  # (transport, count) -> [msgs/s per round]
+segment_counters = {}  # count -> {side: {counter: total over rounds}}, dpdk only
 for r in range(1, rounds + 1):
     for c in counts:
         path = os.path.join(work, f"r{r}.c{c}.json")
@@ -80,6 +125,13 @@ for r in range(1, rounds + 1):
             continue
         for case in cases:
             rates.setdefault((case["transport"], c), []).append(case["totals"]["messages_per_second"])
+            if case["transport"] != "dpdk":
+                continue
+            for side, groups in case.get("counters", {}).items():
+                totals = segment_counters.setdefault(c, {}).setdefault(side, {"messages": 0})
+                totals["messages"] += groups.get("msgr", {}).get("msgs_sent", 0)
+                for name, value in groups.get("transport", {}).items():
+                    totals[name] = totals.get(name, 0) + value
 
 def median(t, c):
     values = rates.get((t, c))
@@ -103,4 +155,63 @@ for c in counts:
         p, d = median("posix", c), median("dpdk", c)
         line += f"  {d / p:>9.2f}x" if p and d else f"  {'-':>10}"
     print(line)
+
+# What the userspace stack sent and received per message (each side's counts over the messages
+# that side sent, all rounds together): a figure that grows with the connection count is work the
+# protocol adds at scale (ACKs, probes, retransmissions), not a slower path.
+if segment_counters:
+    rows = [("segments sent", lambda t: t["tcp_segments_sent"]),
+            ("segments received", lambda t: t["tcp_segments_received"]),
+            ("pure ACKs sent", lambda t: t.get("tcp_pure_acks_sent")),
+            ("  by delayed-ACK timer", lambda t: t.get("tcp_delayed_acks_sent")),
+            ("  window updates", lambda t: t.get("tcp_window_updates_sent")),
+            ("retransmitted segments", lambda t: t["tcp_retransmitted_segments"]),
+            ("  loss probes (TLP)", lambda t: t.get("tcp_loss_probes")),
+            ("  RTOs", lambda t: t["tcp_timeouts"]),
+            ("  fast retransmits", lambda t: t["tcp_fast_retransmits"])]
+    print("\ndpdk per message sent (client / server)")
+    print(f"{'':>24}" + "".join(f"  {c + ' conns':>20}" for c in counts if c in segment_counters))
+    def cell(totals, get):
+        try:
+            return f"{get(totals) / totals['messages']:.3f}" if totals.get("messages") else "-"
+        except (KeyError, TypeError):  # a side that did not report, or an older binary's counters
+            return "-"
+    for label, get in rows:
+        line = f"{label:>24}"
+        for c in counts:
+            if c in segment_counters:
+                sides = segment_counters[c]
+                line += f"  {cell(sides.get('client', {}), get):>9} / {cell(sides.get('server', {}), get):<8}"
+        print(line)
+    for label, num, den in (("bytes per segment sent", "port_tx_bytes", "tcp_segments_sent"),
+                            ("frames per RX burst", "port_rx_packets", "rx_bursts"),
+                            ("frames per TX burst", "port_tx_packets", "tx_bursts")):
+        line = f"{label:>24}"
+        for c in counts:
+            if c not in segment_counters:
+                continue
+            values = [f"{t[num] / t[den]:.1f}" if t.get(den) else "-"
+                      for t in (segment_counters[c].get("client", {}), segment_counters[c].get("server", {}))]
+            line += f"  {values[0]:>9} / {values[1]:<8}"
+        print(line)
+
+# PROFILE=1: where each count's CPU per message went (the last round's recordings).
+for t in transports:
+    splits = {}
+    for c in counts:
+        stacks, result = os.path.join(work, f"r{rounds}.c{c}.{t}.stacks"), os.path.join(work, f"r{rounds}.c{c}.json")
+        if os.path.exists(stacks) and os.path.exists(result):
+            try:
+                splits[c] = split(stacks, result, t)
+            except (ValueError, KeyError, StopIteration) as e:
+                print(f"connection-scaling: no split of {t} at {c} connections: {e}")
+    if not splits:
+        continue
+    print(f"\n{t}: CPU per message (both processes, us; busy-polling counts idle polls) and its shares")
+    print(f"{'connections':>11}  {'total':>7}" + "".join(f"  {k:>17}" for k in SHARES))
+    for c, s in splits.items():
+        print(f"{c:>11}  {s['cpu_us']:>7.2f}" + "".join(f"  {s['us'][k]:>7.2f} ({s['share'][k]:4.1f} %)" for k in SHARES))
+    for c, s in splits.items():
+        print(f"  top of stack at {c}: {top(s, 'stack', 5)}")
+        print(f"  top of copies at {c}: {top(s, 'copies', 3)}")
 PY

@@ -99,89 +99,24 @@ if [ "${DPDK:-1}" != 0 ]; then
   grep '^== dpdk link:' "$work/dpdk.log" || true
 fi
 
-/usr/bin/python3 - "$work" "${DPDK:-1}" <<'PY'
-import json, os, re, sys
+/usr/bin/python3 - "$work" "${DPDK:-1}" "$root/tools/bench" <<'PY'
+import sys
 
 work, with_dpdk = sys.argv[1], sys.argv[2] != "0"
-kernel_copy = re.compile(r"copy_(to|from)_(iter|user)|copy_user|rep_movs|memcpy_orig|_copy_")
-link_dso = re.compile(r"librte_(net_memif|vhost|net_vhost)\.so")
-messenger_sym = re.compile(r"bypass::(msgr|bench)::|crc32|isal|aes|gcm")
-messenger_dso = re.compile(r"libisal|libcrypto|libssl")
-stack_sym = re.compile(r"bypass::(inet|pmd)::|bypass::(Dpdk|TxChain|EventCenter|EventDriver|Polling|SingleListener)|"
-                       r"rte_|bypass::.*(Dpdk|Mbuf|mbuf)")
-stack_dso = re.compile(r"librte_")
-
-
-def frames(path):
-    """Yields each sample's frames [(sym, dso)], leaf first."""
-    sample = []
-    for line in open(path, errors="replace"):
-        line = line.rstrip("\n")
-        if not line.strip():
-            if sample:
-                yield sample
-            sample = []
-            continue
-        if not line.startswith((" ", "\t")):  # the sample's header: comm tid
-            continue
-        m = re.match(r"\s*[0-9a-f]+\s+(.*?)\s+\((.*)\)\s*$", line)
-        if m:
-            sample.append((m[1], os.path.basename(m[2])))
-    if sample:
-        yield sample
-
-
-def category(sample, transport):
-    sym, dso = sample[0]
-    if "kernel" in dso or dso.startswith("[k"):
-        if transport == "posix":
-            return "copies" if kernel_copy.search(sym) else "stack"
-        return "stack"
-    for sym, dso in sample:
-        if transport == "dpdk" and link_dso.search(dso):
-            return "copies"
-        if messenger_dso.search(dso) or messenger_sym.search(sym):
-            return "messenger"
-        if transport == "dpdk" and (stack_dso.search(dso) or stack_sym.search(sym)):
-            return "stack"
-    return None  # no frame decides: user space counts as messenger
+sys.path.insert(0, sys.argv[3])
+from perf_split import split as split_run, top  # the shares, shared with connection-scaling.sh
 
 
 def split(transport):
-    counts = {"messenger": 0, "copies": 0, "stack": 0}
-    crc = unattributed = 0
-    symbols = {}
-    for sample in frames(f"{work}/{transport}.stacks"):
-        c = category(sample, transport)
-        if c is None:
-            c = "messenger"
-            unattributed += 1
-        counts[c] += 1
-        if "crc32" in sample[0][0]:
-            crc += 1
-        key = (c, sample[0][0], sample[0][1])
-        symbols[key] = symbols.get(key, 0) + 1
-    total = sum(counts.values())
-    if total == 0:
-        sys.exit(f"ratio-ceiling: no samples of the {transport} processes (perf script printed none)")
-    result = json.load(open(f"{work}/{transport}.json"))["cases"][0]
-    msgs = result["totals"]["messages_per_second"]
-    cpu = result["cpu"]["client"]["process_seconds"] + result["cpu"]["server"]["process_seconds"]
-    cpu_us = cpu / result["seconds"] / msgs * 1e6  # both processes, per request/reply
-    us = {k: cpu_us * v / total for k, v in counts.items()}
-    return dict(msgs=msgs, cpu_us=cpu_us, us=us, share={k: 100 * v / total for k, v in counts.items()},
-                crc_us=cpu_us * crc / total, samples=total, unattributed=100 * unattributed / total, symbols=symbols, link=result.get("link", {}),
-                size=result["message_size"])
+    try:
+        return split_run(f"{work}/{transport}.stacks", f"{work}/{transport}.json", transport)
+    except ValueError as e:
+        sys.exit(f"ratio-ceiling: {e}")
 
 
 def show(s, labels):
     for k in ("messenger", "copies", "stack"):
         print(f"  {labels[k]:44s} {s['us'][k]:6.2f} us  {s['share'][k]:5.1f} %")
-
-
-def top(s, cat, n=6):
-    rows = sorted(((v, sym, dso) for (c, sym, dso), v in s["symbols"].items() if c == cat), reverse=True)[:n]
-    return ", ".join(f"{sym} ({dso}) {100 * v / s['samples']:.1f} %" for v, sym, dso in rows)
 
 
 posix = split("posix")

@@ -244,6 +244,31 @@ TEST(TcpRecovery, TailLossProbeRepairsATailLossBeforeTheRto) {
   EXPECT_LT(w.hosts.timers.now() - start, 100ms);
 }
 
+// RFC 8985 §7.2 with RFC 9293 §3.8.6.3: a receiver need ACK only every second full-sized segment,
+// so a flight of one and a half segments that nothing answers (a request whose reply is slow)
+// is acknowledged by the peer's delayed-ACK timer, 40 ms on. The probe timeout must wait for it:
+// with 2 SRTT (here the 10 ms floor) a needless probe went out first.
+TEST(TcpRecovery, NoLossProbeBeforeTheReceiversDelayedAck) {
+  TwoHosts hosts(37);
+  auto [client, server] = connect_pair(hosts);
+  ASSERT_TRUE(client && server);
+  const uint32_t mss = client->send_mss();
+  const auto all_acked = [&] { return client->send_space() == hosts.settings_a.tcp.snd_buffer; };
+  // Two full segments, ACKed at once: an RTT sample of the wire's 100 us.
+  BufferList warm = pattern(0, 2 * mss);
+  client->send(warm);
+  ASSERT_TRUE(hosts.run_until(all_acked, 1s));
+  const uint64_t probes = hosts.a->stats().tcp_loss_probes, resent = client->retransmitted_bytes();
+  const uint64_t delayed_acks = hosts.b->stats().tcp_delayed_acks_sent, pure_acks = hosts.b->stats().tcp_pure_acks_sent;
+  BufferList request = pattern(2 * mss, mss + mss / 2);
+  client->send(request);
+  ASSERT_TRUE(hosts.run_until(all_acked, 1s));
+  EXPECT_EQ(hosts.b->stats().tcp_delayed_acks_sent - delayed_acks, 1u) << "the flight was not held by a delayed ACK";
+  EXPECT_EQ(hosts.b->stats().tcp_pure_acks_sent - pure_acks, 1u);  // that one ACK, nothing else
+  EXPECT_EQ(hosts.a->stats().tcp_loss_probes - probes, 0u) << "a probe went out before the delayed ACK";
+  EXPECT_EQ(client->retransmitted_bytes(), resent);
+}
+
 // RFC 6675 §5.1 / RFC 2018 §8: a timeout does not erase what the peer SACKed. The first and the
 // tenth segment of a burst are lost with every resend until the second RTO (F-RTO's resend after
 // the first included); the other eighteen were SACKed, so after the timeouts only the two holes
