@@ -7,6 +7,8 @@
 // async_connection_io.cc.
 #include "msgr/async_connection.h"
 
+#include <utility>
+
 #include "base/log.h"
 
 namespace bypass::msgr {
@@ -95,7 +97,7 @@ bool AsyncConnection::send(MessageRef m, bool flush) {
   // become atomic before the worker holds any (base/buffer_storage.h). A payload reused this way is
   // promoted by its first send, while the sending thread still holds every view.
   m->front().share_across_threads();
-  m->middle().share_across_threads();
+  std::as_const(*m).middle().share_across_threads();  // const: makes no list
   m->data().share_across_threads();
   Message* raw = m.get();
   raw->handover_ref_ = std::move(m);
@@ -465,7 +467,7 @@ bool AsyncConnection::handle_message(const LinkRef& link, wire::Frame& frame) {
   m->tid_ = h.tid;
   m->priority_ = h.priority;
   m->front_ = std::move(frame.segments[1]);
-  m->middle_ = std::move(frame.segments[2]);
+  if (frame.segments[2].segment_count() != 0) m->middle() = std::move(frame.segments[2]);
   m->data_ = std::move(frame.segments[3]);
   m->connection_ = shared_from_this();
   m->source_ = peer_name_;

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "config/config.h"
 #include "msgr/auth/cephx_client.h"
@@ -32,6 +33,12 @@ namespace {
 using namespace std::chrono_literals;
 constexpr uint16_t kTestMsgType = 0x7001;
 
+// Messages without data whose sequence is a multiple of kMiddleEvery also carry the sequence in
+// their middle segment (which a message makes only when it has one): the receiver checks that
+// those arrive with it and every other message with an empty middle.
+constexpr uint64_t kMiddleEvery = 3;
+bool carries_middle(uint64_t seq, size_t data_len) { return data_len == 0 && seq % kMiddleEvery == 0; }
+
 // front = __le32 stream id | __le64 sequence within the stream
 MessageRef make_msg(uint32_t stream, uint64_t seq, size_t data_len = 0) {
   auto m = std::make_shared<Message>(kTestMsgType);
@@ -40,6 +47,7 @@ MessageRef make_msg(uint32_t stream, uint64_t seq, size_t data_len = 0) {
   std::memcpy(front + 4, &seq, 8);
   m->front().append_copy(front, sizeof(front));
   if (data_len) std::memset(m->data().append_hole(data_len), static_cast<int>(seq & 0xff), data_len);
+  if (carries_middle(seq, data_len)) m->middle().append_copy(&seq, sizeof(seq));
   return m;
 }
 
@@ -74,6 +82,14 @@ class SeqChecker : public Dispatcher {
     uint64_t seq;
     m->front().copy_out(0, 4, &stream);
     m->front().copy_out(4, 8, &seq);
+    uint64_t middle_seq = 0;
+    const BufferList& middle = std::as_const(*m).middle();
+    if (middle.length() == sizeof(middle_seq)) middle.copy_out(0, sizeof(middle_seq), &middle_seq);
+    const bool middle_ok = carries_middle(seq, m->data().length()) ? middle_seq == seq : middle.length() == 0;
+    if (!middle_ok) {
+      if (errors++ < 5) ADD_FAILURE() << "stream " << stream << " seq " << seq << ": middle of " << middle.length() << " bytes";
+      return;
+    }
     std::lock_guard<std::mutex> guard(lock_);
     uint64_t& last = last_[stream];
     if (seq != last + 1) {
