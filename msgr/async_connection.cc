@@ -7,6 +7,8 @@
 // async_connection_io.cc.
 #include "msgr/async_connection.h"
 
+#include <utility>
+
 #include "base/log.h"
 
 namespace bypass::msgr {
@@ -78,7 +80,7 @@ void AsyncConnection::run_on_worker(std::function<void()> fn) {
   });
 }
 
-bool AsyncConnection::send_message(MessageRef m) {
+bool AsyncConnection::send(MessageRef m, bool flush) {
   if (closed_.load(std::memory_order_acquire)) {
     drop_unsent(std::move(m));
     return false;
@@ -87,7 +89,7 @@ bool AsyncConnection::send_message(MessageRef m) {
     // On our own worker: straight to the output path.
     if (handovers_.load(std::memory_order_relaxed)) take_handovers();
     queue_or_write(std::move(m));
-    if (!in_input_ && link_ && link_->open()) flush_output(link_);
+    if (flush && !in_input_ && link_ && link_->open()) flush_output(link_);
     return true;
   }
   // Another thread: one lock-free push; the push onto an empty stack schedules the drain. The
@@ -95,7 +97,7 @@ bool AsyncConnection::send_message(MessageRef m) {
   // become atomic before the worker holds any (base/buffer_storage.h). A payload reused this way is
   // promoted by its first send, while the sending thread still holds every view.
   m->front().share_across_threads();
-  m->middle().share_across_threads();
+  std::as_const(*m).middle().share_across_threads();  // const: makes no list
   m->data().share_across_threads();
   Message* raw = m.get();
   raw->handover_ref_ = std::move(m);
@@ -111,6 +113,10 @@ bool AsyncConnection::send_message(MessageRef m) {
     });
   }
   return true;
+}
+
+void AsyncConnection::flush_output() {
+  if (worker()->center().in_thread() && !in_input_ && link_ && link_->open()) flush_output(link_);
 }
 
 void AsyncConnection::drop_unsent(MessageRef m) {
@@ -461,7 +467,7 @@ bool AsyncConnection::handle_message(const LinkRef& link, wire::Frame& frame) {
   m->tid_ = h.tid;
   m->priority_ = h.priority;
   m->front_ = std::move(frame.segments[1]);
-  m->middle_ = std::move(frame.segments[2]);
+  if (frame.segments[2].segment_count() != 0) m->middle() = std::move(frame.segments[2]);
   m->data_ = std::move(frame.segments[3]);
   m->connection_ = shared_from_this();
   m->source_ = peer_name_;

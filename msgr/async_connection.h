@@ -35,7 +35,9 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   ~AsyncConnection() override;
 
   // Connection API (any thread).
-  bool send_message(MessageRef m) override;
+  bool send_message(MessageRef m) override { return send(std::move(m), true); }
+  bool send_message_unflushed(MessageRef m) override { return send(std::move(m), false); }
+  void flush_output() override;
   void send_keepalive() override;
   bool is_connected() const override { return connected_.load(std::memory_order_acquire); }
   EntityName peer_name() const override;
@@ -83,6 +85,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   bool handle_frame(const LinkRef& link, wire::Frame& frame);
   void send_control(const LinkRef& link, wire::Tag tag, const BufferList& payload);
   void flush_output(const LinkRef& link);
+  bool send(MessageRef m, bool flush);  // send_message / send_message_unflushed
   void arm_keepalive(const LinkRef& link);
   void keepalive_tick(const LinkRef& link);
   void stall_reading(const LinkRef& link, wire::Frame& frame);
@@ -113,6 +116,10 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   void reconnect();
   std::string describe() const;
 
+  // Declared hot first: at a thousand connections a session is cold whenever its next message
+  // comes, so what every message reads or writes (identity, the link, sequence numbers, the
+  // unacknowledged ring) shares the first cache lines, and the peer's names, cookies and timers
+  // that only set-up, faults and the admin socket read come after.
   AsyncMessenger& msgr_;
   std::atomic<Worker*> worker_;
   Policy policy_;
@@ -123,27 +130,31 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   std::atomic<Message*> handovers_{nullptr};  // lock-free stack, newest first
   std::atomic<bool> closed_{false};            // written on the worker only
   std::atomic<bool> connected_{false};
+
+  // Worker-thread state, per message.
+  bool in_input_ = false;             // process_input runs: it flushes the output when done
+  LinkRef link_;
+  MessageRing sent_;  // written, not yet acknowledged
+  uint64_t out_seq_ = 0;
+  uint64_t in_seq_ = 0;
+  std::atomic<uint64_t> in_seq_atomic_{0};
+  uint64_t acked_in_seq_ = 0;    // highest in_seq we told the peer about
+  uint64_t peer_features_ = 0;
+  std::deque<MessageRef> out_queue_;  // waiting for an open link, in order
+  std::atomic<size_t> queued_for_admin_{0};  // out_queue_.size() for readers on other threads
+
+  // Shared with readers on other threads.
   mutable std::mutex peer_lock_;  // peer_name_/peer_addrs_/last_fault_ for readers on other threads
   EntityName peer_name_;         // written under peer_lock_
   EntityAddrVec peer_addrs_;     // written under peer_lock_
   std::string last_fault_;       // written under peer_lock_
   auth::CephxMonSession cephx_mon_session_;  // written under peer_lock_
 
-  // Worker-thread state.
-  LinkRef link_;
+  // Worker-thread state, per link or session.
   uint64_t link_serial_ = 0;
-  std::deque<MessageRef> out_queue_;  // waiting for an open link, in order
-  std::atomic<size_t> queued_for_admin_{0};  // out_queue_.size() for readers on other threads
-  bool in_input_ = false;             // process_input runs: it flushes the output when done
-  MessageRing sent_;  // written, not yet acknowledged
-  uint64_t out_seq_ = 0;
-  uint64_t in_seq_ = 0;
-  std::atomic<uint64_t> in_seq_atomic_{0};
-  uint64_t acked_in_seq_ = 0;    // highest in_seq we told the peer about
   uint64_t client_cookie_ = 0;
   uint64_t server_cookie_ = 0;
   uint64_t connect_seq_ = 0;
-  uint64_t peer_features_ = 0;
   bool session_established_ = false;
   std::chrono::nanoseconds backoff_{0};
   std::optional<EventCenter::TimerId> reconnect_timer_;

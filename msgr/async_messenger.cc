@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "base/json.h"
 #include "base/log.h"
@@ -280,9 +281,7 @@ void AsyncMessenger::forget(AsyncConnection* con) {
   for (auto it = outgoing_.begin(); it != outgoing_.end();) {
     it = it->second.get() == con ? outgoing_.erase(it) : std::next(it);
   }
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    it = it->second.get() == con ? sessions_.erase(it) : std::next(it);
-  }
+  sessions_.remove(con);
   // Hand the last reference to the dispatch thread so the object is not destroyed inside one of
   // its own member functions.
   if (keep) {
@@ -306,16 +305,11 @@ std::optional<uint64_t> AsyncMessenger::accept_session(const AsyncConnectionRef&
     std::lock_guard<std::mutex> guard(lock_);
     // The same client incarnation identifying again (its earlier attempt failed before it saw our
     // SERVER_IDENT): the earlier session never carried a message; retire it quietly.
-    for (auto& [c, s] : sessions_)
-      if (s.get() != con.get() && s->client_cookie() == ident.cookie) stale.push_back(s);
+    stale = sessions_.with_client_cookie(ident.cookie, con.get());
     // The same client entity (addresses + cookie changed) came back with a new session: it
     // restarted, so any session we kept for its old incarnation is dead.
-    for (auto& [c, s] : sessions_) {
-      if (s.get() != con.get() && s->client_cookie() != ident.cookie && s->peer_addrs() == ident.addrs &&
-          !ident.addrs.empty() && ident.addrs.addrs[0].port() != 0)
-        replaced.push_back(s);
-    }
-    sessions_[cookie] = con;
+    replaced = sessions_.with_addrs_not_cookie(ident.addrs, ident.cookie, con.get());
+    sessions_.add(cookie, con, ident.cookie, ident.addrs);
   }
   for (auto& old : replaced) {
     notify(Event::RemoteReset, old);
@@ -327,8 +321,7 @@ std::optional<uint64_t> AsyncMessenger::accept_session(const AsyncConnectionRef&
 
 AsyncConnectionRef AsyncMessenger::find_session(uint64_t server_cookie) {
   std::lock_guard<std::mutex> guard(lock_);
-  auto it = sessions_.find(server_cookie);
-  return it == sessions_.end() ? nullptr : it->second;
+  return sessions_.find(server_cookie);
 }
 
 ConnectionRef AsyncMessenger::connect_to(EntityType peer_type, const EntityAddrVec& addrs) {
@@ -411,7 +404,7 @@ void AsyncMessenger::deliver(const MessageRef& m, const Policy& policy, uint64_t
   // The message's buffers may share storage with what stays on this worker (the rest of a read
   // chunk): their counts become atomic before the dispatch thread holds views (base/buffer_storage.h).
   m->front().share_across_threads();
-  m->middle().share_across_threads();
+  std::as_const(*m).middle().share_across_threads();  // const: makes no list
   m->data().share_across_threads();
   dispatch_queue_.push_back([this, count, m, done = std::move(done)] {
     for (size_t i = 0; i < count; ++i)

@@ -16,6 +16,7 @@
 #include "msgr/handshake.h"
 #include "msgr/messenger.h"
 #include "msgr/perf_counters.h"
+#include "msgr/session_table.h"
 #include "stack/network_stack.h"
 
 namespace bypass::msgr {
@@ -127,7 +128,7 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
   std::vector<std::pair<Worker*, std::unique_ptr<ServerSocket>>> listeners_;
   std::set<AsyncConnectionRef> connections_;
   std::map<std::string, AsyncConnectionRef> outgoing_;  // by peer msgr2 addr string
-  std::map<uint64_t, AsyncConnectionRef> sessions_;     // server side, by server cookie
+  SessionTable sessions_;  // server side, by server cookie
   std::atomic<uint64_t> global_seq_{0};
   bool started_ = false;
   std::atomic<bool> stopping_{false};

@@ -16,6 +16,13 @@ class Connection {
   // were queued. Returns false when the connection is already closed (the message is dropped and
   // its completion fires with delivered=false).
   virtual bool send_message(MessageRef m) = 0;
+  // The same, except on the connection's own worker thread (an application that runs the stack's
+  // loops itself): there the message waits in the link's output until flush_output(), so a caller
+  // that sends several pays one write for them where send_message would write each out.
+  virtual bool send_message_unflushed(MessageRef m) = 0;
+  // On the connection's own worker thread: writes out what send_message_unflushed left waiting.
+  // Elsewhere nothing waits, and it does nothing.
+  virtual void flush_output() = 0;
   // Ask the peer for a KEEPALIVE2_ACK now (liveness probe).
   virtual void send_keepalive() = 0;
   // True while the session is established over a live link.

@@ -5,7 +5,7 @@
 namespace bypass::msgr {
 
 ConnectionLink::ConnectionLink(Worker* worker_in, uint64_t serial_in, std::string peer_text_in)
-    : serial(serial_in), worker(worker_in), peer_text(std::move(peer_text_in)), read_size_(kMaxReadSize / 4) {}
+    : worker(worker_in), read_size_(kMaxReadSize / 4), serial(serial_in), peer_text(std::move(peer_text_in)) {}
 
 void ConnectionLink::arm(int mask, bool& armed, EventCenter::FileCallback callback) {
   if (armed) return;

@@ -1,5 +1,7 @@
 #include "msgr/message.h"
 
+#include <new>
+
 #include "base/pool_allocator.h"
 
 namespace bypass::msgr {
@@ -19,6 +21,22 @@ MessageRef MessageRegistry::create(uint16_t type, uint16_t version, uint16_t com
     if (it != table->end()) return it->second();
   }
   return make_message(type, version, compat);
+}
+
+BufferList& Message::make_middle() {
+  void* block = PoolAllocator<BufferList>().allocate(1);
+  middle_.reset(new (block) BufferList());
+  return *middle_;
+}
+
+void Message::MiddleDeleter::operator()(BufferList* middle) const {
+  middle->~BufferList();
+  PoolAllocator<BufferList>().deallocate(middle, 1);
+}
+
+const BufferList& Message::empty_middle() {
+  static const BufferList empty{};
+  return empty;
 }
 
 MessageRef make_message(uint16_t type, uint16_t version, uint16_t compat_version) {

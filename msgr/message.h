@@ -57,13 +57,16 @@ class Message {
   // The three payload segments, to fill before sending or read after receiving. data is for
   // bulk bytes: its buffers are sent and received without copying.
   BufferList& front() { return front_; }
-  BufferList& middle() { return middle_; }  // see front()
+  // see front(); the middle list is made on first use (a message carries one rarely), so a
+  // message that has none saves its 144 bytes: fewer cache lines to write when it is made and to
+  // read when it goes, which a thousand connections' messages do cold.
+  BufferList& middle() { return middle_ ? *middle_ : make_middle(); }
   BufferList& data() { return data_; }  // see front()
   const BufferList& front() const { return front_; }  // see front()
-  const BufferList& middle() const { return middle_; }  // see front()
+  const BufferList& middle() const { return middle_ ? *middle_ : empty_middle(); }  // see front()
   const BufferList& data() const { return data_; }  // see front()
   // Bytes of front, middle and data together: what the receiver's byte throttles count.
-  size_t payload_length() const { return front_.length() + middle_.length() + data_.length(); }
+  size_t payload_length() const { return front_.length() + middle().length() + data_.length(); }
 
   // Fired once, on the connection's worker thread, when the peer acknowledges the message
   // (lossless policies) or it has been handed to the transport (lossy ones). `delivered` is false
@@ -87,9 +90,17 @@ class Message {
   uint16_t version_;
   uint16_t compat_version_;
   uint16_t priority_ = kMsgPriorityDefault;
+  // Gives the middle list's block back to the pool of the thread that drops the message.
+  struct MiddleDeleter {
+    void operator()(BufferList* middle) const;
+  };
+  BufferList& make_middle();
+  static const BufferList& empty_middle();
+
   uint64_t tid_ = 0;
   uint64_t seq_ = 0;
-  BufferList front_, middle_, data_;
+  std::unique_ptr<BufferList, MiddleDeleter> middle_;  // beside the header fields: see middle()
+  BufferList front_, data_;
   std::function<void(bool)> completion_;
   ConnectionRef connection_;
   EntityName source_;

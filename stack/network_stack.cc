@@ -170,10 +170,11 @@ void NetworkStack::take_over_loops() {
   for (auto& w : workers_) w->center().set_owner();
 }
 
-int NetworkStack::poll() {
+int NetworkStack::poll(std::chrono::nanoseconds max_wait) {
   if (!polled_here())
     throw std::logic_error(type_ + " stack: poll() on a thread that does not run its loops (ms.worker_threads "
                            "false: only the thread that started the stack polls it)");
+  if (workers_.size() == 1) return workers_.front()->center().process_events(max_wait);
   int ran = 0;
   for (auto& w : workers_) ran += w->center().process_events(std::chrono::nanoseconds::zero());
   return ran;

@@ -238,7 +238,11 @@ class NetworkStack {
   // loop (received packets, fired socket events, due timers, closures other threads dispatched),
   // without blocking. Returns the callbacks run, 0 when there was nothing to do. Throws
   // std::logic_error on any other thread or stack: only one thread may run a worker's loop.
-  int poll();
+  // With `max_wait` and a single worker, that loop may wait up to max_wait for an event in its
+  // driver (epoll sleeps until a socket is ready; a busy-polling driver returns at once), so an
+  // idle caller sleeps as a worker thread would. With several workers it never waits (one may
+  // have work while another waits).
+  int poll(std::chrono::nanoseconds max_wait = std::chrono::nanoseconds::zero());
   // Waits about `duration`: polls meanwhile where polled_here() (what the caller waits for may
   // need the loops: an acknowledgement, a timer, a closure), sleeps on any other thread.
   void pause(std::chrono::nanoseconds duration);

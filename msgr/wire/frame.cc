@@ -315,7 +315,8 @@ bool FrameReader::read(BufferList& input, Frame* out) {
   out->aborted = false;
   for (size_t i = 0; i < kMaxSegments; ++i) {
     out->alignments[i] = descs_[i].alignment;
-    out->segments[i].clear();
+    // Most are empty already (moved into a message, or cleared when the last input ended).
+    if (out->segments[i].segment_count() != 0) out->segments[i].clear();
   }
   out->onwire_length = need + (rx_ ? kPreambleSize + kPreambleInlineSize + kAesGcmTagLen : kPreambleSize);
   have_preamble_ = false;  // whatever happens below, this preamble is used up

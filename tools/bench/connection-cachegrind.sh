@@ -9,7 +9,8 @@
 #   tools/bench/connection-cachegrind.sh [BUILD_DIR]   (default build/release, built when missing)
 #   COUNTS="16 1024" TRANSPORTS="posix dpdk" SIZE=4K DEPTH=4; N1/N2 messages per run (default
 #   the larger of 4,000 and 4 windows (connections x depth), and 3 x N1); KEEP=1 keeps the outputs
-#   (cg_annotate DIR/server.dpdk.1024.N2 for the functions)
+#   (cg_annotate DIR/server.dpdk.1024.N2 for the functions); LL=SIZE,WAYS,LINE simulates another
+#   last level, e.g. LL=1048576,8,64 for one core's L2 (what per-connection state must fit in)
 # dpdk runs over memif in copy mode on plain memory (valgrind cannot follow vhost-user's shared
 # hugepages) and busy-polls: its poll loop's idle turns count too. The simulated caches are this
 # machine's: D1 48 KiB 12-way, LL 32 MiB 16-way (the L3, which the processes really share). Under
@@ -49,7 +50,7 @@ measure() {
     --set bench.progress=off --set ms.connect_timeout=300s)
   local sock=/run/connection-cachegrind-$$.sock
   [ "$t" = dpdk ] && sets+=(--set bench.dpdk_link=memif --set dpdk.no_huge=yes --set bench.link_socket="$sock")
-  local vg=(valgrind --tool=cachegrind --max-threads=$((c + 64)) --I1=32768,8,64 --D1=49152,12,64 --LL=33554432,16,64)
+  local vg=(valgrind --tool=cachegrind --max-threads=$((c + 64)) --I1=32768,8,64 --D1=49152,12,64 --LL="${LL:-33554432,16,64}")
   "${vg[@]}" --cachegrind-out-file="$work/server.$name" "$bench" "${sets[@]}" server >"$work/server.$name.log" 2>&1 &
   local server=$!
   pids=("$server")

@@ -14,8 +14,15 @@
 # to reply).
 # The sender's fio options for like for like: iodepth_batch_complete_max=<iodepth> (fio's default, 1,
 # reaps one completion per getevents call where bypass-bench's client handles every reply its worker
-# read), disable_slat=1 and disable_lat=1 (bypass-bench keeps one latency sample per message, as
+# read), iodepth_batch_submit=<iodepth> (fio's default, 1, commits every request on its own: where
+# the job's thread polls the stack, one write per request, where bypass-bench's client writes all
+# the requests it sent while handling a read at once), disable_slat=1 and disable_lat=1 (bypass-bench keeps one latency sample per message, as
 # fio then does: clat, the figure compared, is kept for every io).
+# The ceiling: each round also runs fio's null ioengine (no network) on the sending CPU with the same
+# rw, iodepth and options, so fio's own time per io on this machine is measured beside the runs; the
+# table's "ceil x" is then the best IOPS ratio fio can reach, t_bench / (t_bench + t_fio), and "recv x"
+# the same bound from the receiver's io_u per served request. A row whose ceiling is below 0.9 is
+# bounded there by fio itself.
 # With posix it also runs fio writes the way Ceph published its ceph-msgr engine's loopback figures
 # (4 KiB at depth 1, 8 KiB at depth 128) and prints them beside Ceph's (other hardware).
 #
@@ -133,7 +140,7 @@ run_fio() {
   fi
   taskset -c "$client_cpu" fio --name=sender "${common[@]}" --bypass_set="$client_set" --hostname="$host" \
     --rw="$rw" --bs="$bs" --iodepth="$depth" --size=64m --time_based --ramp_time=1 --runtime="$seconds" \
-    --iodepth_batch_complete_max="$depth" --disable_slat=1 --disable_lat=1 \
+    --iodepth_batch_submit="$depth" --iodepth_batch_complete_max="$depth" --disable_slat=1 --disable_lat=1 \
     --bypass_timeout=60 --output-format=json --output="$work/fio.json" >"$work/sender.log" 2>&1 ||
     { cat "$work/sender.log" "$work/receiver.log" >&2; kill "$receiver" 2>/dev/null; echo "fio-vs-bench: fio failed ($transport $rw $depth)" >&2; exit 1; }
   local status=0
@@ -152,10 +159,35 @@ print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["clat_ns"]["m
     "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)" "$work/receiver.json" "$polled"
 }
 
+# run_null DEPTH RW [RECEIVER]: fio's own cost per io on this machine, with no network: fio's null
+# ioengine on the sending CPU with the sender's options and depth ("iops"; RECEIVER=1: the
+# receiver's case instead, one synchronous io_u per served request with no latency samples, as the
+# engine sets them up). The null engine completes an io at once (queued and reaped in getevents
+# where iodepth > 1), so 1 / iops, counted per second of CPU the job got, is what fio spends per io
+# outside any engine.
+run_null() {
+  local args=(--rw="$2" --iodepth="$1" --iodepth_batch_submit="$1" --iodepth_batch_complete_max="$1" --disable_slat=1
+              --disable_lat=1)
+  [ "${3:-0}" = 1 ] && args=(--rw=read --iodepth=1 --disable_slat=1 --disable_lat=1 --disable_clat=1)
+  taskset -c "$client_cpu" fio --name=null --ioengine=null --thread --bs=4k --size=64m --time_based --ramp_time=1 \
+    --runtime=2 "${args[@]}" --output-format=json --output="$work/null.json" >"$work/null.log" 2>&1 ||
+    { cat "$work/null.log" >&2; echo "fio-vs-bench: fio's null ioengine failed (depth $1, $2)" >&2; exit 1; }
+  # IOPS per second of the CPU fio got (usr_cpu + sys_cpu): the machine's other load left out.
+  python3 -c 'import json, sys
+job = json.load(open(sys.argv[1]))["jobs"][0]
+print(job[sys.argv[2]]["iops"] / max(0.01, min(1.0, (job["usr_cpu"] + job["sys_cpu"]) / 100)))' "$work/null.json" "$([ "$2" = write ] && [ "${3:-0}" != 1 ] && echo write || echo read)"
+}
+
 echo "fio-vs-bench: $rounds rounds of ${seconds} s per run; fio bypass_poll=$fio_poll${fio_baseline:+, baseline bypass_poll=$fio_baseline}"
 echo "load before: $(uptime | sed 's/.*load average: //')"
 results=$work/results
 for round in $(seq 1 "$rounds"); do
+  for depth in $depths; do
+    for shape in write read; do
+      iops=$(run_null "$depth" "$shape"); echo "null $depth $shape $iops - - -" >> "$results"
+    done
+  done
+  iops=$(run_null 1 read 1); echo "null-receiver 1 read $iops - - -" >> "$results"
   for transport in $transports; do
     for depth in $depths; do
       echo "round $round: $transport depth $depth" >&2
@@ -182,8 +214,8 @@ import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     transport, depth, tool, rate, p50, mean, cpu = line.split()
-    runs.setdefault((transport, int(depth), tool), []).append(
-        (float(rate), float(p50), float(mean), None if cpu == "-" else float(cpu)))
+    number = lambda text: None if text == "-" else float(text)
+    runs.setdefault((transport, int(depth), tool), []).append((float(rate), number(p50), number(mean), number(cpu)))
 poll, baseline = sys.argv[3], sys.argv[4]
 med = lambda rows, i: statistics.median(r[i] for r in rows)
 def cpu(rows):
@@ -195,8 +227,16 @@ print(f"\nmedians of {sys.argv[2]} rounds (rate: bypass-bench msgs/s, fio IOPS; 
 print("write: 4 KiB requests, empty replies (bypass-bench bench.reply_size=0) / fio rw=write bs=4k")
 print("read: 16 B requests, 4 KiB replies (bench.message_size=16, bench.reply_size=4K) / fio rw=read bs=4k")
 print("cpu %: the lower of the two sides' share of their CPU (dpdk: each side one busy-polling thread)")
+print("ceil x: the best IOPS x fio can reach, t_bench / (t_bench + t_fio): t_bench = 1 / bypass-bench's msgs/s,")
+print("  t_fio = fio's own CPU time per io (its null ioengine's CPU seconds / ios, same rw, iodepth and options,")
+print("  on the sender's CPU, measured in the same rounds: fio us); recv x: the same bound from the receiver's io_u per served")
+print("  request (null ioengine, one synchronous io at a time, no latency samples); mean x: mean latencies' ratio")
+print("out us: depth 1, fio's time per io outside its clat window (1 / IOPS - mean clat)")
+null_iops = {(d, tool): med(rows, 0) for (t, d, tool), rows in runs.items() if t == "null"}
+receiver_iops = next((med(rows, 0) for (t, d, tool), rows in runs.items() if t == "null-receiver"), None)
+bound = lambda rate, own_iops: "-" if own_iops is None else f"{1 / (1 + rate / own_iops):.2f}"
 head = (f"{'case':<16}{'shape':<7}{'bench msgs/s':>13}{'p50':>8}{'cpu %':>6}{'fio IOPS':>10}{'p50':>8}{'cpu %':>6}"
-        f"{'IOPS x':>8}{'p50 x':>7}")
+        f"{'IOPS x':>8}{'p50 x':>7}{'mean x':>7}{'fio us':>7}{'ceil x':>7}{'recv x':>7}{'out us':>7}")
 if baseline:
     head += f"   {'fio ' + baseline + ' IOPS':>20}{'p50':>8}{'IOPS x':>8}{'p50 x':>7}"
 print(head)
@@ -208,9 +248,16 @@ for (transport, depth, tool) in sorted(k for k in runs if k[2].startswith("bench
     if not f:
         continue
     f_rate, f_p50, f_cpu = med(f, 0), med(f, 1), cpu(f)
+    b_mean, f_mean = med(b, 2), med(f, 2)
+    # At depth 1 fio's cycle is one clat plus what fio does between a completion and the next
+    # submission: 1 / IOPS - mean clat (at depth > 1 the ios overlap: not shown).
+    outside = f"{1e6 / f_rate - f_mean:.1f}" if depth == 1 else "-"
     starved += [s for s in (b_cpu, f_cpu) if s is not None and s < 90]
     row = (f"{transport + ' 4KiB d' + str(depth):<16}{shape:<7}{b_rate:>13.0f}{b_p50:>8.1f}{cpu_text(b_cpu):>6}"
-           f"{f_rate:>10.0f}{f_p50:>8.1f}{cpu_text(f_cpu):>6}{f_rate / b_rate:>8.2f}{f_p50 / b_p50:>7.2f}")
+           f"{f_rate:>10.0f}{f_p50:>8.1f}{cpu_text(f_cpu):>6}{f_rate / b_rate:>8.2f}{f_p50 / b_p50:>7.2f}"
+           f"{f_mean / b_mean:>7.2f}{1e6 / null_iops.get((depth, shape), float('inf')):>7.2f}"
+           f"{bound(b_rate, null_iops.get((depth, shape))):>7}{bound(b_rate, receiver_iops):>7}"
+           f"{outside:>7}")
     g = runs.get((transport, depth, "baseline-" + shape))
     if g:
         g_rate, g_p50 = med(g, 0), med(g, 1)

@@ -111,6 +111,8 @@ int bypass_fio_queue(bypass_fio_job* job, void* io, int op, void* buf, uint64_t 
   }
 }
 
+void bypass_fio_commit(bypass_fio_job* job) { job->impl->commit(); }
+
 int bypass_fio_getevents(bypass_fio_job* job, unsigned min, unsigned max, char* error, size_t error_len) {
   try {
     std::string why;

@@ -37,6 +37,7 @@ struct bypass_fio_job_options {
   unsigned timeout_seconds;   /* bypass_timeout: connect and reply bound */
   uint64_t size;              /* fio's size= (sender: the objects' total size; receiver: memory budget) */
   unsigned iodepth;           /* fio's iodepth: how many io_us the job sets up */
+  unsigned iodepth_batch;     /* fio's iodepth_batch_submit: ios queued between two commits */
   int poll;                   /* enum bypass_fio_poll */
   unsigned process_jobs;      /* the jobs of this fio process (fio's thread_number count) */
 };
@@ -87,6 +88,11 @@ enum bypass_fio_queued {
  * BYPASS_FIO_JOB_DONE. The receiver serves on the messenger's workers whether or not fio waits. */
 int bypass_fio_queue(bypass_fio_job *job, void *io, int op, void *buf, uint64_t length, uint64_t offset,
                      uint64_t object, uint64_t *bytes, char *error, size_t error_len);
+
+/* Sender: writes out the requests queued since the last commit (fio commits after every
+ * iodepth_batch_submit queued ios, and before it waits). Only where the job's thread runs the stack's
+ * loops do requests wait for it: they then leave together, in one write. Receiver: nothing to do. */
+void bypass_fio_commit(bypass_fio_job *job);
 
 /* Sender: waits until at least `min` queued requests completed (min 0: does not wait), returns
  * how many (at most `max`) are ready for bypass_fio_event(), or a negative errno with the error set

@@ -20,6 +20,7 @@ class EngineJob {
   virtual void free_io(void* io) = 0;
   virtual int queue(void* io, int op, void* buf, uint64_t length, uint64_t offset, uint64_t object, uint64_t* bytes,
                     std::string* error) = 0;
+  virtual void commit() {}
   virtual int getevents(unsigned min, unsigned max, std::string* error) = 0;
   virtual void* event(int i, int* error) = 0;
   // fio's clean-up: closes the session(s). False when the messenger may still touch this job's

@@ -126,7 +126,8 @@ static struct fio_option options[] = {
         .posval =
             {
                 {.ival = "auto", .oval = BYPASS_FIO_POLL_AUTO,
-                 .help = "job on dpdk when the job is the process's only one, else workers"},
+                 .help = "job when the job is the process's only one (posix: and it commits its requests in "
+                         "batches or runs at iodepth 1), else workers"},
                 {.ival = "job", .oval = BYPASS_FIO_POLL_JOB,
                  .help = "the job's own thread, while it waits (its stack serves no other job)"},
                 {.ival = "workers", .oval = BYPASS_FIO_POLL_WORKERS, .help = "worker threads of the stack's own"},
@@ -161,6 +162,7 @@ static void job_options(struct thread_data *td, struct bypass_fio_job_options *o
   out->timeout_seconds = o->timeout;
   out->size = td->o.size;
   out->iodepth = td->o.iodepth;
+  out->iodepth_batch = td->o.iodepth_batch;
   out->poll = (int)o->poll;
   out->process_jobs = process_jobs();
 }
@@ -309,6 +311,11 @@ static enum fio_q_status bypass_queue(struct thread_data *td, struct io_u *io_u)
   }
 }
 
+static int bypass_commit(struct thread_data *td) {
+  bypass_fio_commit(td->io_ops_data);
+  return 0;
+}
+
 static int bypass_getevents(struct thread_data *td, unsigned int min, unsigned int max, const struct timespec *t) {
   char error[ERROR_LEN]; /* as in bypass_queue: not zero-filled per call */
   int r;
@@ -371,6 +378,7 @@ __attribute__((visibility("default"))) void get_ioengine(struct ioengine_ops **o
   ioengine.io_u_init = bypass_io_u_init;
   ioengine.io_u_free = bypass_io_u_free;
   ioengine.queue = bypass_queue;
+  ioengine.commit = bypass_commit;
   ioengine.getevents = bypass_getevents;
   ioengine.event = bypass_event;
   ioengine.option_struct_size = sizeof(struct bypass_fio_options);

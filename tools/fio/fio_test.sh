@@ -5,7 +5,8 @@
 #   posix   one fio process: a receiver and 2 sending jobs, randwrite bsrange=4k-64k verify=md5
 #           iodepth 16, then randrw verify=crc32c; the JSON must show no error and I/O in both
 #           directions (the verify reads) on every sender, requests served on the receiver; then
-#           a receiver and a sender process whose job threads poll their stacks (bypass_poll=job)
+#           a receiver and a sender process, one job each, whose job threads poll their stacks
+#           (bypass_poll=auto: the receiving process must have no worker thread)
 #   dpdk    examples/fio/dpdk-{receiver,sender}.fio as two fio processes over net_memif, crc32c
 #   errors  every bad input and fault, each with its message: an unknown engine option, bad
 #           bypass_set / bypass_config, no port, no size, verify on the receiver, a receiver that is
@@ -104,19 +105,30 @@ EOF
   sed -i 's/^rw=randwrite/rw=randrw/; s/^verify=md5/verify=crc32c/' posix.fio
   run_fio randrw-crc32c 120 posix.fio || { status=$?; cat randrw-crc32c.out; fail "randrw verify=crc32c: fio exited $status"; }
   check_json randrw-crc32c.json 3
-  # Each side's job thread polling its own stack (bypass_poll=job, ms.worker_threads false): two
-  # processes, one job each, randrw verified.
+  # Two processes, one job each: bypass_poll=auto (the default) has each job's thread poll its own
+  # stack (ms.worker_threads false), so neither process has a worker thread; randrw verified.
   port=$(free_port)
-  poll=(--ioengine=external:"$engine" --thread --ms_type=posix --port="$port" --bypass_poll=job)
+  poll=(--ioengine=external:"$engine" --thread --ms_type=posix --port="$port")
   run_fio polled-receiver 120 "${poll[@]}" --name=receiver --receiver=1 --rw=read --size=64m &
   pids+=($!)
-  run_fio polled-sender 120 "${poll[@]}" --name=sender --rw=randrw --bs=4k --iodepth=16 --size=8m --verify=crc32c
+  for _ in $(seq 1 300); do  # listening: its stack has started (and any worker thread with it)
+    [ -n "$(ss -Hltn "( sport = :$port )")" ] && break
+    sleep 0.1
+  done
+  receiver_pid=$(for pid in $(pgrep -f -- "--port=$port"); do [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = fio ] && echo "$pid"; done)
+  [ -n "$receiver_pid" ] || { cat polled-receiver.out; fail "bypass_poll=auto: no receiving fio listening on port $port"; }
+  workers=$(cat /proc/"$receiver_pid"/task/*/comm 2>/dev/null | grep -c '^bypass-w')
+  [ "$workers" = 0 ] || fail "bypass_poll=auto, posix, one job: the receiving fio runs $workers worker threads (expected its job thread to poll)"
+  # iodepth_batch_submit: the sender commits its requests in batches, so auto polls there too and
+  # each batch leaves in one write (send_message_unflushed, then flush_output at fio's commit).
+  run_fio polled-sender 120 "${poll[@]}" --name=sender --rw=randrw --bs=4k --iodepth=16 --iodepth_batch_submit=16 \
+    --size=8m --verify=crc32c
   sender_status=$?
   wait "${pids[0]}"
   receiver_status=$?
   pids=()
-  [ "$sender_status" = 0 ] || { cat polled-sender.out polled-receiver.out; fail "bypass_poll=job: the sending fio exited $sender_status"; }
-  [ "$receiver_status" = 0 ] || { cat polled-receiver.out; fail "bypass_poll=job: the receiving fio exited $receiver_status"; }
+  [ "$sender_status" = 0 ] || { cat polled-sender.out polled-receiver.out; fail "bypass_poll=auto (job): the sending fio exited $sender_status"; }
+  [ "$receiver_status" = 0 ] || { cat polled-receiver.out; fail "bypass_poll=auto (job): the receiving fio exited $receiver_status"; }
   check_json polled-sender.json 1
   check_json polled-receiver.json 1
   ;;

@@ -83,10 +83,15 @@ JobSettings JobSettings::resolve(const bypass_fio_job_options& options) {
     }
   if (const char* type = ms_type_name(options.ms_type)) job.conf.set("ms.type", type, "ms_type");
   job.transport = job.conf.get_string("ms.type");
-  // A dpdk worker busy-polls a CPU that the job's thread would otherwise have to win from it at
-  // every request (docs/fio.md): a single job polls the stack itself.
+  // A single job polls the stack itself, one thread per process as bypass-bench runs (docs/fio.md):
+  // on dpdk a worker would busy-poll a CPU the job's thread then has to win from it at every
+  // request; on posix every request and reply would cross between two threads. A posix job that
+  // commits its requests one by one at depth (fio's default iodepth_batch_submit, 1) keeps the
+  // worker, which writes what was handed over meanwhile at once; polled, each would be a write.
+  const bool posix_batches = job.transport == "posix" && (options.iodepth <= 1 || options.iodepth_batch > 1);
   const bool job_polls = options.poll == BYPASS_FIO_POLL_JOB ||
-                         (options.poll == BYPASS_FIO_POLL_AUTO && job.transport == "dpdk" && options.process_jobs == 1);
+                         (options.poll == BYPASS_FIO_POLL_AUTO && options.process_jobs == 1 &&
+                          (job.transport == "dpdk" || posix_batches));
   if (job_polls) job.conf.set("ms.worker_threads", "false", "bypass_poll");
   if (options.poll == BYPASS_FIO_POLL_WORKERS) job.conf.set("ms.worker_threads", "true", "bypass_poll");
   job.address = parse_address(job, options.hostname, options.port);

@@ -143,6 +143,9 @@ int Receiver::queue(void*, int, void*, uint64_t, uint64_t, uint64_t, uint64_t* b
       // is read once per kPollsPerCheck polls (each poll reads it once already).
       for (int i = 0; i < kPollsPerCheck && served_requests_.load(std::memory_order_acquire) == reported_requests_; ++i)
         stack_->stack()->poll();
+      // Nothing came: wait in the loop's driver (posix sleeps in epoll until a request is readable,
+      // as a worker thread would; a busy-polling dpdk driver returns at once).
+      if (served_requests_.load(std::memory_order_acquire) == reported_requests_) stack_->stack()->poll(kPoll);
     } else {
       std::this_thread::sleep_for(kPoll);
     }

@@ -38,6 +38,7 @@ class Sender final : public EngineJob, public msgr::Dispatcher {
   void free_io(void* io) override;
   int queue(void* io, int op, void* buf, uint64_t length, uint64_t offset, uint64_t object, uint64_t* bytes,
             std::string* error) override;
+  void commit() override;
   int getevents(unsigned min, unsigned max, std::string* error) override;
   void* event(int i, int* error) override;
 
@@ -91,6 +92,7 @@ class Sender final : public EngineJob, public msgr::Dispatcher {
   std::vector<CompletionLink*> ready_;  // job thread: completed, not yet returned by getevents
   std::vector<Io*> events_;             // job thread: what the last getevents returned
   size_t in_flight_ = 0;                // job thread: queued and not yet collected
+  bool unflushed_ = false;              // job thread: requests wait for commit() (polls_ only)
 
   // open_file waits for one OpenReply at a time (under session_lock_).
   std::condition_variable open_cv_;
