@@ -79,6 +79,7 @@ class LoadGenerator : public msgr::Dispatcher {
 
  private:
   struct Window {
+    LoadGenerator* generator = nullptr;  // lets a completion hook capture only {window, tid}
     msgr::ConnectionRef connection;
     std::mutex lock;
     std::vector<Clock::time_point> sent_at;  // by tid % depth
