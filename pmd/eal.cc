@@ -1,12 +1,19 @@
+// Interrupt instances (rte_intr_instance_alloc and its setters) are still experimental in DPDK
+// 22.11, and an rte_intr_handle cannot be built otherwise: park_interrupt_thread() needs one.
+#define ALLOW_EXPERIMENTAL_API
+
 #include "pmd/eal.h"
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_interrupts.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -347,9 +354,69 @@ bool eal_started() {
   return started_plan.has_value();
 }
 
+namespace {
+
+// DPDK 22.11's rte_eal_cleanup() never stops the EAL interrupt thread, yet it unmaps EAL memory
+// (rte_eal_memory_detach) while interrupt sources whose handles live there (net_memif's control
+// channel and socket, allocated RTE_INTR_INSTANCE_F_SHARED) may still be on that thread's list.
+// When one of their fds wakes the thread after that (the memif peer closing its end),
+// eal_intr_process_interrupts() reads the unmapped handle in rte_intr_fd_get(): SIGSEGV during
+// exit (5 of 45 receivers with 2 workers), which under ASan deadlocked with the leak check into a
+// process that never exits. So before cleanup the thread is parked for good in the callback of a
+// source of our own (an eventfd): it handles nothing more, and exit() ends it. Not in an alarm
+// callback: cleanup unregisters the alarm source with rte_intr_callback_unregister_sync(), which
+// would wait for that callback forever.
+enum class Park : int { Pending, Parked, Abandoned };
+
+struct Parking {
+  std::atomic<Park> state{Park::Pending};
+  int fd = -1;
+  rte_intr_handle* handle = nullptr;
+};
+
+void park_forever(void* arg) {
+  auto* parking = static_cast<Parking*>(arg);
+  eventfd_t value;
+  eventfd_read(parking->fd, &value);  // the thread does not read an EXT source's fd itself
+  Park expected = Park::Pending;
+  if (!parking->state.compare_exchange_strong(expected, Park::Parked)) return;  // stop_eal gave up waiting
+  for (;;) pause();
+}
+
+void park_interrupt_thread() {
+  static Parking parking;  // static: the parked thread holds it until exit
+  parking.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  parking.handle = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+  if (parking.fd < 0 || parking.handle == nullptr || rte_intr_fd_set(parking.handle, parking.fd) != 0 ||
+      rte_intr_type_set(parking.handle, RTE_INTR_HANDLE_EXT) != 0 ||
+      rte_intr_callback_register(parking.handle, park_forever, &parking) != 0) {
+    BYPASS_LOG(Warn, "pmd", "cannot park the EAL interrupt thread before cleanup (%s)", std::strerror(errno));
+    rte_intr_instance_free(parking.handle);
+    if (parking.fd >= 0) close(parking.fd);
+    return;
+  }
+  eventfd_write(parking.fd, 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (parking.state.load(std::memory_order_acquire) == Park::Pending &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  Park expected = Park::Pending;
+  if (parking.state.compare_exchange_strong(expected, Park::Abandoned)) {
+    // Busy for 2 s (a handler still running): cleanup goes ahead as it would without us; our
+    // callback, if it runs now, returns at once, so waiting for it here is bounded.
+    rte_intr_callback_unregister_sync(parking.handle, park_forever, &parking);
+    rte_intr_instance_free(parking.handle);
+    close(parking.fd);
+    BYPASS_LOG(Warn, "pmd", "the EAL interrupt thread stayed busy for 2 s; cleaning up without parking it");
+  }
+}
+
+}  // namespace
+
 void stop_eal() {
   std::lock_guard lock(eal_mutex);
   if (!started_plan) return;
+  park_interrupt_thread();
   rte_eal_cleanup();
   started_plan.reset();
   eal_stopped = true;
