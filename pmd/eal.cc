@@ -386,12 +386,19 @@ void park_forever(void* arg) {
 void park_interrupt_thread() {
   static Parking parking;  // static: the parked thread holds it until exit
   parking.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  parking.handle = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
-  if (parking.fd < 0 || parking.handle == nullptr || rte_intr_fd_set(parking.handle, parking.fd) != 0 ||
-      rte_intr_type_set(parking.handle, RTE_INTR_HANDLE_EXT) != 0 ||
-      rte_intr_callback_register(parking.handle, park_forever, &parking) != 0) {
-    BYPASS_LOG(Warn, "pmd", "cannot park the EAL interrupt thread before cleanup (%s)", std::strerror(errno));
-    rte_intr_instance_free(parking.handle);
+  std::string failed;
+  if (parking.fd < 0) {
+    failed = std::string("eventfd: ") + std::strerror(errno);
+  } else if ((parking.handle = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE)) == nullptr ||
+             rte_intr_fd_set(parking.handle, parking.fd) != 0 ||
+             rte_intr_type_set(parking.handle, RTE_INTR_HANDLE_EXT) != 0) {
+    failed = std::string("interrupt instance: ") + rte_strerror(rte_errno);
+  } else if (const int rc = rte_intr_callback_register(parking.handle, park_forever, &parking); rc != 0) {
+    failed = std::string("rte_intr_callback_register: ") + rte_strerror(-rc);
+  }
+  if (!failed.empty()) {
+    BYPASS_LOG(Warn, "pmd", "cannot park the EAL interrupt thread before cleanup (%s)", failed.c_str());
+    if (parking.handle != nullptr) rte_intr_instance_free(parking.handle);
     if (parking.fd >= 0) close(parking.fd);
     return;
   }
