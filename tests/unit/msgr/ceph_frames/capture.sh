@@ -62,15 +62,21 @@ record() {
   port=$(mon_port "$conf")
   dumpcap -q -i lo -f "tcp port $port" -w "$pcap" -a duration:30 >"$work/$name.dumpcap" 2>&1 &
   dumpcap_pid=$!
-  # dumpcap says "Capturing on" once it captures; bounded wait.
-  for _ in $(seq 1 100); do
-    grep -q "Capturing on" "$work/$name.dumpcap" && break
+  # Start the CLI only once packets are being recorded. dumpcap prints "Capturing on" BEFORE it
+  # opens its packet socket, and "File: PATH" after the socket is bound with the filter attached
+  # (strace shows the order): waiting for "Capturing on" let a fast CLI run (bad-method, a few ms)
+  # go by unrecorded, an empty capture. Bounded wait; a dumpcap that never gets there is an error.
+  local ready=0
+  for _ in $(seq 1 200); do
+    grep -q "^File: " "$work/$name.dumpcap" && { ready=1; break; }
     if ! kill -0 "$dumpcap_pid" 2>/dev/null; then
       echo "capture.sh: dumpcap cannot capture on lo: $(tail -1 "$work/$name.dumpcap")" >&2
       exit 77
     fi
     sleep 0.1
   done
+  [ "$ready" = 1 ] ||
+    { echo "capture.sh: $name: dumpcap did not start recording within 20 s: $(tail -1 "$work/$name.dumpcap")" >&2; exit 1; }
   timeout 30 ceph -c /dev/null --no-mon-config -m "v2:$(mon_host "$conf")" --connect-timeout 10 "$@" \
     mon dump >"$work/$name.cli" 2>&1 || true
   sleep 0.2  # the last segments reach lo's capture
