@@ -54,6 +54,14 @@ ensure_mon() {  # AUTH
 mon_host() { sed -n 's/^mon host = v2:\(.*\)$/\1/p' "$1"; }  # IP:PORT
 mon_port() { mon_host "$1" | sed 's/.*://'; }
 
+# The tcp.stream index of the first connection the capture $1 saw opened (SYN) to port $2; empty
+# when there is none. Chosen by its SYN so that the end of an earlier run's connection, when it
+# reaches this capture, is not taken for this run's.
+first_stream_to() {
+  tshark -r "$1" -T fields -e tcp.stream \
+    -Y "tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == $2" 2>/dev/null | head -1 || true
+}
+
 # Records one CLI run against the monitor of ceph.conf $1; the rest are the CLI's options.
 record() {
   local name=$1 conf=$2
@@ -62,24 +70,54 @@ record() {
   port=$(mon_port "$conf")
   dumpcap -q -i lo -f "tcp port $port" -w "$pcap" -a duration:30 >"$work/$name.dumpcap" 2>&1 &
   dumpcap_pid=$!
-  # dumpcap says "Capturing on" once it captures; bounded wait.
-  for _ in $(seq 1 100); do
-    grep -q "Capturing on" "$work/$name.dumpcap" && break
+  # Start the CLI only once packets are being recorded. dumpcap prints "Capturing on" BEFORE it
+  # opens its packet socket, and "File: PATH" after the socket is bound with the filter attached
+  # (strace shows the order): waiting for "Capturing on" let a fast CLI run (bad-method, a few ms)
+  # go by unrecorded, an empty capture. Bounded wait; a dumpcap that never gets there is an error.
+  local ready=0
+  for _ in $(seq 1 200); do
+    grep -q "^File: " "$work/$name.dumpcap" && { ready=1; break; }
     if ! kill -0 "$dumpcap_pid" 2>/dev/null; then
       echo "capture.sh: dumpcap cannot capture on lo: $(tail -1 "$work/$name.dumpcap")" >&2
       exit 77
     fi
     sleep 0.1
   done
+  [ "$ready" = 1 ] ||
+    { echo "capture.sh: $name: dumpcap did not start recording within 20 s: $(tail -1 "$work/$name.dumpcap")" >&2; exit 1; }
   timeout 30 ceph -c /dev/null --no-mon-config -m "v2:$(mon_host "$conf")" --connect-timeout 10 "$@" \
     mon dump >"$work/$name.cli" 2>&1 || true
-  sleep 0.2  # the last segments reach lo's capture
+  # Stop dumpcap only once the file holds the connection's end. libpcap hands dumpcap packets in
+  # TPACKET_V3 blocks, which the kernel releases when full or when their timeout (dumpcap's 250 ms
+  # read timeout) expires; packets still in an unreleased block when dumpcap is stopped are lost.
+  # The fixed 0.2 s wait this replaces lost the whole of a short run (bad-method: an empty capture,
+  # "no connection recorded") in about 1 run of 5 on a loaded machine. dumpcap flushes the file
+  # about every 0.5 s while packets come. The end: the monitor's FIN, or a reset from either side.
+  local stream='' ended=0
+  for _ in $(seq 1 40); do
+    sleep 0.25
+    [ -n "$stream" ] || stream=$(first_stream_to "$pcap" "$port")
+    if [ -n "$stream" ] && [ -n "$(tshark -r "$pcap" -T fields -e frame.number \
+         -Y "tcp.stream == $stream && (tcp.flags.reset == 1 || (tcp.flags.fin == 1 && tcp.srcport == $port))" \
+         2>/dev/null)" ]; then
+      ended=1
+      break
+    fi
+  done
   kill -INT "$dumpcap_pid"
   wait "$dumpcap_pid" || true
   dumpcap_pid=
-  # tshark's "follow" prints the first connection's payload as hex, one line per segment; the
-  # server's lines (node 1) are indented with a tab.
-  tshark -r "$pcap" -q -z follow,tcp,raw,0 2>/dev/null >"$work/$name.follow"
+  [ -n "$stream" ] || stream=$(first_stream_to "$pcap" "$port")
+  if [ -z "$stream" ]; then
+    echo "capture.sh: $name: no connection to port $port recorded; the CLI said:" >&2
+    tail -3 "$work/$name.cli" >&2
+    exit 1
+  fi
+  [ "$ended" = 1 ] ||
+    { echo "capture.sh: $name: the connection to port $port did not end within 10 s of the CLI's exit" >&2; exit 1; }
+  # tshark's "follow" prints that connection's payload as hex, one line per segment; the server's
+  # lines (node 1) are indented with a tab.
+  tshark -r "$pcap" -q -z "follow,tcp,raw,$stream" 2>/dev/null >"$work/$name.follow"
   grep -E '^Node [01]: ' "$work/$name.follow" | sed -e 's/^Node 0: /client /' -e 's/^Node 1: /server /' \
     >"$out/$name.endpoints"
   grep -q "^server .*:$port\$" "$out/$name.endpoints" ||
