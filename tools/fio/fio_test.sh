@@ -6,7 +6,8 @@
 #           iodepth 16, then randrw verify=crc32c; the JSON must show no error and I/O in both
 #           directions (the verify reads) on every sender, requests served on the receiver; then
 #           a receiver and a sender process, one job each, whose job threads poll their stacks
-#           (bypass_poll=auto: the receiving process must have no worker thread)
+#           (bypass_poll=auto: the receiving process must have no worker thread), and beside them
+#           a polled depth-1 sender whose session sends (almost) no ACK frames (perf dump)
 #   dpdk    examples/fio/dpdk-{receiver,sender}.fio as two fio processes over net_memif, crc32c
 #   errors  every bad input and fault, each with its message: an unknown engine option, bad
 #           bypass_set / bypass_config, no port, no size, verify on the receiver, a receiver that is
@@ -119,14 +120,35 @@ EOF
   [ -n "$receiver_pid" ] || { cat polled-receiver.out; fail "bypass_poll=auto: no receiving fio listening on port $port"; }
   workers=$(cat /proc/"$receiver_pid"/task/*/comm 2>/dev/null | grep -c '^bypass-w')
   [ "$workers" = 0 ] || fail "bypass_poll=auto, posix, one job: the receiving fio runs $workers worker threads (expected its job thread to poll)"
+  # Beside it, a polled sender at depth 1 (fio queues each request after the loop iteration that
+  # delivered the previous reply): its lossy session must send no ACK frame per reply (the next
+  # request's ack_seq carries it), so its messenger's acks_sent stays far below msgs_sent.
+  run_fio polled-depth1 120 "${poll[@]}" --name=depth1 --rw=write --bs=4k --iodepth=1 --size=8m --time_based \
+    --runtime=2 --bypass_set="ms.admin_socket=$work/depth1.asok" &
+  depth1=$!
+  for _ in $(seq 1 100); do [ -S "$work/depth1.asok" ] && break; sleep 0.05; done
+  sleep 0.5
+  "$BYPASS_ADMIN" "$work/depth1.asok" perf dump > depth1-perf.json 2>&1
+  admin_status=$?
   # iodepth_batch_submit: the sender commits its requests in batches, so auto polls there too and
   # each batch leaves in one write (send_message_unflushed, then flush_output at fio's commit).
   run_fio polled-sender 120 "${poll[@]}" --name=sender --rw=randrw --bs=4k --iodepth=16 --iodepth_batch_submit=16 \
     --size=8m --verify=crc32c
   sender_status=$?
+  wait "$depth1"
+  depth1_status=$?
   wait "${pids[0]}"
   receiver_status=$?
   pids=()
+  [ "$admin_status" = 0 ] || { cat depth1-perf.json polled-depth1.out; fail "bypass-admin perf dump of the depth-1 sender exited $admin_status"; }
+  [ "$depth1_status" = 0 ] || { cat polled-depth1.out polled-receiver.out; fail "bypass_poll=auto, depth 1: the sending fio exited $depth1_status"; }
+  python3 - depth1-perf.json <<'PY' || fail "the polled depth-1 sender acknowledged replies with ACK frames of their own"
+import json, sys
+counters = json.load(open(sys.argv[1]))["messengers"][0]["counters"]
+sent, acks = counters["msgs_sent"], counters["acks_sent"]
+print(f"depth-1 sender: {sent} messages sent, {acks} ACK frames")
+sys.exit(0 if sent >= 100 and acks * 4 < sent else 1)
+PY
   [ "$sender_status" = 0 ] || { cat polled-sender.out polled-receiver.out; fail "bypass_poll=auto (job): the sending fio exited $sender_status"; }
   [ "$receiver_status" = 0 ] || { cat polled-receiver.out; fail "bypass_poll=auto (job): the receiving fio exited $receiver_status"; }
   check_json polled-sender.json 1
