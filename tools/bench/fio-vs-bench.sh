@@ -43,7 +43,8 @@
 # Env: BENCH_SECONDS (measured seconds per run, 5), BENCH_TRANSPORTS ("posix dpdk"),
 #      BENCH_DEPTHS ("1 128"), BENCH_FIO_POLL (the engine's bypass_poll, default auto),
 #      BENCH_FIO_BASELINE (a second bypass_poll to run beside it; empty: none),
-#      BENCH_POSIX_BUSY_POLL (posix.busy_poll values for the posix cases, "50us 0s").
+#      BENCH_POSIX_BUSY_POLL (posix.busy_poll values for the posix cases, "50us 0s"),
+#      BENCH_FIO_LATENCY (fio's latency compared with bypass-bench's: clat, the default, or lat).
 #      dpdk needs root (memif, DPDK memory).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -56,6 +57,15 @@ depths=${BENCH_DEPTHS:-1 128}
 fio_poll=${BENCH_FIO_POLL:-auto}
 fio_baseline=${BENCH_FIO_BASELINE:-}
 posix_busy_polls=${BENCH_POSIX_BUSY_POLL:-50us 0s}
+# fio's latency compared: clat (default) starts when fio's queue and commit returned, i.e. after the
+# request was sent (fio's convention: the submission is slat); lat starts when fio took the io_u,
+# before the engine sends, as bypass-bench's starts before its send (one more clock read per io).
+fio_latency=${BENCH_FIO_LATENCY:-clat}
+case $fio_latency in
+  clat) fio_latency_options=(--disable_slat=1 --disable_lat=1) ;;
+  lat) fio_latency_options=(--disable_slat=1 --disable_clat=1 --lat_percentiles=1 --clat_percentiles=0) ;;
+  *) echo "fio-vs-bench: BENCH_FIO_LATENCY must be clat or lat, not '$fio_latency'" >&2; exit 1 ;;
+esac
 busy_poll=0s  # posix.busy_poll of the current posix case (both tools)
 
 if [ ! -f "$build/build.ninja" ]; then
@@ -148,7 +158,7 @@ run_fio() {
   fi
   taskset -c "$client_cpu" fio --name=sender "${common[@]}" --bypass_set="$client_set" --hostname="$host" \
     --rw="$rw" --bs="$bs" --iodepth="$depth" --size=64m --time_based --ramp_time=1 --runtime="$seconds" \
-    --iodepth_batch_submit="$depth" --iodepth_batch_complete_max="$depth" --disable_slat=1 --disable_lat=1 \
+    --iodepth_batch_submit="$depth" --iodepth_batch_complete_max="$depth" "${fio_latency_options[@]}" \
     --bypass_timeout=60 --output-format=json --output="$work/fio.json" >"$work/sender.log" 2>&1 ||
     { cat "$work/sender.log" "$work/receiver.log" >&2; kill "$receiver" 2>/dev/null; echo "fio-vs-bench: fio failed ($transport $rw $depth)" >&2; exit 1; }
   local status=0
@@ -163,8 +173,9 @@ d = job[sys.argv[2]]
 # usr_cpu + sys_cpu of a thread job: the CPU time of its thread over its run, in percent.
 share = min(j["usr_cpu"] + j["sys_cpu"] for j in (job, json.load(open(sys.argv[3]))["jobs"][0]))
 cpu = f"{min(share, 100):.0f}" if sys.argv[4] == "yes" else "-"
-print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["clat_ns"]["mean"] / 1000, cpu)' \
-    "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)" "$work/receiver.json" "$polled"
+key = sys.argv[5] + "_ns"
+print(d["iops"], d[key]["percentile"]["50.000000"] / 1000, d[key]["mean"] / 1000, cpu)' \
+    "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)" "$work/receiver.json" "$polled" "$fio_latency"
 }
 
 # run_null DEPTH RW [RECEIVER]: fio's own cost per io on this machine, with no network: fio's null
@@ -186,7 +197,7 @@ job = json.load(open(sys.argv[1]))["jobs"][0]
 print(job[sys.argv[2]]["iops"] / max(0.01, min(1.0, (job["usr_cpu"] + job["sys_cpu"]) / 100)))' "$work/null.json" "$([ "$2" = write ] && [ "${3:-0}" != 1 ] && echo write || echo read)"
 }
 
-echo "fio-vs-bench: $rounds rounds of ${seconds} s per run; fio bypass_poll=$fio_poll${fio_baseline:+, baseline bypass_poll=$fio_baseline}; posix.busy_poll: $posix_busy_polls"
+echo "fio-vs-bench: $rounds rounds of ${seconds} s per run; fio bypass_poll=$fio_poll${fio_baseline:+, baseline bypass_poll=$fio_baseline}; posix.busy_poll: $posix_busy_polls; fio latency: $fio_latency"
 echo "load before: $(uptime | sed 's/.*load average: //')"
 results=$work/results
 for round in $(seq 1 "$rounds"); do
@@ -222,7 +233,7 @@ for round in $(seq 1 "$rounds"); do
   fi
 done
 echo "load after: $(uptime | sed 's/.*load average: //')"
-python3 - "$results" "$rounds" "$fio_poll" "$fio_baseline" <<'PY'
+python3 - "$results" "$rounds" "$fio_poll" "$fio_baseline" "$fio_latency" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
@@ -236,7 +247,7 @@ def cpu(rows):
     return statistics.median(shares) if shares else None
 cpu_text = lambda share: "-" if share is None else f"{share:.0f}"
 starved = []
-print(f"\nmedians of {sys.argv[2]} rounds (rate: bypass-bench msgs/s, fio IOPS; p50 in us); fio with bypass_poll={poll}")
+print(f"\nmedians of {sys.argv[2]} rounds (rate: bypass-bench msgs/s, fio IOPS; p50 in us: fio's {sys.argv[5]}); fio with bypass_poll={poll}")
 print("write: 4 KiB requests, empty replies (bypass-bench bench.reply_size=0) / fio rw=write bs=4k")
 print("read: 16 B requests, 4 KiB replies (bench.message_size=16, bench.reply_size=4K) / fio rw=read bs=4k")
 print("cpu %: the lower of the two sides' share of their CPU (dpdk: each side one busy-polling thread)")
