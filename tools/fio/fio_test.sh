@@ -124,12 +124,18 @@ EOF
   # delivered the previous reply): its lossy session must send no ACK frame per reply (the next
   # request's ack_seq carries it), so its messenger's acks_sent stays far below msgs_sent.
   run_fio polled-depth1 120 "${poll[@]}" --name=depth1 --rw=write --bs=4k --iodepth=1 --size=8m --time_based \
-    --runtime=2 --bypass_set="ms.admin_socket=$work/depth1.asok" &
+    --runtime=3 --bypass_set="ms.admin_socket=$work/depth1.asok" &
   depth1=$!
-  for _ in $(seq 1 100); do [ -S "$work/depth1.asok" ] && break; sleep 0.05; done
-  sleep 0.5
-  "$BYPASS_ADMIN" "$work/depth1.asok" perf dump > depth1-perf.json 2>&1
-  admin_status=$?
+  # Its counters once it has sent a few hundred requests (up to its runtime: a loaded machine).
+  admin_status=1
+  for _ in $(seq 1 60); do
+    sleep 0.1
+    [ -S "$work/depth1.asok" ] || continue
+    "$BYPASS_ADMIN" "$work/depth1.asok" perf dump > depth1-perf.json 2>&1 || continue
+    admin_status=0
+    python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["messengers"][0]["counters"]["msgs_sent"] < 300)' \
+      depth1-perf.json 2>/dev/null && break
+  done
   # iodepth_batch_submit: the sender commits its requests in batches, so auto polls there too and
   # each batch leaves in one write (send_message_unflushed, then flush_output at fio's commit).
   run_fio polled-sender 120 "${poll[@]}" --name=sender --rw=randrw --bs=4k --iodepth=16 --iodepth_batch_submit=16 \
@@ -142,12 +148,15 @@ EOF
   pids=()
   [ "$admin_status" = 0 ] || { cat depth1-perf.json polled-depth1.out; fail "bypass-admin perf dump of the depth-1 sender exited $admin_status"; }
   [ "$depth1_status" = 0 ] || { cat polled-depth1.out polled-receiver.out; fail "bypass_poll=auto, depth 1: the sending fio exited $depth1_status"; }
-  python3 - depth1-perf.json <<'PY' || fail "the polled depth-1 sender acknowledged replies with ACK frames of their own"
+  python3 - depth1-perf.json <<'PY' || fail "the polled depth-1 sender's ACK frames (depth1-perf.json)"
 import json, sys
 counters = json.load(open(sys.argv[1]))["messengers"][0]["counters"]
 sent, acks = counters["msgs_sent"], counters["acks_sent"]
 print(f"depth-1 sender: {sent} messages sent, {acks} ACK frames")
-sys.exit(0 if sent >= 100 and acks * 4 < sent else 1)
+if sent < 100:
+    sys.exit(f"only {sent} requests sent within its run: too few to count its ACK frames")
+if acks * 4 >= sent:
+    sys.exit(f"{acks} ACK frames for {sent} requests: replies are acknowledged with frames of their own")
 PY
   [ "$sender_status" = 0 ] || { cat polled-sender.out polled-receiver.out; fail "bypass_poll=auto (job): the sending fio exited $sender_status"; }
   [ "$receiver_status" = 0 ] || { cat polled-receiver.out; fail "bypass_poll=auto (job): the receiving fio exited $receiver_status"; }
