@@ -314,6 +314,7 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
     cephx_mon_session_ = result.cephx_mon_session;
   }
   if (result.peer_features) peer_features_ = result.peer_features;
+  peer_lossy_ = result.peer_lossy;
   backoff_ = std::chrono::nanoseconds(0);
   if (result.reconnected) {
     connect_seq_ = result.connect_seq;
@@ -416,7 +417,9 @@ void AsyncConnection::maybe_send_ack(const LinkRef& link) {
 // then, to replay it after a fault. A lossy session replays nothing, and Ceph's sends no ACK frames
 // at all (ProtocolV2 counts ack_left only when !policy.lossy); here the peer still keeps what it
 // sent until acknowledged (its completion hooks say delivered then), so a lossy session defers the
-// ACK frame by kLossyAckDelay and sends it only if no message of ours carried the ack_seq meanwhile.
+// ACK frame by kLossyAckDelay and sends it only if no message of ours carried the ack_seq meanwhile;
+// only where the peer said lossy too, since a lossless peer (a lossless client of a stateless
+// server) may wait on our ACKs to complete a stream of messages, its window with them.
 // Request/reply traffic then sends no ACK frame at all: where the application sends its next
 // request after the loop iteration that delivered the reply (fio's job thread polling the stack),
 // an immediate ACK was one more frame, TCP segment and (posix) system call per request on each
@@ -424,7 +427,7 @@ void AsyncConnection::maybe_send_ack(const LinkRef& link) {
 constexpr auto kLossyAckDelay = std::chrono::microseconds(200);
 
 void AsyncConnection::acknowledge_input(const LinkRef& link) {
-  if (!policy_.lossy) {
+  if (!policy_.lossy || !peer_lossy_) {
     maybe_send_ack(link);
     return;
   }

@@ -139,6 +139,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
 
   // Worker-thread state, per message.
   bool in_input_ = false;             // process_input runs: it flushes the output when done
+  bool peer_lossy_ = false;           // the peer's ident said lossy (acknowledge_input)
   LinkRef link_;
   MessageRing sent_;  // written, not yet acknowledged
   uint64_t out_seq_ = 0;
