@@ -144,7 +144,6 @@ void TcpConnection::transmit(SeqNumber seq, uint8_t flags, BufferList payload, b
   }
   if (flags & kTcpAck) {
     last_ack_sent_ = rcv_nxt_;
-    unacked_segments_ = 0;
     delack_timer_.clear();
   }
   if (sack_enabled_ && !(flags & (kTcpSyn | kTcpRst)))  // RACK's record (RFC 8985 §6.1)

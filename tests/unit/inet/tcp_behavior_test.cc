@@ -435,6 +435,34 @@ TEST(TcpTimers, DelayedAckWaitsForSecondSegmentOrTimeout) {
   EXPECT_LT(acks()[0].at - seen[0].at, 1ms);
 }
 
+// RFC 9293 §3.8.6.3 (SHLD-19): "at least every second full-sized segment or 2*RMSS bytes of new
+// data". Short segments (an application writing less than an MSS at a time, Nagle off) reach
+// 2*RMSS after a few; the ACK goes out then, not when the delayed-ACK timer fires.
+TEST(TcpTimers, DelayedAckAcknowledgesEveryTwoSegmentsWorthOfShortSegments) {
+  TwoHosts hosts(57);
+  auto [client, server] = connect_pair(hosts);
+  client->set_nagle(false);
+  hosts.run_for(1s);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
+  const size_t piece = client->send_mss() * 6 / 10;  // 0.6 MSS: the fourth piece passes 2 MSS
+  uint64_t offset = 0;
+  std::vector<TimePoint> sent_at;
+  for (int i = 0; i < 4; ++i) {
+    BufferList data = pattern(offset, piece);
+    offset += piece;
+    ASSERT_EQ(client->send(data), piece);
+    hosts.run_for(1ms);
+  }
+  hosts.run_for(5ms);  // well before the 40 ms delayed-ACK timer
+  std::vector<SeenSegment> data_segments, acks;
+  for (const SeenSegment& x : seen) (x.from == 0 ? data_segments : acks).push_back(x);
+  ASSERT_EQ(data_segments.size(), 4u);  // Nagle off: each piece went out at once
+  ASSERT_EQ(acks.size(), 1u);           // 1.8 MSS waited, 2.4 MSS did not
+  EXPECT_EQ(acks[0].header.ack, data_segments[3].header.seq + static_cast<uint32_t>(piece));
+  EXPECT_LT(acks[0].at - data_segments[3].at, 1ms);
+}
+
 TEST(TcpTimers, NagleHoldsSmallSegmentsWhileUnacked) {
   InetSettings s;
   s.tcp.nagle = true;
