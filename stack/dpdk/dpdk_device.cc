@@ -181,6 +181,7 @@ unsigned DpdkDevice::flush() {
     std::copy_n(backlog_.begin(), n, burst);
     const uint16_t sent = port_.tx_burst(worker_, burst, n);
     ++tx_bursts_;
+    tx_refused_bursts_ += sent == 0;
     backlog_.erase(backlog_.begin(), backlog_.begin() + sent);
     if (sent < n) break;
   }
@@ -188,6 +189,7 @@ unsigned DpdkDevice::flush() {
   if (backlog_.empty() && pending_count_ != 0) {
     sent = port_.tx_burst(worker_, pending_.data(), pending_count_);
     ++tx_bursts_;
+    tx_refused_bursts_ += sent == 0;
   }
   for (uint16_t i = sent; i < pending_count_; ++i) {
     if (backlog_.size() < kMaxBacklog) {

@@ -415,6 +415,21 @@ size_t TcpLayer::unacknowledged_connections() const {
   return count;
 }
 
+TcpQueuedBytes TcpLayer::queued_bytes() const {
+  TcpQueuedBytes bytes;
+  connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& connection) {
+    const TcpConnection& c = *connection;
+    // The send buffer holds the unacknowledged bytes first, then the unsent ones; SND.NXT may
+    // have moved back to SND.UNA after a timeout, so the split follows SND.NXT, not SND.MAX.
+    const uint64_t buffered = c.send_buffer_.length();
+    const uint64_t sent = std::min<uint64_t>(buffered, c.snd_nxt_ - c.snd_una_);
+    bytes.unacknowledged += sent;
+    bytes.unsent += buffered - sent;
+    bytes.unread += c.receive_queue_.length();
+  });
+  return bytes;
+}
+
 std::vector<ConnectionInfo> TcpLayer::connections() const {
   std::vector<ConnectionInfo> out;
   out.reserve(connections_.size());

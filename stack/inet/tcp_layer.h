@@ -54,6 +54,14 @@ struct ConnectionInfo {
   uint64_t bytes_out = 0;  // acknowledged by the peer
 };
 
+// Bytes all connections hold at one moment (TcpLayer::queued_bytes): a benchmark samples it to
+// see where data waits at scale.
+struct TcpQueuedBytes {
+  uint64_t unsent = 0;         // written by the application, not sent yet
+  uint64_t unacknowledged = 0; // sent, waiting for the peer's ACK
+  uint64_t unread = 0;         // received in order, not read by the application yet
+};
+
 class TcpLayer final : public TcpConnectionOwner {
  public:
   // Returns true when an outgoing connection may use this tuple (e.g. the RSS hash of the tuple
@@ -98,6 +106,8 @@ class TcpLayer final : public TcpConnectionOwner {
   // Connections holding data or a FIN the peer has not acknowledged yet: what a stack that stops
   // cleanly waits for (NetworkStack::stop(), ms.shutdown_linger).
   size_t unacknowledged_connections() const;
+  // A walk over every connection: for sampling now and then, never per segment.
+  TcpQueuedBytes queued_bytes() const;
   void for_each_connection(const std::function<void(const TcpConnection&)>& visit) const {
     connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& c) { visit(*c); });
   }
