@@ -200,6 +200,7 @@ unsigned DpdkDevice::flush() {
     }
   }
   pending_count_ = 0;
+  set_transmit_backlogged(!backlog_.empty());  // TCP holds new data until the backlog is gone
   return queued + static_cast<unsigned>(backlog_.size());
 }
 

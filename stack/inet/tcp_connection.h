@@ -282,6 +282,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   BufferList send_buffer_;    // unacknowledged and unsent data
   BufferList::Position send_position_;  // where the last segment was cut from send_buffer_
   bool fin_queued_ = false;
+  bool waiting_for_device_ = false;  // in the owner's wait_for_device() list
   uint32_t mss_ = 536;        // SMSS: payload per full segment (options for timestamps excluded)
   uint16_t peer_mss_ = 536;   // RFC 9293 §3.7.1 default
   uint16_t path_mtu_ = 1500;

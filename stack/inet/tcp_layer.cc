@@ -230,7 +230,30 @@ void TcpLayer::dispatch(const FourTuple& tuple, TcpSegment&& segment) {
 }
 
 void TcpLayer::begin_burst() {
+  if (device_waiters_head_ != device_waiters_.size() && !device_.transmit_backlogged()) resume_device_waiters();
   if (settings_.tcp.gro) gro_.begin_burst();
+}
+
+void TcpLayer::wait_for_device(TcpConnection& connection) {
+  device_waiters_.push_back(connection.weak_from_this());
+}
+
+void TcpLayer::resume_device_waiters() {
+  // One that fills the device again stops the round; the rest keep their place. A connection
+  // that waits again goes to the back (its output() appends it): each gets a turn.
+  while (device_waiters_head_ != device_waiters_.size() && !device_.transmit_backlogged()) {
+    std::shared_ptr<TcpConnection> connection = device_waiters_[device_waiters_head_++].lock();
+    if (!connection) continue;  // closed meanwhile
+    connection->waiting_for_device_ = false;
+    connection->output();
+  }
+  if (device_waiters_head_ == device_waiters_.size()) {
+    device_waiters_.clear();
+    device_waiters_head_ = 0;
+  } else if (device_waiters_head_ > device_waiters_.size() / 2) {
+    device_waiters_.erase(device_waiters_.begin(), device_waiters_.begin() + static_cast<std::ptrdiff_t>(device_waiters_head_));
+    device_waiters_head_ = 0;
+  }
 }
 
 void TcpLayer::end_burst() { gro_.end_burst(); }

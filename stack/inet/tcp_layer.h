@@ -82,7 +82,9 @@ class TcpLayer final : public TcpConnectionOwner {
   void set_port_filter(PortFilter filter) { port_filter_ = std::move(filter); }
 
   // From Ipv4Layer. Between begin_burst() and end_burst() segments may be coalesced (tcp_gro.h,
-  // with tcp.gro); end_burst() hands TCP what is still held.
+  // with tcp.gro); end_burst() hands TCP what is still held. begin_burst() first lets the
+  // connections that waited for the device's backlog send, in the order they came, while it stays
+  // clear (wait_for_device).
   void receive(const Ipv4Header& ip, Packet&& packet);
   // From Ipv6Layer: `ip.payload_length` is the TCP segment's length (the pseudo-header's, RFC 8200
   // §8.1), whatever extension headers preceded it.
@@ -123,6 +125,7 @@ class TcpLayer final : public TcpConnectionOwner {
   void confirm_reachable(const IpAddress& remote) override;
   void on_established(TcpConnection& connection) override;
   void on_closed(TcpConnection& connection) override;
+  void wait_for_device(TcpConnection& connection) override;
   bool allow_challenge_ack() override;
   SeqNumber generate_iss(const FourTuple& tuple) const override;
   uint16_t mtu() const override { return device_.mtu(); }
@@ -166,6 +169,12 @@ class TcpLayer final : public TcpConnectionOwner {
   TimePoint challenge_window_start_{0};
   size_t challenge_acks_in_window_ = 0;
   TcpGro gro_;
+  // Connections holding new data until the device's backlog clears (wait_for_device), oldest
+  // from device_waiters_head_ on; the vector keeps its capacity, so waiting allocates nothing
+  // once it has grown.
+  std::vector<std::weak_ptr<TcpConnection>> device_waiters_;
+  size_t device_waiters_head_ = 0;
+  void resume_device_waiters();
 };
 
 }  // namespace bypass::inet

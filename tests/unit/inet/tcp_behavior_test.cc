@@ -54,6 +54,39 @@ TEST(TcpFlow, WindowScalingAndZeroWindowProbe) {
   EXPECT_EQ(mismatch, -1);
 }
 
+// A backlogged device (its queue full, refused frames held): new data waits in the send buffers,
+// and goes out once the backlog cleared, connection by connection in the order they waited.
+TEST(TcpFlow, NewDataWaitsWhileTheDeviceIsBacklogged) {
+  TwoHosts hosts(58);
+  auto [first, first_peer] = connect_pair(hosts, 80);
+  auto [second, second_peer] = connect_pair(hosts, 81);
+  hosts.run_for(1s);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
+  auto data_ports = [&] {
+    std::vector<uint16_t> ports;
+    for (const SeenSegment& x : seen)
+      if (x.from == 0 && x.payload > 0) ports.push_back(x.header.destination_port);
+    return ports;
+  };
+  hosts.dev_a->set_backlogged(true);
+  BufferList to_second = pattern(0, 1000), to_first = pattern(0, 1000);
+  ASSERT_EQ(second->send(to_second), 1000u);  // the second connection waits first
+  ASSERT_EQ(first->send(to_first), 1000u);
+  hosts.run_for(200ms);
+  EXPECT_TRUE(data_ports().empty());
+  hosts.a->begin_burst();  // still backlogged: nothing moves
+  hosts.a->end_burst();
+  EXPECT_TRUE(data_ports().empty());
+  hosts.dev_a->set_backlogged(false);
+  hosts.a->begin_burst();
+  hosts.a->end_burst();
+  EXPECT_EQ(data_ports(), (std::vector<uint16_t>{81, 80}));
+  ASSERT_TRUE(hosts.run_until([&] { return first_peer->readable_bytes() == 1000 && second_peer->readable_bytes() == 1000; }, 1s));
+  EXPECT_EQ(first_mismatch(first_peer->read(), 0), -1);
+  EXPECT_EQ(first_mismatch(second_peer->read(), 0), -1);
+}
+
 TEST(TcpFlow, ClosedReceiveWindowStillTakesTheAcknowledgement) {
   // RFC 9293 section 3.10.7.4: with a zero receive window no segment is acceptable, "but special
   // allowance should be made to accept valid ACKs". Here the client's only segments that carry
