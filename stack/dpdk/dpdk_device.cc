@@ -52,6 +52,7 @@ DpdkDevice::DpdkDevice(pmd::Port& port, unsigned worker, inet::MacAddress mac, T
       mtu_(port.info().mtu != 0 ? port.info().mtu : 1500),
       mac_(mac),
       trusted_link_(tx.trusted_link),
+      hold_when_backlogged_(tx.hold_when_backlogged),
       capabilities_(capabilities_of(port.info().offloads.enabled, with_port_limits(tx, port.info()))),
       tx_chain_(port.mempool(), with_port_limits(tx, port.info())) {}
 
@@ -200,7 +201,8 @@ unsigned DpdkDevice::flush() {
     }
   }
   pending_count_ = 0;
-  set_transmit_backlogged(!backlog_.empty());  // TCP holds new data until the backlog is gone
+  // TCP holds new data until the backlog is gone (dpdk.hold_when_backlogged).
+  set_transmit_backlogged(hold_when_backlogged_ && !backlog_.empty());
   return queued + static_cast<unsigned>(backlog_.size());
 }
 

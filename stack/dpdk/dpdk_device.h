@@ -85,6 +85,7 @@ class DpdkDevice final : public inet::PacketDevice {
   uint16_t mtu_;
   inet::MacAddress mac_;
   bool trusted_link_;
+  bool hold_when_backlogged_;
   inet::DeviceCapabilities capabilities_;
   TxChainBuilder tx_chain_;
   uint64_t rx_checksum_offloads_ = 0;

@@ -470,6 +470,7 @@ DpdkStack::DpdkStack(const config::Config& conf) : NetworkStack(conf, "dpdk") {
   tx.zero_copy_threshold = conf.get_size("dpdk.zero_copy_threshold");
   tx.attach_when_device_copies = conf.get_bool("dpdk.attach_on_copying_ports");
   tx.software_segmentation = conf.get_bool("dpdk.gso");
+  tx.hold_when_backlogged = conf.get_bool("dpdk.hold_when_backlogged");
   // memif's own zero-copy mode transmits only from the memory regions it shares with the peer
   // (the mempool), so an external buffer would reach the peer as an offset into nothing.
   for (const std::string& vdev : conf.get_list("dpdk.vdev")) {

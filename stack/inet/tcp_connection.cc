@@ -29,6 +29,10 @@ TcpConnection::TcpConnection(TcpConnectionOwner& owner, const FourTuple& tuple, 
       delack_timer_(owner.timers(),
                     [this] {
                       auto self = shared_from_this();
+                      // Held for the device (wait_for_device): a pure ACK would queue behind the
+                      // same backlog as the data that carries it once the backlog cleared
+                      // (TcpLayer::resume_device_waiters re-arms this when nothing goes then).
+                      if (waiting_for_device_) return;
                       ++owner_.stats().tcp_delayed_acks_sent;
                       send_ack();
                     }),

@@ -246,6 +246,10 @@ void TcpLayer::resume_device_waiters() {
     if (!connection) continue;  // closed meanwhile
     connection->waiting_for_device_ = false;
     connection->output();
+    // Its delayed-ACK timer passed over the ACK while it waited: one still owed, because nothing
+    // went out now to carry it, goes on the timer again (RFC 9293 §3.8.6.3 bounds the delay).
+    if (!connection->waiting_for_device_ && connection->rcv_nxt_ != connection->last_ack_sent_)
+      connection->schedule_ack(false);
   }
   if (device_waiters_head_ == device_waiters_.size()) {
     device_waiters_.clear();
