@@ -58,7 +58,7 @@ struct TxChainOptions {
   bool software_segmentation = true;
   // dpdk.hold_when_backlogged: read by DpdkDevice, which then tells TCP to hold new data while it
   // holds refused frames (inet::PacketDevice::transmit_backlogged).
-  bool hold_when_backlogged = true;
+  bool hold_when_backlogged = false;
 };
 
 struct TxChainCounters {
