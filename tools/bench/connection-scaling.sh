@@ -192,53 +192,35 @@ if segment_counters:
             return f"{get(totals) / totals['messages']:.3f}" if totals.get("messages") else "-"
         except (KeyError, TypeError):  # a side that did not report, or an older binary's counters
             return "-"
-    for label, get in rows:
+    def side_row(label, value):
+        """One line: value(a side's counter totals) for client / server at each count."""
         line = f"{label:>24}"
         for c in counts:
             if c in segment_counters:
                 sides = segment_counters[c]
-                line += f"  {cell(sides.get('client', {}), get):>9} / {cell(sides.get('server', {}), get):<8}"
+                line += f"  {value(sides.get('client', {})):>9} / {value(sides.get('server', {})):<8}"
         print(line)
+    for label, get in rows:
+        side_row(label, lambda t: cell(t, get))
     for label, num, den in (("bytes per segment sent", "port_tx_bytes", "tcp_segments_sent"),
                             ("frames per RX burst", "port_rx_packets", "rx_bursts"),
                             ("frames per TX burst", "port_tx_packets", "tx_bursts")):
-        line = f"{label:>24}"
-        for c in counts:
-            if c not in segment_counters:
-                continue
-            values = [f"{t[num] / t[den]:.1f}" if t.get(den) else "-"
-                      for t in (segment_counters[c].get("client", {}), segment_counters[c].get("server", {}))]
-            line += f"  {values[0]:>9} / {values[1]:<8}"
-        print(line)
+        side_row(label, lambda t: f"{t[num] / t[den]:.1f}" if t.get(den) else "-")
     # A poll that found no frame, and a TX call a full ring refused, are spins: waiting for the
     # peer, a cost only when this process is the one the other waits for.
     for label, num, den in (("polls that found frames", "rx_bursts", "polls"),
                             ("TX calls a full ring refused", "tx_refused_bursts", "tx_bursts")):
-        line = f"{label:>24}"
-        for c in counts:
-            if c not in segment_counters:
-                continue
-            values = [f"{100 * t[num] / t[den]:.1f} %" if t.get(den) and num in t else "-"
-                      for t in (segment_counters[c].get("client", {}), segment_counters[c].get("server", {}))]
-            line += f"  {values[0]:>9} / {values[1]:<8}"
-        print(line)
+        side_row(label, lambda t: f"{100 * t[num] / t[den]:.1f} %" if t.get(den) and num in t else "-")
     # Where the data waits (QueueGauges: sampled every 10 ms, means over the run).
     gauges = [("TCP unsent KiB", "queue_unsent_bytes", 1024), ("TCP unacked KiB", "queue_unacknowledged_bytes", 1024),
               ("TCP unread KiB", "queue_unread_bytes", 1024), ("TX backlog frames", "queue_tx_backlog_frames", 1),
-              ("mbufs out of the pool", "queue_mbufs_in_use", 1)]
+              ("mbufs out of the pool", "queue_mbufs_in_use", 1), ("RX ring frames", "queue_rx_ring_frames", 1)]
     if any("queue_samples" in side for sides in segment_counters.values() for side in sides.values()):
         print("\ndpdk: where the data waits, mean of samples every 10 ms (client / server)")
         print(f"{'':>24}" + "".join(f"  {c + ' conns':>20}" for c in counts if c in segment_counters))
-        for label, key, unit in gauges + [("RX ring frames", "queue_rx_ring_frames", 1)]:
+        for label, key, unit in gauges:
             den = "queue_rx_ring_samples" if key == "queue_rx_ring_frames" else "queue_samples"
-            line = f"{label:>24}"
-            for c in counts:
-                if c not in segment_counters:
-                    continue
-                values = [f"{t[key] / t[den] / unit:.0f}" if t.get(den) else "-"
-                          for t in (segment_counters[c].get("client", {}), segment_counters[c].get("server", {}))]
-                line += f"  {values[0]:>9} / {values[1]:<8}"
-            print(line)
+            side_row(label, lambda t: f"{t[key] / t[den] / unit:.0f}" if t.get(den) else "-")
 
 # PROFILE=1: where each count's CPU per message went (the last round's recordings).
 for t in transports:
