@@ -19,7 +19,7 @@
 #   a full core doing work, and the other's spins (idle polls, TX calls a full ring refused) are
 #   waiting for it, not a cost
 # For dpdk it prints per message what the stack sent, the polls that found frames, the TX calls a
-# full ring refused, and where the data waited (the stack's queue gauges, sampled every 10 ms).
+# full ring refused, and where the data waited (the stack's queue gauges, sampled every 100 ms).
 #
 # Instructions and simulated cache misses per message at two counts (what separates an algorithm
 # that grows with the connection count from memory stalls): tools/bench/connection-cachegrind.sh;
@@ -211,12 +211,12 @@ if segment_counters:
     for label, num, den in (("polls that found frames", "rx_bursts", "polls"),
                             ("TX calls a full ring refused", "tx_refused_bursts", "tx_bursts")):
         side_row(label, lambda t: f"{100 * t[num] / t[den]:.1f} %" if t.get(den) and num in t else "-")
-    # Where the data waits (QueueGauges: sampled every 10 ms, means over the run).
+    # Where the data waits (QueueGauges: sampled every 100 ms, means over the run).
     gauges = [("TCP unsent KiB", "queue_unsent_bytes", 1024), ("TCP unacked KiB", "queue_unacknowledged_bytes", 1024),
               ("TCP unread KiB", "queue_unread_bytes", 1024), ("TX backlog frames", "queue_tx_backlog_frames", 1),
               ("mbufs out of the pool", "queue_mbufs_in_use", 1), ("RX ring frames", "queue_rx_ring_frames", 1)]
     if any("queue_samples" in side for sides in segment_counters.values() for side in sides.values()):
-        print("\ndpdk: where the data waits, mean of samples every 10 ms (client / server)")
+        print("\ndpdk: where the data waits, mean of samples every 100 ms (client / server)")
         print(f"{'':>24}" + "".join(f"  {c + ' conns':>20}" for c in counts if c in segment_counters))
         for label, key, unit in gauges:
             den = "queue_rx_ring_samples" if key == "queue_rx_ring_frames" else "queue_samples"
