@@ -66,7 +66,7 @@ class DpdkWorker final : public Worker {
   uint64_t rx_bursts() const { return rx_bursts_; }
   // Every poll, with frames or not (rx_bursts / polls is the share that found work).
   uint64_t polls() const { return polls_; }
-  // Queue occupancy sampled every few milliseconds (worker thread).
+  // Queue occupancy sampled every 100 ms (worker thread).
   const QueueGauges& queue_gauges() const { return gauges_; }
   uint32_t host_ip() const { return settings_.address.value; }
   const inet::Ipv6Address& host_ipv6() const { return settings_.ipv6.address; }  // unspecified: IPv6 off

@@ -1,5 +1,6 @@
-// Where a dpdk worker's data waits, sampled now and then (every 100 ms, off the packet path): the bytes TCP holds unsent, unacknowledged and unread, the frames the device could not
-// hand to a full TX ring, the mbufs out of the pool and the frames waiting in the RX ring. The
+// Where a dpdk worker's data waits, sampled now and then (every 100 ms, off the packet path): the
+// bytes TCP holds unsent, unacknowledged and unread, the frames the device could not hand to a
+// full TX ring, the mbufs out of the pool and the frames waiting in the RX ring. The
 // sums over all samples go out as counters (queue_*; each divided by queue_samples is the mean),
 // so a benchmark can put the messages in flight at scale against the stage they wait in.
 #pragma once
