@@ -1,6 +1,5 @@
 #include "tools/fio/target_protocol.h"
 
-#include <array>
 #include <string_view>
 
 #include "msgr/wire/codec.h"
@@ -12,9 +11,6 @@ namespace {
 using msgr::wire::Decoder;
 using msgr::wire::Encoder;
 using msgr::wire::FlatEncoder;
-
-// IoRequest on the wire: op (u8), object, offset (u64 each), length (u32).
-constexpr size_t kIoRequestSize = 1 + 8 + 8 + 4;
 
 // The front of a received message as one contiguous view (fronts are a few bytes: received in
 // one segment, copied only when the transport split them).
@@ -69,15 +65,15 @@ OpenReply OpenReply::decode(const msgr::Message& m) {
 }
 
 void IoRequest::encode(BufferList& front) const {
-  // Encoded on the stack, then one copy into the front: this runs once per request, and an append
-  // per field cost 502 instructions where this costs 271 (callgrind, release build).
-  std::array<char, kIoRequestSize> bytes;
-  FlatEncoder enc(bytes.data());
+  // Once per request: the fields go into one array and the front gets one copy of it (an Encoder
+  // appends field by field: four appends, ~460 instructions against ~120; callgrind, docs/fio.md).
+  char bytes[1 + 8 + 8 + 4];
+  FlatEncoder enc(bytes);
   enc.u8(static_cast<uint8_t>(op));
   enc.u64(object);
   enc.u64(offset);
   enc.u32(length);
-  front.append_copy(bytes.data(), bytes.size());
+  front.append_copy(bytes, sizeof(bytes));
 }
 
 IoRequest IoRequest::decode(const msgr::Message& m) {
