@@ -126,27 +126,29 @@ EOF
   run_fio polled-depth1 120 "${poll[@]}" --name=depth1 --rw=write --bs=4k --iodepth=1 --size=8m --time_based \
     --runtime=3 --bypass_set="ms.admin_socket=$work/depth1.asok" &
   depth1=$!
-  # Its counters once it has sent a few hundred requests (up to its runtime: a loaded machine).
+  # iodepth_batch_submit: the sender commits its requests in batches, so auto polls there too and
+  # each batch leaves in one write (send_message_unflushed, then flush_output at fio's commit).
+  run_fio polled-sender 120 "${poll[@]}" --name=sender --rw=randrw --bs=4k --iodepth=16 --iodepth_batch_submit=16 \
+    --size=8m --verify=crc32c &
+  sender=$!
+  # The depth-1 sender's counters once it has sent 300 requests, or its last before it ended.
   admin_status=1
-  for _ in $(seq 1 60); do
+  while kill -0 "$depth1" 2>/dev/null; do
     sleep 0.1
-    [ -S "$work/depth1.asok" ] || continue
-    "$BYPASS_ADMIN" "$work/depth1.asok" perf dump > depth1-perf.json 2>&1 || continue
+    [ -S "$work/depth1.asok" ] && "$FIO_TEST_ADMIN" "$work/depth1.asok" perf dump > depth1-perf.new 2>&1 || continue
+    mv depth1-perf.new depth1-perf.json
     admin_status=0
     python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["messengers"][0]["counters"]["msgs_sent"] < 300)' \
       depth1-perf.json 2>/dev/null && break
   done
-  # iodepth_batch_submit: the sender commits its requests in batches, so auto polls there too and
-  # each batch leaves in one write (send_message_unflushed, then flush_output at fio's commit).
-  run_fio polled-sender 120 "${poll[@]}" --name=sender --rw=randrw --bs=4k --iodepth=16 --iodepth_batch_submit=16 \
-    --size=8m --verify=crc32c
+  wait "$sender"
   sender_status=$?
   wait "$depth1"
   depth1_status=$?
   wait "${pids[0]}"
   receiver_status=$?
   pids=()
-  [ "$admin_status" = 0 ] || { cat depth1-perf.json polled-depth1.out; fail "bypass-admin perf dump of the depth-1 sender exited $admin_status"; }
+  [ "$admin_status" = 0 ] || { cat depth1-perf.new polled-depth1.out; fail "bypass-admin perf dump of the depth-1 sender failed throughout its run"; }
   [ "$depth1_status" = 0 ] || { cat polled-depth1.out polled-receiver.out; fail "bypass_poll=auto, depth 1: the sending fio exited $depth1_status"; }
   python3 - depth1-perf.json <<'PY' || fail "the polled depth-1 sender's ACK frames (depth1-perf.json)"
 import json, sys
