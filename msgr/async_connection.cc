@@ -89,7 +89,7 @@ bool AsyncConnection::send(MessageRef m, bool flush) {
     // On our own worker: straight to the output path.
     if (handovers_.load(std::memory_order_relaxed)) take_handovers();
     queue_or_write(std::move(m));
-    if (flush && !in_input_ && link_ && link_->open()) flush_output(link_);
+    if (flush) flush_unless_reading();
     return true;
   }
   // Another thread: one lock-free push; the push onto an empty stack schedules the drain. The
@@ -116,7 +116,7 @@ bool AsyncConnection::send(MessageRef m, bool flush) {
 }
 
 void AsyncConnection::flush_output() {
-  if (worker()->center().in_thread() && !in_input_ && link_ && link_->open()) flush_output(link_);
+  if (worker()->center().in_thread()) flush_unless_reading();
 }
 
 void AsyncConnection::drop_unsent(MessageRef m) {

@@ -85,6 +85,10 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   bool handle_frame(const LinkRef& link, wire::Frame& frame);
   void send_control(const LinkRef& link, wire::Tag tag, const BufferList& payload);
   void flush_output(const LinkRef& link);
+  // On the worker: flushes unless process_input runs (it flushes once when done) or no link is open.
+  void flush_unless_reading() {
+    if (!in_input_ && link_ && link_->open()) flush_output(link_);
+  }
   bool send(MessageRef m, bool flush);  // send_message / send_message_unflushed
   void arm_keepalive(const LinkRef& link);
   void keepalive_tick(const LinkRef& link);

@@ -7,12 +7,14 @@
 #                          Ceph for interop, qemu + a Debian kernel for the soft-RoCE VM, clang 14 + its
 #                          libFuzzer runtime for the msgr-libfuzzer test, valgrind for benchmarks, doxygen for
 #                          the docs target, prometheus + promtool for the /metrics test)
+#   tools/setup.sh bench   the build profile plus the profilers the benchmark scripts run on demand (linux-perf
+#                          for PROFILE=1 and ratio-ceiling.sh, valgrind for the cachegrind/callgrind scripts)
 #
 # Prints one line per action; exits non-zero if a package cannot be installed.
 set -euo pipefail
 
 profile=${1:-build}
-case "$profile" in build|test) ;; *) echo "usage: $0 build|test" >&2; exit 2 ;; esac
+case "$profile" in build|test|bench) ;; *) echo "usage: $0 build|test|bench" >&2; exit 2 ;; esac
 
 build_packages=(
   g++ meson ninja-build pkg-config
@@ -30,9 +32,11 @@ test_packages=(
   clang-14 libclang-rt-14-dev valgrind
   doxygen prometheus
 )
+bench_packages=(linux-perf valgrind)
 
 packages=("${build_packages[@]}")
 [ "$profile" = test ] && packages+=("${test_packages[@]}")
+[ "$profile" = bench ] && packages+=("${bench_packages[@]}")
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else

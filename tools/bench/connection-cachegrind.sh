@@ -24,7 +24,7 @@ counts=${COUNTS:-16 1024}
 transports=${TRANSPORTS:-posix dpdk}
 size=${SIZE:-4K}
 depth=${DEPTH:-4}
-command -v valgrind >/dev/null || { echo "connection-cachegrind: valgrind missing (apt-get install valgrind)" >&2; exit 2; }
+command -v valgrind >/dev/null || "$root/tools/setup.sh" bench >&2
 if [ ! -x "$bench" ]; then
   echo "connection-cachegrind: building bypass-bench in $build (release)" >&2
   [ -f "$build/build.ninja" ] || meson setup "$build" --buildtype=release >/dev/null

@@ -37,10 +37,7 @@ profile=${PROFILE:-0}
 profile_seconds=${PROFILE_SECONDS:-3}
 if [ "$profile" = 1 ]; then
   [ "$(id -u)" -eq 0 ] || { echo "connection-scaling: PROFILE=1 needs root (perf on DPDK processes)" >&2; exit 2; }
-  if ! command -v perf >/dev/null; then
-    echo "connection-scaling: installing linux-perf" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
-  fi
+  command -v perf >/dev/null || "$root/tools/setup.sh" bench >&2
 fi
 
 if [ ! -x "$bench" ]; then

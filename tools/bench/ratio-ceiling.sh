@@ -40,10 +40,7 @@ size=${SIZE:-4K}
 link=${LINK:-auto}
 [ -x "$bench" ] || { echo "ratio-ceiling: $bench not built (tools/run.sh builds it)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "ratio-ceiling: needs root (perf on DPDK processes)" >&2; exit 2; }
-if ! command -v perf >/dev/null; then
-  echo "ratio-ceiling: installing linux-perf" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
-fi
+command -v perf >/dev/null || "$root/tools/setup.sh" bench >&2
 command -v openssl >/dev/null || { echo "ratio-ceiling: openssl missing (apt-get install openssl)" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/ratio-ceiling.XXXXXX)

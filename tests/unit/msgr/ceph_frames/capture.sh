@@ -20,7 +20,8 @@
 #   tests/unit/msgr/ceph_frames/capture.sh tests/unit/msgr/ceph_frames
 # Cookies, nonces, ports, global ids, cephx keys and challenges differ from run to run; the checks
 # read those from the capture and compare everything else (docs/msgr2-frames.md).
-# Exits 77 when it cannot capture on lo (dumpcap needs root or CAP_NET_RAW).
+# Exits 77 when it lacks the privilege to capture on lo (dumpcap needs root or CAP_NET_RAW), 1 when
+# dumpcap fails for any other reason.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: capture.sh OUT [none-crc|cephx-crc|cephx-secure|bad-method ...]}
@@ -78,8 +79,11 @@ record() {
   for _ in $(seq 1 200); do
     grep -q "^File: " "$work/$name.dumpcap" && { ready=1; break; }
     if ! kill -0 "$dumpcap_pid" 2>/dev/null; then
+      # Only a missing privilege is a reason to skip; dumpcap dying for any other reason (a bad
+      # filter, no lo, a full /tmp) is a failure the test must report.
       echo "capture.sh: dumpcap cannot capture on lo: $(tail -1 "$work/$name.dumpcap")" >&2
-      exit 77
+      grep -qiE "permission|not permitted" "$work/$name.dumpcap" && exit 77
+      exit 1
     fi
     sleep 0.1
   done
