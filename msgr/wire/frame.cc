@@ -144,13 +144,29 @@ void FrameAssembler::assemble_crc(const char* preamble, std::span<const Piece> p
     out.append(std::move(view));
   }
   if (pieces.size() == 1) return;
+  // Segments 1..3 up to this size are copied into the scratch block too (a message's front of a
+  // few bytes, a small data segment): the frame then stays one contiguous piece from the preamble
+  // to the epilogue, where a shared view of a few bytes would cost the stack a piece of its own
+  // per message (one more copy into the packet's header and more segments in every list on the way).
+  constexpr size_t kCopySmallSegmentMax = 64;
+  uint32_t crcs[kMaxSegments - 1] = {};
+  for (size_t i = 1; i < pieces.size(); ++i) {
+    const BufferList& segment = *pieces[i].list;
+    const size_t len = segment.length();
+    if (len > 0 && len <= kCopySmallSegmentMax) {
+      char* copy = scratch(len, &view);
+      segment.copy_out(0, len, copy);
+      crcs[i - 1] = crc32c(0xffffffffu, copy, len);
+      out.append(std::move(view));
+    } else {
+      crcs[i - 1] = segment.crc32c(0xffffffffu);
+      out.append(segment);
+    }
+  }
   char* epilogue = scratch(kCrcEpilogueSize, &view);
   std::memset(epilogue, 0, kCrcEpilogueSize);
   epilogue[0] = static_cast<char>(kLateStatusComplete);
-  for (size_t i = 1; i < pieces.size(); ++i) {
-    put_le32(epilogue + 1 + (i - 1) * 4, pieces[i].list->crc32c(0xffffffffu));
-    out.append(*pieces[i].list);
-  }
+  for (size_t i = 1; i < pieces.size(); ++i) put_le32(epilogue + 1 + (i - 1) * 4, crcs[i - 1]);
   out.append(std::move(view));
 }
 

@@ -132,7 +132,8 @@ struct Frame {
 // Small pieces (preamble, segment 0 when short, crcs, epilogue) and, in secure mode, the whole
 // ciphertext are written into scratch blocks the assembler owns and hands out as shared views; a
 // block is reused once no queued frame refers to it any more, so a connection in steady state
-// allocates nothing per frame. Segments 1..3 travel as shared views in crc mode (no copy) and are
+// allocates nothing per frame. Segments 1..3 travel as shared views in crc mode (no copy; those of
+// at most 64 bytes are copied next to segment 0, so a small front does not split the frame) and are
 // encrypted straight into the scratch block in secure mode (one pass, no staging buffer).
 class FrameAssembler {
  public:

@@ -37,7 +37,10 @@
 #                                                     built when missing); ROUNDS: default 3
 # Env: BENCH_SECONDS (measured seconds per run, 5), BENCH_TRANSPORTS ("posix dpdk"),
 #      BENCH_DEPTHS ("1 128"), BENCH_FIO_POLL (the engine's bypass_poll, default auto),
-#      BENCH_FIO_BASELINE (a second bypass_poll to run beside it; empty: none).
+#      BENCH_FIO_BASELINE (a second bypass_poll to run beside it; empty: none),
+#      BENCH_FIO_SIZE (the sender's file, i.e. its object on the receiver, 4m: 1,024 blocks of
+#      4 KiB, 8 times depth 128, so the object stays in the cache as bypass-bench's buffers do; at 64m
+#      the receiver's copies stream through memory, ~20 % of its CPU at depth 128 over dpdk).
 #      dpdk needs root (memif, DPDK memory).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,6 +52,7 @@ transports=${BENCH_TRANSPORTS:-posix dpdk}
 depths=${BENCH_DEPTHS:-1 128}
 fio_poll=${BENCH_FIO_POLL:-auto}
 fio_baseline=${BENCH_FIO_BASELINE:-}
+fio_size=${BENCH_FIO_SIZE:-4m}
 
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" --buildtype=release >/dev/null
@@ -139,7 +143,7 @@ run_fio() {
     for _ in $(seq 1 300); do grep -q "$sock" /proc/net/unix && break; sleep 0.1; done
   fi
   taskset -c "$client_cpu" fio --name=sender "${common[@]}" --bypass_set="$client_set" --hostname="$host" \
-    --rw="$rw" --bs="$bs" --iodepth="$depth" --size=64m --time_based --ramp_time=1 --runtime="$seconds" \
+    --rw="$rw" --bs="$bs" --iodepth="$depth" --size="$fio_size" --time_based --ramp_time=1 --runtime="$seconds" \
     --iodepth_batch_submit="$depth" --iodepth_batch_complete_max="$depth" --disable_slat=1 --disable_lat=1 \
     --bypass_timeout=60 --output-format=json --output="$work/fio.json" >"$work/sender.log" 2>&1 ||
     { cat "$work/sender.log" "$work/receiver.log" >&2; kill "$receiver" 2>/dev/null; echo "fio-vs-bench: fio failed ($transport $rw $depth)" >&2; exit 1; }
@@ -161,14 +165,14 @@ print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["clat_ns"]["m
 
 # run_null DEPTH RW [RECEIVER]: fio's own cost per io on this machine, with no network: fio's null
 # ioengine on the sending CPU with the sender's options and depth ("iops"; RECEIVER=1: the
-# receiver's case instead, one synchronous io_u per served request with no latency samples, as the
-# engine sets them up). The null engine completes an io at once (queued and reaped in getevents
+# receiver's case instead, one synchronous io_u per served request with no latency or bandwidth
+# samples, as the engine sets them up). The null engine completes an io at once (queued and reaped in getevents
 # where iodepth > 1), so 1 / iops, counted per second of CPU the job got, is what fio spends per io
 # outside any engine.
 run_null() {
   local args=(--rw="$2" --iodepth="$1" --iodepth_batch_submit="$1" --iodepth_batch_complete_max="$1" --disable_slat=1
               --disable_lat=1)
-  [ "${3:-0}" = 1 ] && args=(--rw=read --iodepth=1 --disable_slat=1 --disable_lat=1 --disable_clat=1)
+  [ "${3:-0}" = 1 ] && args=(--rw=read --iodepth=1 --disable_slat=1 --disable_lat=1 --disable_clat=1 --disable_bw_measurement=1)
   taskset -c "$client_cpu" fio --name=null --ioengine=null --thread --bs=4k --size=64m --time_based --ramp_time=1 \
     --runtime=2 "${args[@]}" --output-format=json --output="$work/null.json" >"$work/null.log" 2>&1 ||
     { cat "$work/null.log" >&2; echo "fio-vs-bench: fio's null ioengine failed (depth $1, $2)" >&2; exit 1; }
@@ -178,7 +182,7 @@ job = json.load(open(sys.argv[1]))["jobs"][0]
 print(job[sys.argv[2]]["iops"] / max(0.01, min(1.0, (job["usr_cpu"] + job["sys_cpu"]) / 100)))' "$work/null.json" "$([ "$2" = write ] && [ "${3:-0}" != 1 ] && echo write || echo read)"
 }
 
-echo "fio-vs-bench: $rounds rounds of ${seconds} s per run; fio bypass_poll=$fio_poll${fio_baseline:+, baseline bypass_poll=$fio_baseline}"
+echo "fio-vs-bench: $rounds rounds of ${seconds} s per run; fio bypass_poll=$fio_poll${fio_baseline:+, baseline bypass_poll=$fio_baseline}, size=$fio_size"
 echo "load before: $(uptime | sed 's/.*load average: //')"
 results=$work/results
 for round in $(seq 1 "$rounds"); do
@@ -230,7 +234,7 @@ print("cpu %: the lower of the two sides' share of their CPU (dpdk: each side on
 print("ceil x: the best IOPS x fio can reach, t_bench / (t_bench + t_fio): t_bench = 1 / bypass-bench's msgs/s,")
 print("  t_fio = fio's own CPU time per io (its null ioengine's CPU seconds / ios, same rw, iodepth and options,")
 print("  on the sender's CPU, measured in the same rounds: fio us); recv x: the same bound from the receiver's io_u per served")
-print("  request (null ioengine, one synchronous io at a time, no latency samples); mean x: mean latencies' ratio")
+print("  request (null ioengine, one synchronous io at a time, no latency or bandwidth samples); mean x: mean latencies' ratio")
 print("out us: depth 1, fio's time per io outside its clat window (1 / IOPS - mean clat)")
 null_iops = {(d, tool): med(rows, 0) for (t, d, tool), rows in runs.items() if t == "null"}
 receiver_iops = next((med(rows, 0) for (t, d, tool), rows in runs.items() if t == "null-receiver"), None)

@@ -28,6 +28,10 @@ constexpr int kPollsPerCheck = 64;  // polling the stack itself: polls between t
 
 Receiver::Receiver(JobSettings settings)
     : settings_(std::move(settings)), store_(settings_.size) {
+  BufferList encoded;
+  IoReply{0}.encode(encoded);
+  // Shared by the replies of every worker that serves (bypass_poll=workers): counted atomically.
+  ok_reply_front_.append(BufferSegment::copy_of(encoded.to_string().data(), encoded.length(), BufferSharing::across_threads));
   stack_ = SharedStack::acquire(settings_);
   messenger_ = msgr::Messenger::create(settings_.conf, msgr::EntityName{msgr::EntityType::Osd, 0}, stack_->stack());
   // Stateless: a session that faults is over, and its objects with it (the senders are lossy).
@@ -90,7 +94,11 @@ void Receiver::serve_io(const msgr::MessageRef& m) {
     BYPASS_LOG(Warn, "fio", "receiver %s: %s", settings_.job_name.c_str(), e.what());
     status = -EBADMSG;
   }
-  IoReply{status}.encode(answer->front());
+  if (status == 0) {
+    answer->front().append(ok_reply_front_);
+  } else {
+    IoReply{status}.encode(answer->front());
+  }
   m->connection()->send_message(std::move(answer));
   if (status == 0) {
     served_bytes_.fetch_add(bytes, std::memory_order_relaxed);

@@ -10,6 +10,7 @@ namespace {
 
 using msgr::wire::Decoder;
 using msgr::wire::Encoder;
+using msgr::wire::FlatEncoder;
 
 // The front of a received message as one contiguous view (fronts are a few bytes: received in
 // one segment, copied only when the transport split them).
@@ -64,11 +65,15 @@ OpenReply OpenReply::decode(const msgr::Message& m) {
 }
 
 void IoRequest::encode(BufferList& front) const {
-  Encoder enc(front);
+  // Once per request: the fields go into one array and the front gets one copy of it (an Encoder
+  // appends field by field: four appends, ~460 instructions against ~120; callgrind, docs/fio.md).
+  char bytes[1 + 8 + 8 + 4];
+  FlatEncoder enc(bytes);
   enc.u8(static_cast<uint8_t>(op));
   enc.u64(object);
   enc.u64(offset);
   enc.u32(length);
+  front.append_copy(bytes, sizeof(bytes));
 }
 
 IoRequest IoRequest::decode(const msgr::Message& m) {

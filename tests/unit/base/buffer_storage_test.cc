@@ -91,6 +91,23 @@ TEST(BufferStorage, ObjectSizedBlocksStartOnACacheLine) {
   }
 }
 
+// A thread-local object built before the thread's block cache is destroyed after it: the blocks it
+// frees then must go back to the heap, not into the destroyed cache (LeakSanitizer would see them
+// lost; a cache rebuilt after its destructor ran would be used after destruction).
+struct FreedAtThreadExit {
+  BufferSegment block;
+};
+thread_local FreedAtThreadExit freed_at_thread_exit;
+
+TEST(BufferStorage, BlocksFreedAfterTheThreadsCacheWasDestroyedGoToTheHeap) {
+  std::thread([] {
+    FreedAtThreadExit& holder = freed_at_thread_exit;  // built first: destroyed after the cache
+    { BufferSegment warm = BufferSegment::allocate(100); }  // builds the cache, caches one block
+    holder.block = BufferSegment::allocate(100);
+    EXPECT_EQ(block_pool::stats().hits, 1u);
+  }).join();
+}
+
 TEST(BufferStorage, AppendHoleUsesTheWholeBlockOfItsClass) {
   BufferList bl;
   bl.append_copy("x");
