@@ -138,6 +138,11 @@ void register_dpdk_options(Registry& r) {
          .help = "A worker that found no work for this long sleeps in the kernel (at most 250 us at a time) "
                  "instead of spinning; 0 spins always (lowest latency and highest rate on dedicated CPUs; "
                  "on shared CPUs a sleeping worker may wait milliseconds to be scheduled again)."});
+  r.add({.name = "dpdk.hold_when_backlogged", .type = OptionType::Bool, .default_value = "false",
+         .help = "While the port's TX ring is full and frames it refused wait to be retried, TCP keeps new data in "
+                 "its send buffers (nothing built or copied yet) and sends it, connection by connection in the "
+                 "order they waited, once they went out; false (the default: no gain measured yet) builds the frames at "
+                 "once and queues them behind the refused ones (docs/benchmarks.md, connection scaling)."});
   r.add({.name = "dpdk.trusted_link", .type = OptionType::Bool, .default_value = "false",
          .help = "The link cannot corrupt frames and its peer is a Bypass process with this setting too: "
                  "shared memory between two processes (net_memif) or a looped net_ring. TCP checksums are then "

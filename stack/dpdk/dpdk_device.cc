@@ -52,6 +52,7 @@ DpdkDevice::DpdkDevice(pmd::Port& port, unsigned worker, inet::MacAddress mac, T
       mtu_(port.info().mtu != 0 ? port.info().mtu : 1500),
       mac_(mac),
       trusted_link_(tx.trusted_link),
+      hold_when_backlogged_(tx.hold_when_backlogged),
       capabilities_(capabilities_of(port.info().offloads.enabled, with_port_limits(tx, port.info()))),
       tx_chain_(port.mempool(), with_port_limits(tx, port.info())) {}
 
@@ -181,6 +182,7 @@ unsigned DpdkDevice::flush() {
     std::copy_n(backlog_.begin(), n, burst);
     const uint16_t sent = port_.tx_burst(worker_, burst, n);
     ++tx_bursts_;
+    tx_refused_bursts_ += sent == 0;
     backlog_.erase(backlog_.begin(), backlog_.begin() + sent);
     if (sent < n) break;
   }
@@ -188,6 +190,7 @@ unsigned DpdkDevice::flush() {
   if (backlog_.empty() && pending_count_ != 0) {
     sent = port_.tx_burst(worker_, pending_.data(), pending_count_);
     ++tx_bursts_;
+    tx_refused_bursts_ += sent == 0;
   }
   for (uint16_t i = sent; i < pending_count_; ++i) {
     if (backlog_.size() < kMaxBacklog) {
@@ -198,6 +201,8 @@ unsigned DpdkDevice::flush() {
     }
   }
   pending_count_ = 0;
+  // TCP holds new data until the backlog is gone (dpdk.hold_when_backlogged).
+  set_transmit_backlogged(hold_when_backlogged_ && !backlog_.empty());
   return queued + static_cast<unsigned>(backlog_.size());
 }
 

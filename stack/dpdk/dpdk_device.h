@@ -70,6 +70,8 @@ class DpdkDevice final : public inet::PacketDevice {
   uint64_t rx_low_pool_copies() const { return rx_low_pool_copies_; }
   // Calls into the driver's transmit (port_tx_packets / tx_bursts is the mean TX burst).
   uint64_t tx_bursts() const { return tx_bursts_; }
+  // Of those, the calls that sent nothing: the TX ring was full (the peer had not drained it).
+  uint64_t tx_refused_bursts() const { return tx_refused_bursts_; }
 
  private:
   unsigned flush();
@@ -83,6 +85,7 @@ class DpdkDevice final : public inet::PacketDevice {
   uint16_t mtu_;
   inet::MacAddress mac_;
   bool trusted_link_;
+  bool hold_when_backlogged_;
   inet::DeviceCapabilities capabilities_;
   TxChainBuilder tx_chain_;
   uint64_t rx_checksum_offloads_ = 0;
@@ -97,6 +100,7 @@ class DpdkDevice final : public inet::PacketDevice {
   uint64_t tx_dropped_ = 0;
   uint64_t tx_alloc_failures_ = 0;
   uint64_t tx_bursts_ = 0;
+  uint64_t tx_refused_bursts_ = 0;
 };
 
 }  // namespace bypass

@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "pmd/pmd.h"
 #include "stack/dpdk/dpdk_device.h"
+#include "stack/dpdk/queue_gauges.h"
 #include "stack/dpdk/stack_flows.h"
 #include "stack/inet/inet_stack.h"
 #include "stack/dpdk/event_center_timer_service.h"
@@ -63,6 +64,10 @@ class DpdkWorker final : public Worker {
   DpdkDevice& device() { return device_; }
   // Polls that received at least one frame (worker thread).
   uint64_t rx_bursts() const { return rx_bursts_; }
+  // Every poll, with frames or not (rx_bursts / polls is the share that found work).
+  uint64_t polls() const { return polls_; }
+  // Queue occupancy sampled every 100 ms (worker thread).
+  const QueueGauges& queue_gauges() const { return gauges_; }
   uint32_t host_ip() const { return settings_.address.value; }
   const inet::Ipv6Address& host_ipv6() const { return settings_.ipv6.address; }  // unspecified: IPv6 off
   int inject_socket_failures() const { return inject_socket_failures_; }
@@ -81,6 +86,7 @@ class DpdkWorker final : public Worker {
   void on_siblings(const Apply& apply);
   // Our own addresses map to our MAC, so a looped port (net_ring) reaches this stack itself.
   void learn_own_addresses();
+  void sample_queues();
 
   pmd::Port& port_;
   inet::InetSettings settings_;
@@ -91,6 +97,8 @@ class DpdkWorker final : public Worker {
   EventCenter::TimerId tick_ = 0;
   uint64_t ticks_ = 0;
   uint64_t rx_bursts_ = 0;
+  uint64_t polls_ = 0;
+  QueueGauges gauges_;
   int inject_socket_failures_ = 0;
   uint64_t socket_serial_ = 0;
   SingleListenerTable* single_listeners_ = nullptr;

@@ -56,6 +56,9 @@ struct TxChainOptions {
   bool tso = false;
   // dpdk.gso: without TSO, large segments are still offered to the stack and cut by build_cut().
   bool software_segmentation = true;
+  // dpdk.hold_when_backlogged: read by DpdkDevice, which then tells TCP to hold new data while it
+  // holds refused frames (inet::PacketDevice::transmit_backlogged).
+  bool hold_when_backlogged = false;
 };
 
 struct TxChainCounters {

@@ -31,6 +31,18 @@ class PacketDevice {
   virtual uint16_t mtu() const = 0;
   virtual MacAddress mac() const = 0;
   virtual DeviceCapabilities capabilities() const { return {}; }
+
+  // The device holds frames its full queue refused and will retry them: TCP then keeps new data
+  // in its send buffers (nothing copied or built yet) instead of adding frames that would wait,
+  // and goes on once this clears (TcpLayer::begin_burst). A flag, not a virtual call: TCP reads
+  // it for every segment of new data.
+  bool transmit_backlogged() const { return transmit_backlogged_; }
+
+ protected:
+  void set_transmit_backlogged(bool backlogged) { transmit_backlogged_ = backlogged; }
+
+ private:
+  bool transmit_backlogged_ = false;
 };
 
 }  // namespace bypass::inet

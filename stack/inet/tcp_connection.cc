@@ -29,6 +29,10 @@ TcpConnection::TcpConnection(TcpConnectionOwner& owner, const FourTuple& tuple, 
       delack_timer_(owner.timers(),
                     [this] {
                       auto self = shared_from_this();
+                      // Held for the device (wait_for_device): a pure ACK would queue behind the
+                      // same backlog as the data that carries it once the backlog cleared
+                      // (TcpLayer::resume_device_waiters re-arms this when nothing goes then).
+                      if (waiting_for_device_) return;
                       ++owner_.stats().tcp_delayed_acks_sent;
                       send_ack();
                     }),
@@ -579,9 +583,6 @@ void TcpConnection::process_text(TcpSegment& seg) {
     return schedule_ack(true);  // out of order: immediate duplicate ACK carrying SACK
   }
   bool had_gap = !out_of_order_.empty();
-  // A coalesced unit counts the full-sized segments it carries (at most one per wire segment).
-  const uint32_t full_segments =
-      std::min<uint32_t>(seg.segments, static_cast<uint32_t>(data.length() / mss_));
   rcv_nxt_ += static_cast<uint32_t>(data.length());
   bytes_received_ += data.length();
   if (!user_closed_) receive_queue_.append(std::move(data));
@@ -590,9 +591,12 @@ void TcpConnection::process_text(TcpSegment& seg) {
   if (fin_now) process_fin();
   notify(kTcpReadable);
   if (had_gap || fin_now || !settings_.delayed_ack || take_quick_ack()) return schedule_ack(true);
-  // RFC 9293 §3.8.6.3 / RFC 5681 §4.2: ACK at least every second full-sized segment.
-  unacked_segments_ += full_segments;
-  if (unacked_segments_ >= 2) return send_ack();
+  // RFC 9293 §3.8.6.3 (SHLD-19): an ACK for at least every second full-sized segment "or 2*RMSS
+  // bytes of new data". Counting bytes covers both, a coalesced unit (GRO, LRO) as its wire
+  // segments, and a stream of short segments, which a count of full-sized ones never acknowledged
+  // before the delayed-ACK timer. mss_ (the smaller of both sides' MSS, less the options every
+  // segment carries) stands for RMSS: a full-sized segment of the peer's is at least that long.
+  if (rcv_nxt_ - last_ack_sent_ >= 2 * mss_) return send_ack();
   if (!delack_timer_.pending()) delack_timer_.set_after(settings_.delayed_ack_timeout);
 }
 

@@ -95,7 +95,8 @@ struct TcpSegment {
   TcpHeader header;
   BufferList payload;
   // Wire segments this one stands for: more than 1 when receive coalescing (tcp_gro.h) or the
-  // device (LRO) merged consecutive segments; delayed-ACK accounting counts them (RFC 5681 §4.2).
+  // device (LRO) merged consecutive segments (the receive counters count them; delayed ACKs count
+  // bytes, process_text()).
   uint16_t segments = 1;
   uint32_t length() const {
     return static_cast<uint32_t>(payload.length()) + header.has(kTcpSyn) + header.has(kTcpFin);
@@ -281,6 +282,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   BufferList send_buffer_;    // unacknowledged and unsent data
   BufferList::Position send_position_;  // where the last segment was cut from send_buffer_
   bool fin_queued_ = false;
+  bool waiting_for_device_ = false;  // in the owner's wait_for_device() list
   uint32_t mss_ = 536;        // SMSS: payload per full segment (options for timestamps excluded)
   uint16_t peer_mss_ = 536;   // RFC 9293 §3.7.1 default
   uint16_t path_mtu_ = 1500;
@@ -299,7 +301,6 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   ReassemblyQueue out_of_order_;
   SackBlock duplicate_block_{};           // RFC 2883 D-SACK to report; empty when left == right
   bool fin_received_ = false;
-  uint32_t unacked_segments_ = 0;         // full segments received since our last ACK
   static constexpr uint32_t kQuickAcks = 16;  // as Linux's TCP_MAX_QUICKACKS
   uint32_t quick_acks_ = 0;               // segments still to ACK at once (see process_text())
 

@@ -50,6 +50,10 @@ class TcpConnectionOwner {
   virtual void on_established(TcpConnection& connection) = 0;
   // The connection reached CLOSED: the owner takes it out of its tables.
   virtual void on_closed(TcpConnection& connection) = 0;
+  // The connection holds new data while the device is backlogged (segment_output()
+  // .device_backlogged()); the owner calls its output() again, in the order they came, once the
+  // backlog cleared. Called once until then.
+  virtual void wait_for_device(TcpConnection& connection) = 0;
 
  protected:
   ~TcpConnectionOwner() = default;

@@ -230,7 +230,34 @@ void TcpLayer::dispatch(const FourTuple& tuple, TcpSegment&& segment) {
 }
 
 void TcpLayer::begin_burst() {
+  if (device_waiters_head_ != device_waiters_.size() && !device_.transmit_backlogged()) resume_device_waiters();
   if (settings_.tcp.gro) gro_.begin_burst();
+}
+
+void TcpLayer::wait_for_device(TcpConnection& connection) {
+  device_waiters_.push_back(connection.weak_from_this());
+}
+
+void TcpLayer::resume_device_waiters() {
+  // One that fills the device again stops the round; the rest keep their place. A connection
+  // that waits again goes to the back (its output() appends it): each gets a turn.
+  while (device_waiters_head_ != device_waiters_.size() && !device_.transmit_backlogged()) {
+    std::shared_ptr<TcpConnection> connection = device_waiters_[device_waiters_head_++].lock();
+    if (!connection) continue;  // closed meanwhile
+    connection->waiting_for_device_ = false;
+    connection->output();
+    // Its delayed-ACK timer passed over the ACK while it waited: one still owed, because nothing
+    // went out now to carry it, goes on the timer again (RFC 9293 §3.8.6.3 bounds the delay).
+    if (!connection->waiting_for_device_ && connection->rcv_nxt_ != connection->last_ack_sent_)
+      connection->schedule_ack(false);
+  }
+  if (device_waiters_head_ == device_waiters_.size()) {
+    device_waiters_.clear();
+    device_waiters_head_ = 0;
+  } else if (device_waiters_head_ > device_waiters_.size() / 2) {
+    device_waiters_.erase(device_waiters_.begin(), device_waiters_.begin() + static_cast<std::ptrdiff_t>(device_waiters_head_));
+    device_waiters_head_ = 0;
+  }
 }
 
 void TcpLayer::end_burst() { gro_.end_burst(); }
@@ -413,6 +440,21 @@ size_t TcpLayer::unacknowledged_connections() const {
              c.state() == TcpState::LastAck;
   });
   return count;
+}
+
+TcpQueuedBytes TcpLayer::queued_bytes() const {
+  TcpQueuedBytes bytes;
+  connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& connection) {
+    const TcpConnection& c = *connection;
+    // The send buffer holds the unacknowledged bytes first, then the unsent ones; SND.NXT may
+    // have moved back to SND.UNA after a timeout, so the split follows SND.NXT, not SND.MAX.
+    const uint64_t buffered = c.send_buffer_.length();
+    const uint64_t sent = std::min<uint64_t>(buffered, c.snd_nxt_ - c.snd_una_);
+    bytes.unacknowledged += sent;
+    bytes.unsent += buffered - sent;
+    bytes.unread += c.receive_queue_.length();
+  });
+  return bytes;
 }
 
 std::vector<ConnectionInfo> TcpLayer::connections() const {

@@ -54,6 +54,14 @@ struct ConnectionInfo {
   uint64_t bytes_out = 0;  // acknowledged by the peer
 };
 
+// Bytes all connections hold at one moment (TcpLayer::queued_bytes): a benchmark samples it to
+// see where data waits at scale.
+struct TcpQueuedBytes {
+  uint64_t unsent = 0;         // written by the application, not sent yet
+  uint64_t unacknowledged = 0; // sent, waiting for the peer's ACK
+  uint64_t unread = 0;         // received in order, not read by the application yet
+};
+
 class TcpLayer final : public TcpConnectionOwner {
  public:
   // Returns true when an outgoing connection may use this tuple (e.g. the RSS hash of the tuple
@@ -74,7 +82,9 @@ class TcpLayer final : public TcpConnectionOwner {
   void set_port_filter(PortFilter filter) { port_filter_ = std::move(filter); }
 
   // From Ipv4Layer. Between begin_burst() and end_burst() segments may be coalesced (tcp_gro.h,
-  // with tcp.gro); end_burst() hands TCP what is still held.
+  // with tcp.gro); end_burst() hands TCP what is still held. begin_burst() first lets the
+  // connections that waited for the device's backlog send, in the order they came, while it stays
+  // clear (wait_for_device).
   void receive(const Ipv4Header& ip, Packet&& packet);
   // From Ipv6Layer: `ip.payload_length` is the TCP segment's length (the pseudo-header's, RFC 8200
   // §8.1), whatever extension headers preceded it.
@@ -98,6 +108,8 @@ class TcpLayer final : public TcpConnectionOwner {
   // Connections holding data or a FIN the peer has not acknowledged yet: what a stack that stops
   // cleanly waits for (NetworkStack::stop(), ms.shutdown_linger).
   size_t unacknowledged_connections() const;
+  // A walk over every connection: for sampling now and then, never per segment.
+  TcpQueuedBytes queued_bytes() const;
   void for_each_connection(const std::function<void(const TcpConnection&)>& visit) const {
     connections_.for_each([&](const FourTuple&, const std::shared_ptr<TcpConnection>& c) { visit(*c); });
   }
@@ -113,6 +125,7 @@ class TcpLayer final : public TcpConnectionOwner {
   void confirm_reachable(const IpAddress& remote) override;
   void on_established(TcpConnection& connection) override;
   void on_closed(TcpConnection& connection) override;
+  void wait_for_device(TcpConnection& connection) override;
   bool allow_challenge_ack() override;
   SeqNumber generate_iss(const FourTuple& tuple) const override;
   uint16_t mtu() const override { return device_.mtu(); }
@@ -156,6 +169,12 @@ class TcpLayer final : public TcpConnectionOwner {
   TimePoint challenge_window_start_{0};
   size_t challenge_acks_in_window_ = 0;
   TcpGro gro_;
+  // Connections holding new data until the device's backlog clears (wait_for_device), oldest
+  // from device_waiters_head_ on; the vector keeps its capacity, so waiting allocates nothing
+  // once it has grown.
+  std::vector<std::weak_ptr<TcpConnection>> device_waiters_;
+  size_t device_waiters_head_ = 0;
+  void resume_device_waiters();
 };
 
 }  // namespace bypass::inet

@@ -95,6 +95,16 @@ void TcpConnection::output() {
     if (len == avail) flags |= kTcpPsh;
     bool with_fin = fin_queued_ && len == avail;
     if (with_fin) flags |= kTcpFin;
+    if (!retransmission && owner_.segment_output().device_backlogged()) {
+      // The device's queue is full and it holds refused frames: new data waits here, in the send
+      // buffer, where nothing is built or copied yet, instead of in frames that go cold behind
+      // the refused ones (16 MiB of them at 1,024 connections x 16 KiB in flight).
+      if (!waiting_for_device_) {
+        waiting_for_device_ = true;
+        owner_.wait_for_device(*this);
+      }
+      break;
+    }
     if (!retransmission && !ts_enabled_ && timed_at_ < TimePoint::zero()) {
       timed_seq_ = snd_nxt_;
       timed_at_ = owner_.timers().now();
@@ -144,7 +154,6 @@ void TcpConnection::transmit(SeqNumber seq, uint8_t flags, BufferList payload, b
   }
   if (flags & kTcpAck) {
     last_ack_sent_ = rcv_nxt_;
-    unacked_segments_ = 0;
     delack_timer_.clear();
   }
   if (sack_enabled_ && !(flags & (kTcpSyn | kTcpRst)))  // RACK's record (RFC 8985 §6.1)

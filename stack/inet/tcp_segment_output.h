@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "base/buffer_list.h"
+#include "stack/inet/device.h"
 #include "stack/inet/inet_stats.h"
 #include "stack/inet/wire/tcp.h"
 
@@ -15,8 +16,6 @@ namespace bypass::inet {
 struct FourTuple;
 class Ipv4Layer;
 class Ipv6Layer;
-class PacketDevice;
-
 class TcpSegmentOutput {
  public:
   TcpSegmentOutput(Ipv4Layer& ip, Ipv6Layer& ip6, PacketDevice& device, InetStats& stats)
@@ -28,6 +27,8 @@ class TcpSegmentOutput {
   // The largest IP datagram (IPv4, or IPv6 with its fixed header) one TCP segment may fill
   // (DeviceCapabilities::tx_large_segment_bytes); 0 when every segment must fit the MTU.
   uint32_t max_large_segment_bytes() const;
+  // PacketDevice::transmit_backlogged.
+  bool device_backlogged() const { return device_.transmit_backlogged(); }
 
  private:
   Ipv4Layer& ip_;

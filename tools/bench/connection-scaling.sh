@@ -14,7 +14,12 @@
 #   PROFILE=1 records each run's server and client (perf record -e cpu-clock -g, PROFILE_SECONDS=3
 #   from 1 s after the server is ready, needs root) and prints per count where the CPU per
 #   message goes: messenger (with the bench), the link's copies (what a NIC does by DMA) and the
-#   stack (tools/bench/perf_split.py; the last round's recording)
+#   stack (tools/bench/perf_split.py; the last round's recording), both processes together and
+#   each on its own (cores it kept busy, its CPU per message): the bottleneck is the process near
+#   a full core doing work, and the other's spins (idle polls, TX calls a full ring refused) are
+#   waiting for it, not a cost
+# For dpdk it prints per message what the stack sent, the polls that found frames, the TX calls a
+# full ring refused, and where the data waited (the stack's queue gauges, sampled every 100 ms).
 #
 # Instructions and simulated cache misses per message at two counts (what separates an algorithm
 # that grows with the connection count from memory stalls): tools/bench/connection-cachegrind.sh;
@@ -69,9 +74,20 @@ record() {
   sleep 1
   pids=$(pgrep -P "$bench_pid" | paste -sd, -)
   [ -n "$pids" ] || { echo "connection-scaling: no $transport processes to record" >&2; return 0; }
+  # Which child is the server and which the client: the subcommand, the first argument after the
+  # options (-c FILE, --set KEY=VALUE), so the split can be made per process too.
+  local pid arg skip
+  : >"$out.$transport.roles"
+  for pid in ${pids//,/ }; do
+    skip=1
+    while IFS= read -r -d '' arg; do
+      if [ "$skip" = 1 ]; then skip=0; continue; fi  # argv[0], or an option's value
+      case $arg in -c|--set) skip=1 ;; -*) ;; *) echo "$pid $arg" >>"$out.$transport.roles"; break ;; esac
+    done <"/proc/$pid/cmdline"
+  done
   perf record -F 499 -e cpu-clock --call-graph dwarf -p "$pids" -o "$out.$transport.data" -- sleep "$profile_seconds" \
     >"$out.$transport.perf.log" 2>&1 || { echo "connection-scaling: perf record failed ($out.$transport.perf.log)" >&2; return 0; }
-  perf script -i "$out.$transport.data" -F comm,tid,ip,sym,dso --no-inline >"$out.$transport.stacks" 2>/dev/null || true
+  perf script -i "$out.$transport.data" -F comm,pid,tid,ip,sym,dso --no-inline >"$out.$transport.stacks" 2>/dev/null || true
   rm -f "$out.$transport.data"
 }
 
@@ -173,24 +189,35 @@ if segment_counters:
             return f"{get(totals) / totals['messages']:.3f}" if totals.get("messages") else "-"
         except (KeyError, TypeError):  # a side that did not report, or an older binary's counters
             return "-"
-    for label, get in rows:
+    def side_row(label, value):
+        """One line: value(a side's counter totals) for client / server at each count."""
         line = f"{label:>24}"
         for c in counts:
             if c in segment_counters:
                 sides = segment_counters[c]
-                line += f"  {cell(sides.get('client', {}), get):>9} / {cell(sides.get('server', {}), get):<8}"
+                line += f"  {value(sides.get('client', {})):>9} / {value(sides.get('server', {})):<8}"
         print(line)
+    for label, get in rows:
+        side_row(label, lambda t: cell(t, get))
     for label, num, den in (("bytes per segment sent", "port_tx_bytes", "tcp_segments_sent"),
                             ("frames per RX burst", "port_rx_packets", "rx_bursts"),
                             ("frames per TX burst", "port_tx_packets", "tx_bursts")):
-        line = f"{label:>24}"
-        for c in counts:
-            if c not in segment_counters:
-                continue
-            values = [f"{t[num] / t[den]:.1f}" if t.get(den) else "-"
-                      for t in (segment_counters[c].get("client", {}), segment_counters[c].get("server", {}))]
-            line += f"  {values[0]:>9} / {values[1]:<8}"
-        print(line)
+        side_row(label, lambda t: f"{t[num] / t[den]:.1f}" if t.get(den) else "-")
+    # A poll that found no frame, and a TX call a full ring refused, are spins: waiting for the
+    # peer, a cost only when this process is the one the other waits for.
+    for label, num, den in (("polls that found frames", "rx_bursts", "polls"),
+                            ("TX calls a full ring refused", "tx_refused_bursts", "tx_bursts")):
+        side_row(label, lambda t: f"{100 * t[num] / t[den]:.1f} %" if t.get(den) and num in t else "-")
+    # Where the data waits (QueueGauges: sampled every 100 ms, means over the run).
+    gauges = [("TCP unsent KiB", "queue_unsent_bytes", 1024), ("TCP unacked KiB", "queue_unacknowledged_bytes", 1024),
+              ("TCP unread KiB", "queue_unread_bytes", 1024), ("TX backlog frames", "queue_tx_backlog_frames", 1),
+              ("mbufs out of the pool", "queue_mbufs_in_use", 1), ("RX ring frames", "queue_rx_ring_frames", 1)]
+    if any("queue_samples" in side for sides in segment_counters.values() for side in sides.values()):
+        print("\ndpdk: where the data waits, mean of samples every 100 ms (client / server)")
+        print(f"{'':>24}" + "".join(f"  {c + ' conns':>20}" for c in counts if c in segment_counters))
+        for label, key, unit in gauges:
+            den = "queue_rx_ring_samples" if key == "queue_rx_ring_frames" else "queue_samples"
+            side_row(label, lambda t: f"{t[key] / t[den] / unit:.0f}" if t.get(den) else "-")
 
 # PROFILE=1: where each count's CPU per message went (the last round's recordings).
 for t in transports:
@@ -211,4 +238,26 @@ for t in transports:
     for c, s in splits.items():
         print(f"  top of stack at {c}: {top(s, 'stack', 5)}")
         print(f"  top of copies at {c}: {top(s, 'copies', 3)}")
+    # Per process: the one near a full core doing work is the bottleneck; the other's spins (idle
+    # polls, a refused TX ring) only wait for it.
+    print(f"\n{t}: per process, cores busy and CPU per message (us) with its shares")
+    print(f"{'connections':>11}  {'side':>6}  {'cores':>5}  {'total':>7}" + "".join(f"  {k:>17}" for k in SHARES))
+    for c in splits:
+        stacks = os.path.join(work, f"r{rounds}.c{c}.{t}.stacks")
+        roles = {}
+        try:
+            for line in open(stacks[:-len(".stacks")] + ".roles"):
+                pid, role = line.split()
+                roles.setdefault(role, set()).add(int(pid))
+        except (OSError, ValueError):
+            continue
+        for side in ("client", "server"):
+            try:
+                s = split(stacks, os.path.join(work, f"r{rounds}.c{c}.json"), t, side, roles.get(side, set()))
+            except (ValueError, KeyError, StopIteration) as e:
+                print(f"connection-scaling: no {side} split of {t} at {c} connections: {e}")
+                continue
+            print(f"{c:>11}  {side:>6}  {s['busy']:>5.2f}  {s['cpu_us']:>7.2f}" +
+                  "".join(f"  {s['us'][k]:>7.2f} ({s['share'][k]:4.1f} %)" for k in SHARES))
+            print(f"{'':>13}top: {top(s, 'stack', 3)}; {top(s, 'messenger', 2)}")
 PY

@@ -29,21 +29,30 @@ _stack_dso = re.compile(r"librte_")
 
 def frames(path):
     """Yields each sample's frames [(sym, dso)], leaf first."""
-    sample = []
+    for _, sample in process_frames(path):
+        yield sample
+
+
+def process_frames(path):
+    """Yields (pid, frames) per sample; pid is None unless the recording's fields had pid
+    (`perf script -F comm,pid,tid,...`: the header reads "comm pid/tid")."""
+    sample, pid = [], None
     for line in open(path, errors="replace"):
         line = line.rstrip("\n")
         if not line.strip():
             if sample:
-                yield sample
+                yield pid, sample
             sample = []
             continue
-        if not line.startswith((" ", "\t")):  # the sample's header: comm tid
+        if not line.startswith((" ", "\t")):  # the sample's header: comm tid, or comm pid/tid
+            m = re.search(r"\s(\d+)/\d+\s*$", line)
+            pid = int(m[1]) if m else None
             continue
         m = re.match(r"\s*[0-9a-f]+\s+(.*?)\s+\((.*)\)\s*$", line)
         if m:
             sample.append((m[1], os.path.basename(m[2])))
     if sample:
-        yield sample
+        yield pid, sample
 
 
 def category(sample, transport):
@@ -63,13 +72,16 @@ def category(sample, transport):
     return None
 
 
-def split(stacks_path, result_path, transport):
-    """Each share of the run's CPU per request/reply (both processes), in us and in % of samples.
+def split(stacks_path, result_path, transport, side=None, pids=()):
+    """Each share of the run's CPU per request/reply, in us and in % of samples: both processes,
+    or with `side` ("client" or "server") only that process's, whose samples carry one of `pids`.
     Raises ValueError when the recording holds no sample."""
     counts = dict.fromkeys(SHARES, 0)
     crc = unattributed = 0
     symbols = {}
-    for sample in frames(stacks_path):
+    for pid, sample in process_frames(stacks_path):
+        if side is not None and pid not in pids:
+            continue
         c = category(sample, transport)
         if c is None:
             c = "messenger"
@@ -84,11 +96,12 @@ def split(stacks_path, result_path, transport):
         raise ValueError(f"no samples of the {transport} processes in {stacks_path}")
     result = next(c for c in json.load(open(result_path))["cases"] if c["transport"] == transport)
     msgs = result["totals"]["messages_per_second"]
-    cpu = result["cpu"]["client"]["process_seconds"] + result["cpu"]["server"]["process_seconds"]
-    cpu_us = cpu / result["seconds"] / msgs * 1e6  # both processes, per request/reply
+    sides = (side,) if side is not None else ("client", "server")
+    cpu = sum(result["cpu"][s]["process_seconds"] for s in sides)
+    cpu_us = cpu / result["seconds"] / msgs * 1e6  # per request/reply
     return dict(msgs=msgs, cpu_us=cpu_us, us={k: cpu_us * v / total for k, v in counts.items()},
                 share={k: 100 * v / total for k, v in counts.items()}, crc_us=cpu_us * crc / total,
-                samples=total, unattributed=100 * unattributed / total, symbols=symbols,
+                busy=cpu / result["seconds"], samples=total, unattributed=100 * unattributed / total, symbols=symbols,
                 link=result.get("link", {}), size=result["message_size"])
 
 

@@ -46,6 +46,8 @@ class PipeDevice : public PacketDevice {
   uint16_t mtu() const override { return mtu_; }
   MacAddress mac() const override { return mac_; }
   DeviceCapabilities capabilities() const override { return caps_; }
+  // As a device whose full queue refused frames it holds (PacketDevice::transmit_backlogged).
+  void set_backlogged(bool backlogged) { set_transmit_backlogged(backlogged); }
   uint16_t mtu_ = 1500;
   DeviceCapabilities caps_;
   uint64_t large_segments = 0;  // frames handed down with TxOffload::segment_payload (cut here)

@@ -54,6 +54,50 @@ TEST(TcpFlow, WindowScalingAndZeroWindowProbe) {
   EXPECT_EQ(mismatch, -1);
 }
 
+// A backlogged device (its queue full, refused frames held): new data waits in the send buffers,
+// and goes out once the backlog cleared, connection by connection in the order they waited.
+TEST(TcpFlow, NewDataWaitsWhileTheDeviceIsBacklogged) {
+  TwoHosts hosts(58);
+  auto [first, first_peer] = connect_pair(hosts, 80);
+  auto [second, second_peer] = connect_pair(hosts, 81);
+  hosts.run_for(1s);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
+  auto data_ports = [&] {
+    std::vector<uint16_t> ports;
+    for (const SeenSegment& x : seen)
+      if (x.from == 0 && x.payload > 0) ports.push_back(x.header.destination_port);
+    return ports;
+  };
+  hosts.dev_a->set_backlogged(true);
+  BufferList to_second = pattern(0, 1000), to_first = pattern(0, 1000);
+  ASSERT_EQ(second->send(to_second), 1000u);  // the second connection waits first
+  ASSERT_EQ(first->send(to_first), 1000u);
+  // Data for the held connection: its delayed ACK would queue behind the same backlog, so the
+  // held data carries it instead.
+  BufferList answer = pattern(0, 100);
+  ASSERT_EQ(first_peer->send(answer), 100u);
+  hosts.run_for(200ms);
+  EXPECT_EQ(first->readable_bytes(), 100u);
+  EXPECT_EQ(std::count_if(seen.begin(), seen.end(), [](const SeenSegment& x) { return x.from == 0; }), 0);
+  hosts.a->begin_burst();  // still backlogged: nothing moves
+  hosts.a->end_burst();
+  EXPECT_TRUE(data_ports().empty());
+  hosts.dev_a->set_backlogged(false);
+  hosts.a->begin_burst();
+  hosts.a->end_burst();
+  EXPECT_EQ(data_ports(), (std::vector<uint16_t>{81, 80}));
+  const SeenSegment& answered = seen.front();  // the peer's 100 bytes
+  for (const SeenSegment& x : seen) {
+    if (x.from == 0 && x.header.destination_port == 80) {
+      EXPECT_EQ(x.header.ack, answered.header.seq + 100u);
+    }
+  }
+  ASSERT_TRUE(hosts.run_until([&] { return first_peer->readable_bytes() == 1000 && second_peer->readable_bytes() == 1000; }, 1s));
+  EXPECT_EQ(first_mismatch(first_peer->read(), 0), -1);
+  EXPECT_EQ(first_mismatch(second_peer->read(), 0), -1);
+}
+
 TEST(TcpFlow, ClosedReceiveWindowStillTakesTheAcknowledgement) {
   // RFC 9293 section 3.10.7.4: with a zero receive window no segment is acceptable, "but special
   // allowance should be made to accept valid ACKs". Here the client's only segments that carry
@@ -433,6 +477,34 @@ TEST(TcpTimers, DelayedAckWaitsForSecondSegmentOrTimeout) {
   hosts.run_for(10ms);
   ASSERT_GE(acks().size(), 1u);  // two full segments: acknowledged without waiting
   EXPECT_LT(acks()[0].at - seen[0].at, 1ms);
+}
+
+// RFC 9293 §3.8.6.3 (SHLD-19): "at least every second full-sized segment or 2*RMSS bytes of new
+// data". Short segments (an application writing less than an MSS at a time, Nagle off) reach
+// 2*RMSS after a few; the ACK goes out then, not when the delayed-ACK timer fires.
+TEST(TcpTimers, DelayedAckAcknowledgesEveryTwoSegmentsWorthOfShortSegments) {
+  TwoHosts hosts(57);
+  auto [client, server] = connect_pair(hosts);
+  client->set_nagle(false);
+  hosts.run_for(1s);
+  SegmentRecorder recorder(hosts);
+  std::vector<SeenSegment>& seen = recorder.segments();
+  const size_t piece = client->send_mss() * 6 / 10;  // 0.6 MSS: the fourth piece passes 2 MSS
+  uint64_t offset = 0;
+  std::vector<TimePoint> sent_at;
+  for (int i = 0; i < 4; ++i) {
+    BufferList data = pattern(offset, piece);
+    offset += piece;
+    ASSERT_EQ(client->send(data), piece);
+    hosts.run_for(1ms);
+  }
+  hosts.run_for(5ms);  // well before the 40 ms delayed-ACK timer
+  std::vector<SeenSegment> data_segments, acks;
+  for (const SeenSegment& x : seen) (x.from == 0 ? data_segments : acks).push_back(x);
+  ASSERT_EQ(data_segments.size(), 4u);  // Nagle off: each piece went out at once
+  ASSERT_EQ(acks.size(), 1u);           // 1.8 MSS waited, 2.4 MSS did not
+  EXPECT_EQ(acks[0].header.ack, data_segments[3].header.seq + static_cast<uint32_t>(piece));
+  EXPECT_LT(acks[0].at - data_segments[3].at, 1ms);
 }
 
 TEST(TcpTimers, NagleHoldsSmallSegmentsWhileUnacked) {
