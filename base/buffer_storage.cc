@@ -17,6 +17,8 @@ struct FreeBlock {
   FreeBlock* next;
 };
 constexpr size_t kMaxCachedBytesPerClass = size_t{4} << 20;
+constexpr size_t kLine = 64;
+constexpr int kLineAlignedClasses = 3;  // classes 0..3: up to 1,056 bytes (see get())
 constexpr size_t kMaxCachedBlocksPerClass = 1024;
 
 struct ThreadCache {
@@ -78,7 +80,13 @@ void* get(int size_class) {
     }
     ++tc->stats.misses;
   }
-  void* block = std::malloc(kClassBytes[size_class]);
+  // Blocks of up to 1 KiB (messages with their counts, buffer headers, segment arrays) start on a
+  // cache line: malloc's 16-byte alignment spread a 440-byte Message over 8 lines three times in
+  // four, and at a thousand connections every line of a message is fetched once per message. The
+  // larger classes hold payload behind a 32-byte header, which no block alignment lines up.
+  void* block = size_class <= kLineAlignedClasses
+                    ? std::aligned_alloc(kLine, (kClassBytes[size_class] + kLine - 1) / kLine * kLine)
+                    : std::malloc(kClassBytes[size_class]);
   if (block == nullptr) {
     std::fprintf(stderr, "bypass: out of memory allocating a %zu-byte buffer block\n", kClassBytes[size_class]);
     std::abort();

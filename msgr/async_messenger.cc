@@ -34,12 +34,12 @@ std::unique_ptr<Messenger> Messenger::create(const config::Config& conf, const E
 }
 
 AsyncMessenger::AsyncMessenger(const config::Config& conf, const EntityName& name, std::shared_ptr<NetworkStack> stack)
-    : conf_(conf),
+    : dispatch_throttle_("dispatch_throttle_bytes", conf.get_size("ms.dispatch_throttle_bytes")),
+      conf_(conf),
       name_(name),
       // Monitors use nonce 0 (clients address them as v2:IP:PORT/0), everyone else a random one.
       nonce_(name.type == EntityType::Mon ? 0 : static_cast<uint32_t>(random_u64())),
-      owns_stack_(stack == nullptr),
-      dispatch_throttle_("dispatch_throttle_bytes", conf.get_size("ms.dispatch_throttle_bytes")) {
+      owns_stack_(stack == nullptr) {
   timings_.keepalive_interval = conf.get_duration("ms.keepalive_interval");
   timings_.keepalive_timeout = conf.get_duration("ms.keepalive_timeout");
   timings_.backoff_min = conf.get_duration("ms.reconnect_backoff_min");
@@ -373,7 +373,8 @@ ConnectionRef AsyncMessenger::connected_monitor(uint64_t cephx_global_id) const 
 }
 
 void AsyncMessenger::deliver(const MessageRef& m, const Policy& policy, uint64_t size) {
-  if (cephx_keeper_ && (m->type() == kMsgAuth || m->type() == kMsgAuthReply) && cephx_keeper_->intercept(m)) {
+  // The type first: it is in the message's first line, cephx_keeper_ in a cold line of this object.
+  if ((m->type() == kMsgAuth || m->type() == kMsgAuthReply) && cephx_keeper_ && cephx_keeper_->intercept(m)) {
     dispatch_throttle_.put(size);
     if (policy.throttle_bytes) policy.throttle_bytes->put(size);
     if (policy.throttle_messages) policy.throttle_messages->put(1);

@@ -98,6 +98,19 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
   // Waits until every session's messages were sent and acknowledged by its peer, or `deadline`.
   void linger_until_acknowledged(std::chrono::steady_clock::time_point deadline);
 
+  // What every message reads or writes comes first, together: in per-thread mode (one client
+  // messenger per connection) a messenger is as cold as its one connection at each message, and
+  // these were spread over five lines of its 1.6 KiB. The objects' hot parts meet: the throttle's
+  // count at its end, the dispatcher count, the registry's table pointer at its start.
+  Throttle dispatch_throttle_;
+  // Dispatchers only ever get added: readers take the published count (acquire) and read the
+  // slots below it without a lock.
+  std::atomic<size_t> dispatcher_count_{0};
+  MessageRegistry registry_;
+  static constexpr size_t kMaxDispatchers = 16;
+  std::array<Dispatcher*, kMaxDispatchers> dispatchers_{};
+  PerfCounters perf_;  // the per-message counters first
+
   config::Config conf_;
   EntityName name_;
   uint32_t nonce_;
@@ -111,18 +124,10 @@ class AsyncMessenger final : public Messenger, public admin::AdminSource {
   AuthSettings auth_;
   wire::FrameLimits limits_;
   uint64_t policy_throttle_bytes_;
-  MessageRegistry registry_;
-  PerfCounters perf_;
-  Throttle dispatch_throttle_;
 
   mutable std::mutex lock_;
   Policy default_policy_ = Policy::lossless_peer();
   std::map<EntityType, Policy> policies_;
-  // Dispatchers only ever get added: readers take the published count (acquire) and read the
-  // slots below it without a lock.
-  static constexpr size_t kMaxDispatchers = 16;
-  std::array<Dispatcher*, kMaxDispatchers> dispatchers_{};
-  std::atomic<size_t> dispatcher_count_{0};
   EntityAddrVec my_addrs_;
   std::vector<EntityAddr> bind_requests_;
   std::vector<std::pair<Worker*, std::unique_ptr<ServerSocket>>> listeners_;

@@ -88,20 +88,28 @@ class ConnectionLink : public std::enable_shared_from_this<ConnectionLink> {
   Worker* worker;
   ConnectedSocket socket;
   int fd = -1;
-  std::unique_ptr<wire::FrameReader> reader;
-  std::unique_ptr<wire::FrameAssembler> assembler;
-  EventCenter::Clock::time_point last_rx = EventCenter::Clock::now();
-  BufferList inbuf;
-  BufferList outbuf;
 
  private:
+  // Every readable event checks the state first: it shares the first line with the socket and
+  // fd (and the weak reference the event's callback locks), where it used to sit 352 bytes in,
+  // behind the two lists: one miss per event at a thousand connections.
   State state_ = State::Handshaking;
   // Mirror the EventCenter's registrations for fd (the center cannot be asked).
   bool read_armed_ = false;
   bool write_armed_ = false;
+
+ public:
+  std::unique_ptr<wire::FrameReader> reader;
+  std::unique_ptr<wire::FrameAssembler> assembler;
+  EventCenter::Clock::time_point last_rx = EventCenter::Clock::now();
+
+ private:
   size_t read_size_;  // next read's ask (read_available adapts it)
 
  public:
+  BufferList inbuf;
+  BufferList outbuf;
+
   const uint64_t serial;
   std::unique_ptr<Handshake> handshake;
   // Stalled: the MESSAGE waiting for budget (rare: held apart, not 600 bytes in every link).

@@ -140,9 +140,10 @@ class MessageRegistry {
 
  private:
   using Table = std::map<uint16_t, Factory>;
+  // First: create() reads only this, and a messenger keeps it beside its other per-message fields.
+  std::atomic<const Table*> current_{nullptr};
   std::mutex add_lock_;
   std::vector<std::unique_ptr<const Table>> tables_;  // every published table, newest last
-  std::atomic<const Table*> current_{nullptr};
 };
 
 }  // namespace bypass::msgr

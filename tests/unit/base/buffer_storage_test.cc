@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +75,20 @@ TEST(BufferStorage, DroppedBlocksAreReusedByTheNextAllocationOfTheirClass) {
   BufferSegment huge = BufferSegment::copy_of(pattern(200'000).data(), 200'000);
   EXPECT_EQ(huge.view(), pattern(200'000));
   EXPECT_EQ(huge.room_after(), 0u);
+}
+
+// Object-sized blocks (up to 1,056 bytes: a Message with its count, headers, segment arrays) start
+// on a cache line, fresh or reused; payload classes keep malloc's alignment.
+TEST(BufferStorage, ObjectSizedBlocksStartOnACacheLine) {
+  for (int size_class = 0; size_class <= 3; ++size_class) {
+    void* blocks[8];
+    for (void*& block : blocks) {  // more than one: the first may come from the cache
+      block = block_pool::get(size_class);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(block) % 64, 0u) << "class " << size_class;
+      std::memset(block, 0xab, block_pool::kClassBytes[size_class]);  // the whole class is usable
+    }
+    for (void* block : blocks) block_pool::put(size_class, block);
+  }
 }
 
 // A thread-local object built before the thread's block cache is destroyed after it: the blocks it
