@@ -314,6 +314,7 @@ void AsyncConnection::session_ready(const LinkRef& link, const HandshakeResult& 
     cephx_mon_session_ = result.cephx_mon_session;
   }
   if (result.peer_features) peer_features_ = result.peer_features;
+  peer_lossy_ = result.peer_lossy;
   backoff_ = std::chrono::nanoseconds(0);
   if (result.reconnected) {
     connect_seq_ = result.connect_seq;
@@ -404,11 +405,43 @@ void AsyncConnection::maybe_send_ack(const LinkRef& link) {
   // Encoded on the stack: an ACK goes out per input event.
   const auto payload = wire::encode_flat(wire::AckFrame{in_seq_});
   acked_in_seq_ = in_seq_;
+  bump(msgr_.perf().acks_sent);
   try {
     link->frame_control(wire::Tag::Ack, std::string_view(payload.data(), payload.size()));
   } catch (const std::exception& e) {
     fault(link, std::string("cannot send ACK: ") + e.what());
   }
+}
+
+// A lossless session acknowledges every input event at once: the peer keeps what it sent until
+// then, to replay it after a fault. A lossy session replays nothing, and Ceph's sends no ACK frames
+// at all (ProtocolV2 counts ack_left only when !policy.lossy); here the peer still keeps what it
+// sent until acknowledged (its completion hooks say delivered then), so a lossy session defers the
+// ACK frame by kLossyAckDelay and sends it only if no message of ours carried the ack_seq meanwhile;
+// only where the peer said lossy too, since a lossless peer (a lossless client of a stateless
+// server) may wait on our ACKs to complete a stream of messages, its window with them.
+// Request/reply traffic then sends no ACK frame at all: where the application sends its next
+// request after the loop iteration that delivered the reply (fio's job thread polling the stack),
+// an immediate ACK was one more frame, TCP segment and (posix) system call per request on each
+// side. One timer per connection at a time, so per kLossyAckDelay, not per message.
+constexpr auto kLossyAckDelay = std::chrono::microseconds(200);
+
+void AsyncConnection::acknowledge_input(const LinkRef& link) {
+  if (!policy_.lossy || !peer_lossy_) {
+    maybe_send_ack(link);
+    return;
+  }
+  if (in_seq_ <= acked_in_seq_ || ack_timer_ || !link->open()) return;
+  std::weak_ptr<AsyncConnection> weak = shared_from_this();
+  ack_timer_ = worker()->center().create_timer(kLossyAckDelay, [weak] {
+    auto con = weak.lock();
+    if (!con) return;
+    con->ack_timer_.reset();
+    if (con->closed_.load(std::memory_order_relaxed) || !con->link_ || con->link_->dead() || !con->link_->open()) return;
+    const LinkRef link = con->link_;
+    con->maybe_send_ack(link);
+    con->flush_output(link);
+  });
 }
 
 // An ACK frame, or a MESSAGE's ack_seq: the peer has every message up to `seq`.
@@ -567,6 +600,8 @@ void AsyncConnection::close(const std::string& why, bool notify_reset) {
   if (link_) drop_link(link_);
   if (reconnect_timer_) worker()->center().cancel_timer(*reconnect_timer_);
   reconnect_timer_.reset();
+  if (ack_timer_) worker()->center().cancel_timer(*ack_timer_);
+  ack_timer_.reset();
   cancel_standby_expiry();
   drop_unacknowledged();
   for (auto& m : queued) drop_unsent(std::move(m));

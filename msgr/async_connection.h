@@ -111,6 +111,8 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   void queue_or_write(MessageRef m);
   void drop_unsent(MessageRef m);
   void maybe_send_ack(const LinkRef& link);
+  // After input: acknowledge what came (lossless at once, lossy within kLossyAckDelay; see .cc).
+  void acknowledge_input(const LinkRef& link);
   void fault(const LinkRef& link, const std::string& why);
   void schedule_reconnect();
   // A lossless server session without a link waits for its client at most
@@ -137,6 +139,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
 
   // Worker-thread state, per message.
   bool in_input_ = false;             // process_input runs: it flushes the output when done
+  bool peer_lossy_ = false;           // the peer's ident said lossy (acknowledge_input)
   LinkRef link_;
   MessageRing sent_;  // written, not yet acknowledged
   uint64_t out_seq_ = 0;
@@ -163,6 +166,7 @@ class AsyncConnection final : public Connection, public std::enable_shared_from_
   std::chrono::nanoseconds backoff_{0};
   std::optional<EventCenter::TimerId> reconnect_timer_;
   std::optional<EventCenter::TimerId> standby_timer_;  // on worker()'s center
+  std::optional<EventCenter::TimerId> ack_timer_;      // lossy: a deferred ACK frame is due
   EntityAddr target_;
 };
 

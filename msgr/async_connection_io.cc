@@ -165,7 +165,7 @@ void AsyncConnection::process_input(const LinkRef& link) {
   }
   in_input_ = false;
   if (link->dead()) return;
-  maybe_send_ack(link);
+  acknowledge_input(link);
   flush_output(link);
   // More complete frames may be buffered than one event handles: continue on the next loop turn.
   if (!link->dead() && !link->stalled() && link->has_complete_frame_buffered()) {

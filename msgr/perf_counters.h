@@ -14,6 +14,7 @@ struct PerfCounters {
   X(bytes_sent)                 \
   X(bytes_received)             \
   X(msgs_acked)                 \
+  X(acks_sent)                  \
   X(msgs_dropped)               \
   X(msgs_replayed)              \
   X(duplicates_dropped)         \

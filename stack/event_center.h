@@ -50,8 +50,10 @@ class EventDriver {
   virtual bool last_wait_blocked() const = 0;
 };
 
-// Kernel fds through epoll, wake-up through an eventfd.
-std::unique_ptr<EventDriver> make_epoll_driver();
+// Kernel fds through epoll, wake-up through an eventfd. `busy_poll` (posix.busy_poll): for this
+// long after a wait that found something, a wait asked to block polls epoll without blocking
+// instead, so a loop that expects its next event within microseconds spins rather than sleeps.
+std::unique_ptr<EventDriver> make_epoll_driver(std::chrono::nanoseconds busy_poll = std::chrono::nanoseconds::zero());
 
 // For transports that run their own packet/completion processing (dpdk, rdma). Event ids are
 // userspace numbers; the transport's poll hook runs every loop iteration and marks ids ready with

@@ -30,7 +30,7 @@ uint32_t to_epoll_events(int mask) {
 
 class EpollDriver final : public EventDriver {
  public:
-  EpollDriver() : events_(kInitialEvents) {
+  explicit EpollDriver(std::chrono::nanoseconds busy_poll) : busy_poll_(busy_poll), events_(kInitialEvents) {
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
     epoll_event ev{};
@@ -77,7 +77,7 @@ class EpollDriver final : public EventDriver {
   }
 
   int wait(std::vector<FiredEvent>& fired, std::chrono::nanoseconds timeout) override {
-    const bool block = timeout > std::chrono::nanoseconds::zero() && waker_.prepare_to_block();
+    const bool block = timeout > std::chrono::nanoseconds::zero() && !busy_polling() && waker_.prepare_to_block();
     int n = block ? blocking_wait(std::min<std::chrono::nanoseconds>(timeout, kMaxBlock))
                   : epoll_wait(epfd_, events_.data(), static_cast<int>(events_.size()), 0);
     if (block) waker_.done_blocking();
@@ -104,6 +104,8 @@ class EpollDriver final : public EventDriver {
       ++reported;
     }
     if (static_cast<size_t>(n) == events_.size() && events_.size() < kMaxEvents) events_.resize(events_.size() * 2);
+    // Busy polling: the time of the last wait that found something (a wake-up counts: work came).
+    if (n > 0 && busy_poll_.count() > 0) last_ready_ = std::chrono::steady_clock::now();
     return reported;
   }
 
@@ -126,6 +128,14 @@ class EpollDriver final : public EventDriver {
     return epoll_wait(epfd_, events_.data(), static_cast<int>(events_.size()), static_cast<int>(ms.count()));
   }
 
+  // Whether a wait asked to block polls instead: within busy_poll_ of the last wait that found
+  // something. One clock read per idle wait, and only with posix.busy_poll set.
+  bool busy_polling() const {
+    return busy_poll_.count() > 0 && std::chrono::steady_clock::now() - last_ready_ < busy_poll_;
+  }
+
+  const std::chrono::nanoseconds busy_poll_;
+  std::chrono::steady_clock::time_point last_ready_{};
   WakeupEventfd waker_;
   int epfd_ = -1;
   bool have_pwait2_ = true;
@@ -135,6 +145,8 @@ class EpollDriver final : public EventDriver {
 
 }  // namespace
 
-std::unique_ptr<EventDriver> make_epoll_driver() { return std::make_unique<EpollDriver>(); }
+std::unique_ptr<EventDriver> make_epoll_driver(std::chrono::nanoseconds busy_poll) {
+  return std::make_unique<EpollDriver>(busy_poll);
+}
 
 }  // namespace bypass

@@ -33,7 +33,7 @@ int close_and_fail(int fd, int rc) {
 
 template <class Calls>
 StreamWorker<Calls>::StreamWorker(unsigned id, const config::Config& conf)
-    : Worker(id, Calls::make_event_driver()),
+    : Worker(id, Calls::make_event_driver(conf)),
       inject_socket_failures_(static_cast<int>(conf.get_int("ms.inject_socket_failures"))) {}
 
 template <class Calls>

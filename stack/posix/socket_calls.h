@@ -28,7 +28,9 @@ struct KernelSocketCalls {
 
   // Nothing to check or set: the kernel's sockets are always there.
   static void configure(const config::Config& /*conf*/) {}
-  static std::unique_ptr<EventDriver> make_event_driver() { return make_epoll_driver(); }
+  static std::unique_ptr<EventDriver> make_event_driver(const config::Config& conf) {
+    return make_epoll_driver(conf.get_duration("posix.busy_poll"));
+  }
 
   // A non-blocking, close-on-exec stream socket.
   static int open_stream(int family) { return ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }

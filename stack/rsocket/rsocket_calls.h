@@ -33,7 +33,7 @@ struct RsocketCalls {
   // connections only); takes rsocket.max_connections (rsocket_stack.cc).
   static void configure(const config::Config& conf);
   // rsocket fds never turn readable for epoll; rpoll() waits on them.
-  static std::unique_ptr<EventDriver> make_event_driver() { return make_rpoll_driver(); }
+  static std::unique_ptr<EventDriver> make_event_driver(const config::Config& /*conf*/) { return make_rpoll_driver(); }
 
   static int open_stream(int family) {
     const int fd = ::rsocket(family, SOCK_STREAM, 0);

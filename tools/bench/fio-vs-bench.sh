@@ -23,6 +23,11 @@
 # table's "ceil x" is then the best IOPS ratio fio can reach, t_bench / (t_bench + t_fio), and "recv x"
 # the same bound from the receiver's io_u per served request. A row whose ceiling is below 0.9 is
 # bounded there by fio itself.
+# posix like for like: fio's job thread polls its stack (64 idle polls before it sleeps in epoll),
+# so each posix case runs once per BENCH_POSIX_BUSY_POLL value with posix.busy_poll set to it for
+# both tools (bypass-bench's workers, fio's job threads: the same "poll epoll this long after the
+# last event, then sleep"); rows "posix+bp50us" run with 50us, rows "posix" with 0s (bypass-bench's
+# worker sleeps at once, fio's job thread still polls 64 times first: not like for like).
 # With posix it also runs fio writes the way Ceph published its ceph-msgr engine's loopback figures
 # (4 KiB at depth 1, 8 KiB at depth 128) and prints them beside Ceph's (other hardware).
 #
@@ -38,6 +43,8 @@
 # Env: BENCH_SECONDS (measured seconds per run, 5), BENCH_TRANSPORTS ("posix dpdk"),
 #      BENCH_DEPTHS ("1 128"), BENCH_FIO_POLL (the engine's bypass_poll, default auto),
 #      BENCH_FIO_BASELINE (a second bypass_poll to run beside it; empty: none),
+#      BENCH_POSIX_BUSY_POLL (posix.busy_poll values for the posix cases, "50us 0s"),
+#      BENCH_FIO_LATENCY (fio's latency compared with bypass-bench's: clat, the default, or lat),
 #      BENCH_FIO_SIZE (the sender's file, i.e. its object on the receiver, 4m: 1,024 blocks of
 #      4 KiB, 8 times depth 128, so the object stays in the cache as bypass-bench's buffers do; at 64m
 #      the receiver's copies stream through memory, ~20 % of its CPU at depth 128 over dpdk).
@@ -52,6 +59,17 @@ transports=${BENCH_TRANSPORTS:-posix dpdk}
 depths=${BENCH_DEPTHS:-1 128}
 fio_poll=${BENCH_FIO_POLL:-auto}
 fio_baseline=${BENCH_FIO_BASELINE:-}
+posix_busy_polls=${BENCH_POSIX_BUSY_POLL:-50us 0s}
+# fio's latency compared: clat (default) starts when fio's queue and commit returned, i.e. after the
+# request was sent (fio's convention: the submission is slat); lat starts when fio took the io_u,
+# before the engine sends, as bypass-bench's starts before its send (one more clock read per io).
+fio_latency=${BENCH_FIO_LATENCY:-clat}
+case $fio_latency in
+  clat) fio_latency_options=(--disable_slat=1 --disable_lat=1) ;;
+  lat) fio_latency_options=(--disable_slat=1 --disable_clat=1 --lat_percentiles=1 --clat_percentiles=0) ;;
+  *) echo "fio-vs-bench: BENCH_FIO_LATENCY must be clat or lat, not '$fio_latency'" >&2; exit 1 ;;
+esac
+busy_poll=0s  # posix.busy_poll of the current posix case (both tools)
 fio_size=${BENCH_FIO_SIZE:-4m}
 
 if [ ! -f "$build/build.ninja" ]; then
@@ -112,7 +130,7 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 run_bench() {
   local sizes=(--set bench.message_size=4K --set bench.reply_size=0)
   [ "$3" = read ] && sizes=(--set bench.message_size=16 --set bench.reply_size=4K)
-  "$bench" -c "$work/job.yaml" --set bench.transports="$1" --set bench.iodepth="$2" "${sizes[@]}" \
+  "$bench" -c "$work/job.yaml" --set bench.transports="$1" --set bench.iodepth="$2" "${sizes[@]}" --set posix.busy_poll="$busy_poll" \
     --set bench.duration="${seconds}s" --set bench.output="$work/bench.json" run >"$work/bench.log" 2>&1 ||
     { cat "$work/bench.log" >&2; echo "fio-vs-bench: bypass-bench failed ($1, depth $2, $3)" >&2; exit 1; }
   python3 -c 'import json, sys
@@ -129,7 +147,7 @@ print(c["totals"]["messages_per_second"], c["latency_us"]["p50"], c["latency_us"
 run_fio() {
   local transport=$1 depth=$2 rw=$3 bs=${4:-4k} poll=${5:-$fio_poll} port host=127.0.0.1 server_set client_set
   port=$(free_port)
-  server_set="ms.cpus=$server_cpu" client_set="ms.cpus=$client_cpu"
+  server_set="ms.cpus=$server_cpu posix.busy_poll=$busy_poll" client_set="ms.cpus=$client_cpu posix.busy_poll=$busy_poll"
   if [ "$transport" = dpdk ]; then
     port=7000 host=10.89.0.1
     server_set=$(fio_set "$server_cpu" "${server_dpdk[@]}") client_set=$(fio_set "$client_cpu" "${client_dpdk[@]}")
@@ -144,7 +162,7 @@ run_fio() {
   fi
   taskset -c "$client_cpu" fio --name=sender "${common[@]}" --bypass_set="$client_set" --hostname="$host" \
     --rw="$rw" --bs="$bs" --iodepth="$depth" --size="$fio_size" --time_based --ramp_time=1 --runtime="$seconds" \
-    --iodepth_batch_submit="$depth" --iodepth_batch_complete_max="$depth" --disable_slat=1 --disable_lat=1 \
+    --iodepth_batch_submit="$depth" --iodepth_batch_complete_max="$depth" "${fio_latency_options[@]}" \
     --bypass_timeout=60 --output-format=json --output="$work/fio.json" >"$work/sender.log" 2>&1 ||
     { cat "$work/sender.log" "$work/receiver.log" >&2; kill "$receiver" 2>/dev/null; echo "fio-vs-bench: fio failed ($transport $rw $depth)" >&2; exit 1; }
   local status=0
@@ -159,8 +177,9 @@ d = job[sys.argv[2]]
 # usr_cpu + sys_cpu of a thread job: the CPU time of its thread over its run, in percent.
 share = min(j["usr_cpu"] + j["sys_cpu"] for j in (job, json.load(open(sys.argv[3]))["jobs"][0]))
 cpu = f"{min(share, 100):.0f}" if sys.argv[4] == "yes" else "-"
-print(d["iops"], d["clat_ns"]["percentile"]["50.000000"] / 1000, d["clat_ns"]["mean"] / 1000, cpu)' \
-    "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)" "$work/receiver.json" "$polled"
+key = sys.argv[5] + "_ns"
+print(d["iops"], d[key]["percentile"]["50.000000"] / 1000, d[key]["mean"] / 1000, cpu)' \
+    "$work/fio.json" "$([ "$rw" = write ] && echo write || echo read)" "$work/receiver.json" "$polled" "$fio_latency"
 }
 
 # run_null DEPTH RW [RECEIVER]: fio's own cost per io on this machine, with no network: fio's null
@@ -182,7 +201,7 @@ job = json.load(open(sys.argv[1]))["jobs"][0]
 print(job[sys.argv[2]]["iops"] / max(0.01, min(1.0, (job["usr_cpu"] + job["sys_cpu"]) / 100)))' "$work/null.json" "$([ "$2" = write ] && [ "${3:-0}" != 1 ] && echo write || echo read)"
 }
 
-echo "fio-vs-bench: $rounds rounds of ${seconds} s per run; fio bypass_poll=$fio_poll${fio_baseline:+, baseline bypass_poll=$fio_baseline}, size=$fio_size"
+echo "fio-vs-bench: $rounds rounds of ${seconds} s per run; fio bypass_poll=$fio_poll${fio_baseline:+, baseline bypass_poll=$fio_baseline}, size=$fio_size; posix.busy_poll: $posix_busy_polls; fio latency: $fio_latency"
 echo "load before: $(uptime | sed 's/.*load average: //')"
 results=$work/results
 for round in $(seq 1 "$rounds"); do
@@ -193,19 +212,24 @@ for round in $(seq 1 "$rounds"); do
   done
   iops=$(run_null 1 read 1); echo "null-receiver 1 read $iops - - -" >> "$results"
   for transport in $transports; do
-    for depth in $depths; do
-      echo "round $round: $transport depth $depth" >&2
-      # One assignment per run: a failed run (exit 1 in its subshell) stops the script (set -e).
-      for shape in write read; do
-        figures=$(run_bench "$transport" "$depth" "$shape"); echo "$transport $depth bench-$shape $figures" >> "$results"
-        figures=$(run_fio "$transport" "$depth" "$shape"); echo "$transport $depth $shape $figures" >> "$results"
-        if [ -n "$fio_baseline" ]; then
-          figures=$(run_fio "$transport" "$depth" "$shape" 4k "$fio_baseline")
-          echo "$transport $depth baseline-$shape $figures" >> "$results"
-        fi
+    for busy_poll in $([ "$transport" = posix ] && echo "$posix_busy_polls" || echo 0s); do
+      label=$transport
+      [ "$transport" = posix ] && [ "$busy_poll" != 0s ] && label="posix+bp$busy_poll"
+      for depth in $depths; do
+        echo "round $round: $label depth $depth" >&2
+        # One assignment per run: a failed run (exit 1 in its subshell) stops the script (set -e).
+        for shape in write read; do
+          figures=$(run_bench "$transport" "$depth" "$shape"); echo "$label $depth bench-$shape $figures" >> "$results"
+          figures=$(run_fio "$transport" "$depth" "$shape"); echo "$label $depth $shape $figures" >> "$results"
+          if [ -n "$fio_baseline" ]; then
+            figures=$(run_fio "$transport" "$depth" "$shape" 4k "$fio_baseline")
+            echo "$label $depth baseline-$shape $figures" >> "$results"
+          fi
+        done
       done
     done
   done
+  busy_poll=0s
   if [[ " $transports " == *" posix "* ]]; then
     echo "round $round: posix writes as Ceph measured its engine" >&2
     figures=$(run_fio posix 1 write 4k); echo "ceph 1 4k $figures" >> "$results"
@@ -213,7 +237,7 @@ for round in $(seq 1 "$rounds"); do
   fi
 done
 echo "load after: $(uptime | sed 's/.*load average: //')"
-python3 - "$results" "$rounds" "$fio_poll" "$fio_baseline" <<'PY'
+python3 - "$results" "$rounds" "$fio_poll" "$fio_baseline" "$fio_latency" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
@@ -227,7 +251,7 @@ def cpu(rows):
     return statistics.median(shares) if shares else None
 cpu_text = lambda share: "-" if share is None else f"{share:.0f}"
 starved = []
-print(f"\nmedians of {sys.argv[2]} rounds (rate: bypass-bench msgs/s, fio IOPS; p50 in us); fio with bypass_poll={poll}")
+print(f"\nmedians of {sys.argv[2]} rounds (rate: bypass-bench msgs/s, fio IOPS; p50 in us: fio's {sys.argv[5]}); fio with bypass_poll={poll}")
 print("write: 4 KiB requests, empty replies (bypass-bench bench.reply_size=0) / fio rw=write bs=4k")
 print("read: 16 B requests, 4 KiB replies (bench.message_size=16, bench.reply_size=4K) / fio rw=read bs=4k")
 print("cpu %: the lower of the two sides' share of their CPU (dpdk: each side one busy-polling thread)")
@@ -236,10 +260,12 @@ print("  t_fio = fio's own CPU time per io (its null ioengine's CPU seconds / io
 print("  on the sender's CPU, measured in the same rounds: fio us); recv x: the same bound from the receiver's io_u per served")
 print("  request (null ioengine, one synchronous io at a time, no latency or bandwidth samples); mean x: mean latencies' ratio")
 print("out us: depth 1, fio's time per io outside its clat window (1 / IOPS - mean clat)")
+print("posix+bpX: both tools with posix.busy_poll=X (like for like); posix: 0s (bypass-bench's worker sleeps in epoll at")
+print("  once, fio's job thread polls 64 times before it sleeps: not like for like)")
 null_iops = {(d, tool): med(rows, 0) for (t, d, tool), rows in runs.items() if t == "null"}
 receiver_iops = next((med(rows, 0) for (t, d, tool), rows in runs.items() if t == "null-receiver"), None)
 bound = lambda rate, own_iops: "-" if own_iops is None else f"{1 / (1 + rate / own_iops):.2f}"
-head = (f"{'case':<16}{'shape':<7}{'bench msgs/s':>13}{'p50':>8}{'cpu %':>6}{'fio IOPS':>10}{'p50':>8}{'cpu %':>6}"
+head = (f"{'case':<24}{'shape':<7}{'bench msgs/s':>13}{'p50':>8}{'cpu %':>6}{'fio IOPS':>10}{'p50':>8}{'cpu %':>6}"
         f"{'IOPS x':>8}{'p50 x':>7}{'mean x':>7}{'fio us':>7}{'ceil x':>7}{'recv x':>7}{'out us':>7}")
 if baseline:
     head += f"   {'fio ' + baseline + ' IOPS':>20}{'p50':>8}{'IOPS x':>8}{'p50 x':>7}"
@@ -257,7 +283,7 @@ for (transport, depth, tool) in sorted(k for k in runs if k[2].startswith("bench
     # submission: 1 / IOPS - mean clat (at depth > 1 the ios overlap: not shown).
     outside = f"{1e6 / f_rate - f_mean:.1f}" if depth == 1 else "-"
     starved += [s for s in (b_cpu, f_cpu) if s is not None and s < 90]
-    row = (f"{transport + ' 4KiB d' + str(depth):<16}{shape:<7}{b_rate:>13.0f}{b_p50:>8.1f}{cpu_text(b_cpu):>6}"
+    row = (f"{transport + ' 4KiB d' + str(depth):<24}{shape:<7}{b_rate:>13.0f}{b_p50:>8.1f}{cpu_text(b_cpu):>6}"
            f"{f_rate:>10.0f}{f_p50:>8.1f}{cpu_text(f_cpu):>6}{f_rate / b_rate:>8.2f}{f_p50 / b_p50:>7.2f}"
            f"{f_mean / b_mean:>7.2f}{1e6 / null_iops.get((depth, shape), float('inf')):>7.2f}"
            f"{bound(b_rate, null_iops.get((depth, shape))):>7}{bound(b_rate, receiver_iops):>7}"

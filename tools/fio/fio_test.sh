@@ -6,7 +6,8 @@
 #           iodepth 16, then randrw verify=crc32c; the JSON must show no error and I/O in both
 #           directions (the verify reads) on every sender, requests served on the receiver; then
 #           a receiver and a sender process, one job each, whose job threads poll their stacks
-#           (bypass_poll=auto: the receiving process must have no worker thread)
+#           (bypass_poll=auto: the receiving process must have no worker thread), and beside them
+#           a polled depth-1 sender whose session sends (almost) no ACK frames (perf dump)
 #   dpdk    examples/fio/dpdk-{receiver,sender}.fio as two fio processes over net_memif, crc32c
 #   errors  every bad input and fault, each with its message: an unknown engine option, bad
 #           bypass_set / bypass_config, no port, no size, verify on the receiver, a receiver that is
@@ -119,14 +120,46 @@ EOF
   [ -n "$receiver_pid" ] || { cat polled-receiver.out; fail "bypass_poll=auto: no receiving fio listening on port $port"; }
   workers=$(cat /proc/"$receiver_pid"/task/*/comm 2>/dev/null | grep -c '^bypass-w')
   [ "$workers" = 0 ] || fail "bypass_poll=auto, posix, one job: the receiving fio runs $workers worker threads (expected its job thread to poll)"
+  # Beside it, a polled sender at depth 1 (fio queues each request after the loop iteration that
+  # delivered the previous reply): its lossy session must send no ACK frame per reply (the next
+  # request's ack_seq carries it), so its messenger's acks_sent stays far below msgs_sent.
+  run_fio polled-depth1 120 "${poll[@]}" --name=depth1 --rw=write --bs=4k --iodepth=1 --size=8m --time_based \
+    --runtime=3 --bypass_set="ms.admin_socket=$work/depth1.asok" &
+  depth1=$!
   # iodepth_batch_submit: the sender commits its requests in batches, so auto polls there too and
   # each batch leaves in one write (send_message_unflushed, then flush_output at fio's commit).
   run_fio polled-sender 120 "${poll[@]}" --name=sender --rw=randrw --bs=4k --iodepth=16 --iodepth_batch_submit=16 \
-    --size=8m --verify=crc32c
+    --size=8m --verify=crc32c &
+  sender=$!
+  # The depth-1 sender's counters once it has sent 300 requests, or its last before it ended.
+  admin_status=1
+  while kill -0 "$depth1" 2>/dev/null; do
+    sleep 0.1
+    [ -S "$work/depth1.asok" ] && "$FIO_TEST_ADMIN" "$work/depth1.asok" perf dump > depth1-perf.new 2>&1 || continue
+    mv depth1-perf.new depth1-perf.json
+    admin_status=0
+    python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["messengers"][0]["counters"]["msgs_sent"] < 300)' \
+      depth1-perf.json 2>/dev/null && break
+  done
+  wait "$sender"
   sender_status=$?
+  wait "$depth1"
+  depth1_status=$?
   wait "${pids[0]}"
   receiver_status=$?
   pids=()
+  [ "$admin_status" = 0 ] || { cat depth1-perf.new polled-depth1.out; fail "bypass-admin perf dump of the depth-1 sender failed throughout its run"; }
+  [ "$depth1_status" = 0 ] || { cat polled-depth1.out polled-receiver.out; fail "bypass_poll=auto, depth 1: the sending fio exited $depth1_status"; }
+  python3 - depth1-perf.json <<'PY' || fail "the polled depth-1 sender's ACK frames (depth1-perf.json)"
+import json, sys
+counters = json.load(open(sys.argv[1]))["messengers"][0]["counters"]
+sent, acks = counters["msgs_sent"], counters["acks_sent"]
+print(f"depth-1 sender: {sent} messages sent, {acks} ACK frames")
+if sent < 100:
+    sys.exit(f"only {sent} requests sent within its run: too few to count its ACK frames")
+if acks * 4 >= sent:
+    sys.exit(f"{acks} ACK frames for {sent} requests: replies are acknowledged with frames of their own")
+PY
   [ "$sender_status" = 0 ] || { cat polled-sender.out polled-receiver.out; fail "bypass_poll=auto (job): the sending fio exited $sender_status"; }
   [ "$receiver_status" = 0 ] || { cat polled-receiver.out; fail "bypass_poll=auto (job): the receiving fio exited $receiver_status"; }
   check_json polled-sender.json 1

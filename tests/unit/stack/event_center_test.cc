@@ -273,5 +273,37 @@ TEST(EpollDriver, WakeupEndsABlockedWaitAndAnEarlierOneSkipsTheNext) {
   expect_wakeup_ends_waits(*make_epoll_driver());
 }
 
+// posix.busy_poll: within busy_poll of a wait that found an event, a wait asked to block for
+// 300 ms returns at once (it polled); once busy_poll has passed, or without it, it blocks.
+TEST(EpollDriver, BusyPollKeepsWaitsFromBlockingForAWhileAfterAnEvent) {
+  const auto elapsed_after_event = [](EventDriver& driver, std::chrono::milliseconds pause) {
+    int sv[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    EXPECT_EQ(driver.add_interest(sv[0], 0, kEventReadable), 0);
+    EXPECT_EQ(write(sv[1], "x", 1), 1);
+    std::vector<FiredEvent> fired;
+    EXPECT_EQ(driver.wait(fired, 1s), 1);
+    char byte;
+    EXPECT_EQ(read(sv[0], &byte, 1), 1);
+    std::this_thread::sleep_for(pause);
+    fired.clear();
+    const auto start = Clock::now();
+    EXPECT_EQ(driver.wait(fired, 300ms), 0);
+    const auto elapsed = Clock::now() - start;
+    EXPECT_EQ(driver.remove_interest(sv[0], kEventReadable, 0), 0);
+    close(sv[0]);
+    close(sv[1]);
+    return elapsed;
+  };
+  auto polling = make_epoll_driver(10s);
+  EXPECT_LT(elapsed_after_event(*polling, 0ms), 150ms);  // polled: no sleep
+  EXPECT_FALSE(polling->last_wait_blocked());
+  auto brief = make_epoll_driver(20ms);
+  EXPECT_GE(elapsed_after_event(*brief, 50ms), 250ms);  // busy_poll had passed: slept
+  EXPECT_TRUE(brief->last_wait_blocked());
+  auto sleeping = make_epoll_driver();
+  EXPECT_GE(elapsed_after_event(*sleeping, 0ms), 250ms);  // the default sleeps at once
+}
+
 }  // namespace
 }  // namespace bypass
