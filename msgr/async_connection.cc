@@ -356,7 +356,7 @@ void AsyncConnection::replay_unacknowledged(const LinkRef& link, uint64_t peer_i
 }
 
 void AsyncConnection::flush_queue() {
-  if (!link_ || !link_->open() || link_->dead()) return;
+  if (!link_ || !link_->open()) return;
   LinkRef link = link_;
   try {
     while (!out_queue_.empty() && !link->dead()) {
@@ -437,7 +437,7 @@ void AsyncConnection::acknowledge_input(const LinkRef& link) {
     auto con = weak.lock();
     if (!con) return;
     con->ack_timer_.reset();
-    if (con->closed_.load(std::memory_order_relaxed) || !con->link_ || con->link_->dead() || !con->link_->open()) return;
+    if (con->closed_.load(std::memory_order_relaxed) || !con->link_ || !con->link_->open()) return;
     const LinkRef link = con->link_;
     con->maybe_send_ack(link);
     con->flush_output(link);
@@ -573,7 +573,7 @@ void AsyncConnection::cancel_standby_expiry() {
 bool AsyncConnection::awaiting_acknowledgement() {
   if (closed_.load(std::memory_order_relaxed)) return false;
   take_handovers();
-  if (link_ && link_->open() && !link_->dead()) flush_output(link_);
+  if (link_ && link_->open()) flush_output(link_);
   return !out_queue_.empty() || !sent_.empty() || (link_ && !link_->outbuf.empty());
 }
 
