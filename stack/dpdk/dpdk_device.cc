@@ -171,6 +171,13 @@ void DpdkDevice::queue_frame(void* self, rte_mbuf* mbuf) {
   if (!device.batching_ || device.pending_count_ == kBurst) device.flush();
 }
 
+uint16_t DpdkDevice::transmit_burst(rte_mbuf** mbufs, uint16_t count) {
+  const uint16_t sent = port_.tx_burst(worker_, mbufs, count);
+  ++tx_bursts_;
+  tx_refused_bursts_ += sent == 0;
+  return sent;
+}
+
 unsigned DpdkDevice::flush() {
   // Most poll iterations send nothing: no call into the driver (or the shared queue's lock) then.
   if (pending_count_ == 0 && backlog_.empty()) return 0;
@@ -180,17 +187,13 @@ unsigned DpdkDevice::flush() {
     rte_mbuf* burst[kBurst];
     const uint16_t n = static_cast<uint16_t>(std::min<size_t>(kBurst, backlog_.size()));
     std::copy_n(backlog_.begin(), n, burst);
-    const uint16_t sent = port_.tx_burst(worker_, burst, n);
-    ++tx_bursts_;
-    tx_refused_bursts_ += sent == 0;
+    const uint16_t sent = transmit_burst(burst, n);
     backlog_.erase(backlog_.begin(), backlog_.begin() + sent);
     if (sent < n) break;
   }
   uint16_t sent = 0;
   if (backlog_.empty() && pending_count_ != 0) {
-    sent = port_.tx_burst(worker_, pending_.data(), pending_count_);
-    ++tx_bursts_;
-    tx_refused_bursts_ += sent == 0;
+    sent = transmit_burst(pending_.data(), pending_count_);
   }
   for (uint16_t i = sent; i < pending_count_; ++i) {
     if (backlog_.size() < kMaxBacklog) {

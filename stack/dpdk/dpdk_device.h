@@ -75,6 +75,8 @@ class DpdkDevice final : public inet::PacketDevice {
 
  private:
   unsigned flush();
+  // One call into the driver's transmit, counted (tx_bursts, tx_refused_bursts).
+  uint16_t transmit_burst(rte_mbuf** mbufs, uint16_t count);
   // Queues one built frame for the next flush (TxChainBuilder::EmitFrame).
   static void queue_frame(void* self, rte_mbuf* mbuf);
   bool rx_pool_is_low(rte_mempool* pool);
